@@ -1,0 +1,1 @@
+//! The conversation actors and their pure rules, free of HTTP and database code.

@@ -1,0 +1,457 @@
+//! Layered settings: `config/base.toml` < `config/{APP_ENV}.toml` < `APP__SECTION__KEY` environment
+//! variables. Secrets are `SecretString`s, so they never show up in logs or `Debug` output.
+//! A bad value stops start-up with a message that names the key.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+
+/// Which layered file sits on top of `base.toml`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppEnv {
+    Local,
+    Test,
+    Production,
+}
+
+impl AppEnv {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppEnv::Local => "local",
+            AppEnv::Test => "test",
+            AppEnv::Production => "production",
+        }
+    }
+
+    /// Reads `APP_ENV` (default `local`).
+    pub fn from_env() -> Result<Self, ConfigError> {
+        match std::env::var("APP_ENV") {
+            Ok(value) => value.parse(),
+            Err(_) => Ok(AppEnv::Local),
+        }
+    }
+}
+
+impl std::str::FromStr for AppEnv {
+    type Err = ConfigError;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value.trim().to_lowercase().as_str() {
+            "local" => Ok(AppEnv::Local),
+            "test" => Ok(AppEnv::Test),
+            "production" => Ok(AppEnv::Production),
+            other => Err(ConfigError::invalid(
+                "APP_ENV",
+                format!("'{other}' is not one of local, test, production"),
+            )),
+        }
+    }
+}
+
+/// Why the settings could not be loaded; the message always names the key at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration key `{key}`: {problem}")]
+    Invalid { key: String, problem: String },
+    #[error("configuration: {0}")]
+    Load(String),
+}
+
+impl ConfigError {
+    fn invalid(key: &str, problem: impl Into<String>) -> Self {
+        ConfigError::Invalid {
+            key: key.to_owned(),
+            problem: problem.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Settings {
+    pub server: ServerSettings,
+    pub database: DatabaseSettings,
+    pub product: ProductSettings,
+    pub payments: PaymentSettings,
+    #[serde(default)]
+    pub stripe: StripeSettings,
+    pub ai: AiSettings,
+    pub mail: MailSettings,
+    pub security: SecuritySettings,
+    #[serde(default)]
+    pub admin: AdminSettings,
+    pub log: LogSettings,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ServerSettings {
+    pub host: String,
+    pub port: u16,
+    pub public_url: url::Url,
+    /// The built web app (`web/dist`), relative to the working directory.
+    pub static_dir: PathBuf,
+    /// Where `legal/` and `shortcuts.toml` are read from.
+    pub content_dir: PathBuf,
+    /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
+    pub shutdown_timeout_secs: u64,
+    /// Extra origins allowed besides `public_url` (the real-time channel checks them).
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct DatabaseSettings {
+    /// `surrealkv://path`, `mem://`, or `ws://host:port` / `wss://...` for a SurrealDB server.
+    pub url: String,
+    pub namespace: String,
+    pub database: String,
+    /// Root credentials for a SurrealDB server; unused by the embedded engines.
+    pub username: Option<String>,
+    pub password: Option<SecretString>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ProductSettings {
+    pub name: String,
+    pub assistant_name: String,
+    pub support_email: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PaymentProviderKind {
+    Demo,
+    Stripe,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct PaymentSettings {
+    pub provider: PaymentProviderKind,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct StripeSettings {
+    pub secret_key: Option<SecretString>,
+    pub webhook_secret: Option<SecretString>,
+    pub subscription_price_id: Option<String>,
+    pub refundable_fee_price_id: Option<String>,
+    /// Overrides Stripe's API address (tests point it at a local mock).
+    pub api_base: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AiProviderKind {
+    Offline,
+    Openai,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AiSettings {
+    pub provider: AiProviderKind,
+    pub base_url: Option<String>,
+    pub api_key: Option<SecretString>,
+    pub model: String,
+    pub temperature: f32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MailProviderKind {
+    Outbox,
+    Smtp,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct MailSettings {
+    pub provider: MailProviderKind,
+    /// `smtp://user:pass@host:port` — a secret, since it may carry credentials.
+    pub smtp_url: Option<SecretString>,
+    pub from: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct SecuritySettings {
+    pub debug_tools: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AdminSettings {
+    #[serde(default)]
+    pub emails: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    /// A `tracing` filter such as `info` or `helpnow=debug,info`; `RUST_LOG` wins when set.
+    pub filter: String,
+}
+
+impl Settings {
+    /// Loads the settings the way the binary does: `./config`, `APP_ENV`, and the process environment.
+    pub fn load() -> Result<Self, ConfigError> {
+        let config_dir = std::env::var("APP_CONFIG_DIR").unwrap_or_else(|_| "config".to_owned());
+        let env_vars: HashMap<String, String> = std::env::vars().collect();
+        Self::load_from(Path::new(&config_dir), AppEnv::from_env()?, env_vars)
+    }
+
+    /// Loads from an explicit folder, environment name and variable set (tests pass their own).
+    pub fn load_from(
+        config_dir: &Path,
+        env: AppEnv,
+        env_vars: HashMap<String, String>,
+    ) -> Result<Self, ConfigError> {
+        let base = config_dir.join("base.toml");
+        if !base.is_file() {
+            return Err(ConfigError::Load(format!(
+                "{} is missing (run from the project folder, or set APP_CONFIG_DIR)",
+                base.display()
+            )));
+        }
+        let layered = config::Config::builder()
+            .add_source(config::File::from(base))
+            .add_source(config::File::from(config_dir.join(format!("{}.toml", env.as_str()))).required(false))
+            .add_source(
+                config::Environment::with_prefix("APP")
+                    .prefix_separator("__")
+                    .separator("__")
+                    .list_separator(",")
+                    .with_list_parse_key("admin.emails")
+                    .with_list_parse_key("server.allowed_origins")
+                    .try_parsing(true)
+                    .source(Some(env_vars)),
+            )
+            .build()
+            .map_err(|err| ConfigError::Load(err.to_string()))?;
+
+        let settings: Settings = serde_path_to_error::deserialize(layered).map_err(|err| {
+            let key = err.path().to_string();
+            let problem = err.into_inner().to_string();
+            // The inner message may repeat the key; what matters is that the key is named first.
+            ConfigError::invalid(&key, problem)
+        })?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Checks that go beyond types: providers that need keys have them, URLs have usable schemes.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let scheme = self.database.url.split("://").next().unwrap_or_default();
+        if !self.database.url.contains("://") && self.database.url != "memory" {
+            return Err(ConfigError::invalid(
+                "database.url",
+                format!("'{}' has no scheme; use surrealkv://path, mem:// or ws://host:port", self.database.url),
+            ));
+        }
+        if !matches!(scheme, "surrealkv" | "mem" | "memory" | "ws" | "wss") {
+            return Err(ConfigError::invalid(
+                "database.url",
+                format!("the scheme '{scheme}' is not supported; use surrealkv://, mem://, ws:// or wss://"),
+            ));
+        }
+        if self.database.namespace.trim().is_empty() {
+            return Err(ConfigError::invalid("database.namespace", "must not be empty"));
+        }
+        if self.database.database.trim().is_empty() {
+            return Err(ConfigError::invalid("database.database", "must not be empty"));
+        }
+        if self.database.username.is_some() != self.database.password.is_some() {
+            return Err(ConfigError::invalid(
+                "database.password",
+                "database.username and database.password go together",
+            ));
+        }
+        if !matches!(self.server.public_url.scheme(), "http" | "https") {
+            return Err(ConfigError::invalid("server.public_url", "must be an http:// or https:// address"));
+        }
+        if self.product.name.trim().is_empty() {
+            return Err(ConfigError::invalid("product.name", "must not be empty"));
+        }
+        if self.product.assistant_name.trim().is_empty() {
+            return Err(ConfigError::invalid("product.assistant_name", "must not be empty"));
+        }
+        if self.payments.provider == PaymentProviderKind::Stripe {
+            require_secret(&self.stripe.secret_key, "stripe.secret_key", "payments.provider = \"stripe\"")?;
+            require_secret(&self.stripe.webhook_secret, "stripe.webhook_secret", "payments.provider = \"stripe\"")?;
+            require_text(
+                &self.stripe.subscription_price_id,
+                "stripe.subscription_price_id",
+                "payments.provider = \"stripe\"",
+            )?;
+            require_text(
+                &self.stripe.refundable_fee_price_id,
+                "stripe.refundable_fee_price_id",
+                "payments.provider = \"stripe\"",
+            )?;
+        }
+        if self.ai.provider == AiProviderKind::Openai {
+            require_secret(&self.ai.api_key, "ai.api_key", "ai.provider = \"openai\"")?;
+            require_text(&self.ai.base_url, "ai.base_url", "ai.provider = \"openai\"")?;
+        }
+        if !(0.0..=2.0).contains(&self.ai.temperature) {
+            return Err(ConfigError::invalid("ai.temperature", "must be between 0 and 2"));
+        }
+        if self.mail.provider == MailProviderKind::Smtp {
+            require_secret(&self.mail.smtp_url, "mail.smtp_url", "mail.provider = \"smtp\"")?;
+        }
+        Ok(())
+    }
+
+    /// The address the server listens on, as `host:port`.
+    pub fn listen_address(&self) -> String {
+        format!("{}:{}", self.server.host, self.server.port)
+    }
+}
+
+fn require_secret(value: &Option<SecretString>, key: &str, because: &str) -> Result<(), ConfigError> {
+    match value {
+        Some(secret) if !secret.expose_secret().trim().is_empty() => Ok(()),
+        _ => Err(ConfigError::invalid(key, format!("is required when {because}"))),
+    }
+}
+
+fn require_text(value: &Option<String>, key: &str, because: &str) -> Result<(), ConfigError> {
+    match value {
+        Some(text) if !text.trim().is_empty() => Ok(()),
+        _ => Err(ConfigError::invalid(key, format!("is required when {because}"))),
+    }
+}
+
+/// A database URL safe to print: user name and password removed.
+pub struct RedactedUrl<'a>(pub &'a str);
+
+impl fmt::Display for RedactedUrl<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Textual, so the URL prints exactly as configured apart from the removed `user:pass@`.
+        let Some((scheme, rest)) = self.0.split_once("://") else {
+            return f.write_str(self.0);
+        };
+        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        match rest[..authority_end].rfind('@') {
+            Some(at) => write!(f, "{scheme}://{}", &rest[at + 1..]),
+            None => f.write_str(self.0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project_config_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("config")
+    }
+
+    fn load(env: AppEnv, vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let vars = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        Settings::load_from(&project_config_dir(), env, vars)
+    }
+
+    #[test]
+    fn defaults_need_no_keys_and_use_the_embedded_parts() {
+        let settings = load(AppEnv::Local, &[]).expect("the defaults load");
+        assert_eq!(settings.server.host, "127.0.0.1");
+        assert_eq!(settings.server.port, 8080);
+        assert_eq!(settings.database.url, "surrealkv://data/helpnow");
+        assert_eq!(settings.payments.provider, PaymentProviderKind::Demo);
+        assert_eq!(settings.ai.provider, AiProviderKind::Offline);
+        assert_eq!(settings.mail.provider, MailProviderKind::Outbox);
+        assert_eq!(settings.product.name, "HelpNow");
+        assert_eq!(settings.product.assistant_name, "Emma");
+        assert!(settings.security.debug_tools, "debug tools are on locally");
+        assert!((settings.ai.temperature - 0.7).abs() < f32::EPSILON);
+    }
+
+    #[test]
+    fn production_turns_debug_tools_off_and_logs_json() {
+        let settings = load(AppEnv::Production, &[]).expect("production loads without keys on the defaults");
+        assert!(!settings.security.debug_tools);
+        assert_eq!(settings.log.format, LogFormat::Json);
+    }
+
+    #[test]
+    fn environment_variables_override_files() {
+        let settings = load(
+            AppEnv::Local,
+            &[
+                ("APP__SERVER__PORT", "9191"),
+                ("APP__PRODUCT__NAME", "FixIt"),
+                ("APP__ADMIN__EMAILS", "a@example.com,b@example.com"),
+            ],
+        )
+        .expect("overrides load");
+        assert_eq!(settings.server.port, 9191);
+        assert_eq!(settings.product.name, "FixIt");
+        assert_eq!(settings.admin.emails, vec!["a@example.com", "b@example.com"]);
+    }
+
+    #[test]
+    fn a_bad_value_names_its_key() {
+        let err = load(AppEnv::Local, &[("APP__SERVER__PORT", "eighty")]).expect_err("a port must be a number");
+        assert!(err.to_string().contains("server.port"), "{err}");
+
+        let err = load(AppEnv::Local, &[("APP__PAYMENTS__PROVIDER", "paypal")]).expect_err("unknown provider");
+        assert!(err.to_string().contains("payments.provider"), "{err}");
+
+        let err = load(AppEnv::Local, &[("APP__DATABASE__URL", "postgres://x")]).expect_err("unknown scheme");
+        assert!(err.to_string().contains("database.url"), "{err}");
+
+        let err = load(AppEnv::Local, &[("APP__SERVER__PUBLIC_URL", "not a url")]).expect_err("bad url");
+        assert!(err.to_string().contains("server.public_url"), "{err}");
+    }
+
+    #[test]
+    fn a_provider_without_its_keys_is_refused_by_key() {
+        let err = load(AppEnv::Local, &[("APP__PAYMENTS__PROVIDER", "stripe")]).expect_err("stripe needs keys");
+        assert!(err.to_string().contains("stripe.secret_key"), "{err}");
+
+        let err = load(AppEnv::Local, &[("APP__AI__PROVIDER", "openai")]).expect_err("openai needs a key");
+        assert!(err.to_string().contains("ai.api_key"), "{err}");
+
+        let err = load(AppEnv::Local, &[("APP__MAIL__PROVIDER", "smtp")]).expect_err("smtp needs a url");
+        assert!(err.to_string().contains("mail.smtp_url"), "{err}");
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_output() {
+        let settings = load(
+            AppEnv::Local,
+            &[
+                ("APP__AI__PROVIDER", "openai"),
+                ("APP__AI__BASE_URL", "http://127.0.0.1:1"),
+                ("APP__AI__API_KEY", "sk-very-secret-value"),
+            ],
+        )
+        .expect("loads");
+        let printed = format!("{settings:?}");
+        assert!(!printed.contains("sk-very-secret-value"), "{printed}");
+    }
+
+    #[test]
+    fn printed_database_urls_carry_no_credentials() {
+        assert_eq!(
+            RedactedUrl("ws://root:hunter2@db.internal:8000").to_string(),
+            "ws://db.internal:8000"
+        );
+        assert_eq!(RedactedUrl("surrealkv://data/helpnow").to_string(), "surrealkv://data/helpnow");
+        assert_eq!(RedactedUrl("mem://").to_string(), "mem://");
+        assert_eq!(RedactedUrl("wss://admin@db:8000/rpc?x=1").to_string(), "wss://db:8000/rpc?x=1");
+        assert_eq!(RedactedUrl("ws://db:8000/a@b").to_string(), "ws://db:8000/a@b");
+    }
+
+    #[test]
+    fn an_unknown_app_env_is_refused() {
+        let err = "staging".parse::<AppEnv>().expect_err("unknown env");
+        assert!(err.to_string().contains("APP_ENV"));
+    }
+}

@@ -1,0 +1,79 @@
+//! Analytics event names: only the events the product spec lists (section 7) are accepted.
+
+use std::fmt;
+
+/// The spec's analytics events, in its order.
+pub const EVENT_NAMES: &[&str] = &[
+    "sign_up",
+    "login",
+    "page_view",
+    "begin_trial",
+    "subscription_start",
+    "begin_checkout",
+    "purchase",
+    "feature_use",
+    "chat_message_sent",
+    "new_chat_started",
+    "task_added",
+    "task_completed",
+    "issue_submission",
+    "refundable_fee_funnel_view",
+    "refundable_fee_first_message",
+    "refundable_fee_final_message",
+    "refundable_fee_checkout_initiated",
+    "chatbot_funnel_view",
+    "chatbot_first_message",
+    "chatbot_final_message",
+    "chatbot_checkout_initiated",
+    "account_setup",
+    "members_area",
+    "sidebar_opened",
+];
+
+/// A known analytics event name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventName(&'static str);
+
+impl EventName {
+    pub fn parse(name: &str) -> Result<Self, UnknownEvent> {
+        EVENT_NAMES
+            .iter()
+            .find(|known| **known == name)
+            .map(|known| EventName(known))
+            .ok_or(UnknownEvent)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+impl fmt::Display for EventName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("Unknown analytics event")]
+pub struct UnknownEvent;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_event_parses() {
+        for name in EVENT_NAMES {
+            assert_eq!(EventName::parse(name).map(EventName::as_str), Ok(*name));
+        }
+        assert_eq!(EVENT_NAMES.len(), 24);
+    }
+
+    #[test]
+    fn unknown_or_differently_written_names_are_refused() {
+        for name in ["", "pageview", "Page_View", "page_view ", "drop table", "purchase;"] {
+            assert_eq!(EventName::parse(name), Err(UnknownEvent), "{name:?}");
+        }
+    }
+}

@@ -1,0 +1,35 @@
+use helpnow::config::Settings;
+use helpnow::startup::Application;
+use helpnow::telemetry;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let settings = match Settings::load() {
+        Ok(settings) => settings,
+        Err(error) => {
+            // No logger yet: the message goes straight to stderr.
+            eprintln!("helpnow: cannot start: {error}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    telemetry::init(&settings.log);
+
+    let application = match Application::build(settings).await {
+        Ok(application) => application,
+        Err(error) => {
+            tracing::error!(%error, "cannot start");
+            eprintln!("helpnow: cannot start: {error}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match application.run_until_stopped().await {
+        Ok(()) => {
+            tracing::info!("HelpNow stopped");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(error) => {
+            tracing::error!(%error, "the server failed");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! The JSON error body of every API answer that is not a success: `{error: code, message: text}`.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+
+#[derive(Debug, Serialize)]
+struct ErrorBody<'a> {
+    error: &'a str,
+    message: &'a str,
+}
+
+/// An API error with its status, a stable machine code and the text a person reads.
+#[derive(Debug, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn not_found() -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", "Not found")
+    }
+
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    /// A failure of ours: logged in full, answered without internals.
+    pub fn internal(context: &str, error: impl std::fmt::Display) -> Self {
+        tracing::error!(%error, "{context}");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "Something went wrong on our side. Please try again.",
+        )
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        HttpResponse::build(self.status).json(ErrorBody {
+            error: self.code,
+            message: &self.message,
+        })
+    }
+}
+
+/// Turns a malformed JSON body into the same error shape (instead of actix's plain text).
+pub fn json_error_handler(err: actix_web::error::JsonPayloadError, _req: &actix_web::HttpRequest) -> actix_web::Error {
+    use actix_web::error::JsonPayloadError;
+    let api_error = match &err {
+        JsonPayloadError::OverflowKnownLength { .. } | JsonPayloadError::Overflow { .. } => {
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "The request is too large.")
+        }
+        JsonPayloadError::ContentType => ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "Send the request as JSON (Content-Type: application/json).",
+        ),
+        _ => ApiError::bad_request("invalid_json", format!("The request is not valid JSON: {err}")),
+    };
+    api_error.into()
+}
+
+/// Unknown `/api` paths answer JSON 404s rather than the web app's redirect.
+pub async fn api_not_found() -> Result<actix_web::HttpResponse, ApiError> {
+    Err(ApiError::not_found())
+}

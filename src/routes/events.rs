@@ -1,0 +1,85 @@
+//! `POST /api/events`: the browser records one analytics event of the spec's list.
+
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, post, web};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::domain::analytics::EventName;
+use crate::routes::ApiError;
+use crate::store::{self, Db};
+
+const MAX_PROPERTIES_BYTES: usize = 4 * 1024;
+const MAX_PATH_CHARS: usize = 512;
+
+/// Events each address may record: a steady minute's worth of browsing, with room for bursts.
+pub struct EventLimiter(DefaultKeyedRateLimiter<IpAddr>);
+
+impl EventLimiter {
+    pub fn new() -> Self {
+        let per_minute = NonZeroU32::new(60).unwrap_or(NonZeroU32::MIN);
+        let burst = NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN);
+        Self(RateLimiter::keyed(Quota::per_minute(per_minute).allow_burst(burst)))
+    }
+}
+
+impl Default for EventLimiter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[derive(Deserialize)]
+pub struct EventRequest {
+    name: String,
+    #[serde(default)]
+    properties: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default)]
+    path: Option<String>,
+}
+
+#[post("/events")]
+pub async fn record_event(
+    db: web::Data<Db>,
+    limiter: web::Data<EventLimiter>,
+    req: HttpRequest,
+    body: web::Json<EventRequest>,
+) -> Result<HttpResponse, ApiError> {
+    if let Some(peer) = req.peer_addr()
+        && limiter.0.check_key(&peer.ip()).is_err()
+    {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "Too many requests. Please try again later.",
+        ));
+    }
+    let body = body.into_inner();
+    let name = EventName::parse(&body.name).map_err(|err| ApiError::bad_request("unknown_event", err.to_string()))?;
+    let properties = serde_json::Value::Object(body.properties.unwrap_or_default());
+    if properties.to_string().len() > MAX_PROPERTIES_BYTES {
+        return Err(ApiError::bad_request(
+            "properties_too_large",
+            "Event properties may hold at most 4 KiB.",
+        ));
+    }
+    let path = body.path.map(|p| p.chars().take(MAX_PATH_CHARS).collect());
+    let visitor = req.cookie("vid").map(|c| c.value().chars().take(64).collect());
+
+    let id = store::analytics::record(
+        &db,
+        store::analytics::NewAnalyticsEvent {
+            name: name.as_str().to_owned(),
+            properties,
+            visitor,
+            path,
+        },
+    )
+    .await
+    .map_err(|err| ApiError::internal("cannot store an analytics event", err))?;
+    Ok(HttpResponse::Created().json(json!({ "id": id })))
+}

@@ -1,0 +1,9 @@
+//! HTTP handlers by area, one module each.
+
+pub mod content;
+pub mod error;
+pub mod events;
+pub mod health;
+pub mod web_app;
+
+pub use error::ApiError;

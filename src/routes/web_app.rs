@@ -1,0 +1,144 @@
+//! The built React app: `index.html` for every route of the spec's route table, its static files,
+//! and a redirect to `/` for any other path (the spec's last row).
+
+use std::path::{Path, PathBuf};
+
+use actix_files::NamedFile;
+use actix_web::http::header::{self, CacheControl, CacheDirective};
+use actix_web::{HttpRequest, HttpResponse, web};
+
+/// Every path of the spec's route table that the web app renders (query strings such as
+/// `/?canceled=true` land on `/`). `/demo-checkout/{id}` is the built-in checkout page.
+pub const APP_ROUTES: &[&str] = &[
+    "/",
+    "/landing",
+    "/get-help",
+    "/funnel",
+    "/chat-help",
+    "/Chat-Help-2",
+    "/email-help",
+    "/login",
+    "/signup",
+    "/members",
+    "/account-setup",
+    "/checkout-success",
+    "/checkout-debug",
+    "/demo-checkout/{id}",
+];
+
+/// Where the built app lives; shared with the handlers.
+#[derive(Clone)]
+pub struct StaticDir(pub PathBuf);
+
+impl StaticDir {
+    fn index(&self) -> PathBuf {
+        self.0.join("index.html")
+    }
+}
+
+/// Serves `index.html` without caching, so a new build reaches browsers at once.
+async fn index(req: HttpRequest, dir: web::Data<StaticDir>) -> HttpResponse {
+    match NamedFile::open_async(dir.index()).await {
+        Ok(file) => {
+            let mut response = file.use_etag(true).use_last_modified(true).into_response(&req);
+            response
+                .headers_mut()
+                .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-cache"));
+            response
+        }
+        Err(error) => {
+            tracing::error!(%error, path = %dir.index().display(), "the web app is not built");
+            HttpResponse::ServiceUnavailable()
+                .content_type("text/plain; charset=utf-8")
+                .body("The web app is not built yet. Build it with `npm --prefix web ci && npm --prefix web run build`, or start the product with the README's run command.")
+        }
+    }
+}
+
+fn redirect_home() -> HttpResponse {
+    HttpResponse::Found().insert_header((header::LOCATION, "/")).finish()
+}
+
+/// Registers the app routes and, last, the built files with the redirect for anything unknown.
+pub fn configure(cfg: &mut web::ServiceConfig, static_dir: &Path) {
+    cfg.app_data(web::Data::new(StaticDir(static_dir.to_path_buf())));
+    for route in APP_ROUTES {
+        cfg.route(route, web::get().to(index));
+    }
+    cfg.default_service(web::to(built_file_or_home));
+}
+
+/// A file of the build (`/assets/...`, `/icons/...`, `/favicon.svg`), else a redirect to `/`.
+/// Only plain names are looked up: no hidden files, no `..`, nothing that needs decoding.
+async fn built_file_or_home(req: HttpRequest, dir: web::Data<StaticDir>) -> HttpResponse {
+    if req.method() != actix_web::http::Method::GET && req.method() != actix_web::http::Method::HEAD {
+        return redirect_home();
+    }
+    let Some(relative) = safe_relative_path(req.path()) else {
+        return redirect_home();
+    };
+    if relative == Path::new("index.html") {
+        return redirect_home();
+    }
+    match NamedFile::open_async(dir.0.join(&relative)).await {
+        Ok(file) if file.metadata().is_file() => file
+            .use_etag(true)
+            .use_last_modified(true)
+            .prefer_utf8(true)
+            .into_response(&req),
+        _ => redirect_home(),
+    }
+}
+
+/// The request path as a path inside the build folder, when every segment is a plain file name.
+fn safe_relative_path(path: &str) -> Option<PathBuf> {
+    let mut relative = PathBuf::new();
+    for segment in path.trim_start_matches('/').split('/') {
+        let plain = !segment.is_empty()
+            && !segment.starts_with('.')
+            && segment.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
+        if !plain {
+            return None;
+        }
+        relative.push(segment);
+    }
+    Some(relative)
+}
+
+/// Vite names built assets by content hash, so they may be cached for a year.
+pub fn cache_headers_for(path: &str) -> Option<CacheControl> {
+    path.starts_with("/assets/").then(|| {
+        CacheControl(vec![
+            CacheDirective::Public,
+            CacheDirective::MaxAge(31_536_000),
+            CacheDirective::Extension("immutable".to_owned(), None),
+        ])
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_hashed_assets_are_cached_for_long() {
+        assert!(cache_headers_for("/assets/index-3f2a.js").is_some());
+        assert!(cache_headers_for("/icons/gmail.svg").is_none());
+        assert!(cache_headers_for("/").is_none());
+    }
+
+    #[test]
+    fn only_plain_file_names_are_looked_up() {
+        assert_eq!(safe_relative_path("/assets/index-3f2a.js"), Some(PathBuf::from("assets/index-3f2a.js")));
+        assert_eq!(safe_relative_path("/icons/yahoo-mail.svg"), Some(PathBuf::from("icons/yahoo-mail.svg")));
+        for path in ["/", "/.env", "/assets/../Cargo.toml", "/a//b", "/%2e%2e/etc", "/icons/.hidden", "/a b"] {
+            assert_eq!(safe_relative_path(path), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn the_route_table_is_served_case_exactly() {
+        assert!(APP_ROUTES.contains(&"/Chat-Help-2"));
+        assert!(!APP_ROUTES.contains(&"/chat-help-2"));
+    }
+}

@@ -1,0 +1,164 @@
+//! `Application`: binds the listener (port 0 picks a free one), connects the store, and wires the
+//! state, middleware and routes of the HTTP server.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{Server, ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::middleware::{Next, from_fn};
+use actix_web::{App, HttpServer, web};
+
+use crate::config::{RedactedUrl, Settings};
+use crate::content::Content;
+use crate::metrics::{ConnectionGuard, Metrics, track_requests};
+use crate::routes::{self, error::json_error_handler};
+use crate::store::{self, Db};
+
+/// Largest JSON body the API accepts.
+const JSON_LIMIT_BYTES: usize = 64 * 1024;
+
+pub struct Application {
+    port: u16,
+    server: Server,
+    db: Db,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("cannot listen on {address}: {source}")]
+    Bind { address: String, source: std::io::Error },
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error(transparent)]
+    Content(#[from] crate::content::ContentError),
+    #[error("metrics: {0}")]
+    Metrics(#[from] prometheus::Error),
+    #[error("cannot start the HTTP server: {0}")]
+    Server(std::io::Error),
+}
+
+impl Application {
+    pub async fn build(settings: Settings) -> Result<Self, StartupError> {
+        let content = Content::load(&settings.server.content_dir, &settings.product)?;
+        let db = store::connect(&settings.database).await?;
+        let address = settings.listen_address();
+        let listener = TcpListener::bind(&address).map_err(|source| StartupError::Bind {
+            address: address.clone(),
+            source,
+        })?;
+        let port = listener.local_addr().map_err(StartupError::Server)?.port();
+        tracing::info!(
+            address = %format!("http://{}:{port}", settings.server.host),
+            database = %RedactedUrl(&settings.database.url),
+            "HelpNow is listening"
+        );
+        let server = run(listener, db.clone(), settings, content)?;
+        Ok(Self { port, server, db })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The store this application writes to (tests read through it).
+    pub fn db(&self) -> Db {
+        self.db.clone()
+    }
+
+    /// Serves until SIGTERM or SIGINT; in-flight requests get `server.shutdown_timeout_secs` to finish.
+    pub async fn run_until_stopped(self) -> Result<(), std::io::Error> {
+        self.server.await
+    }
+}
+
+fn run(listener: TcpListener, db: Db, settings: Settings, content: Content) -> Result<Server, StartupError> {
+    let metrics = Arc::new(Metrics::new()?);
+    let hsts = settings.server.public_url.scheme() == "https";
+    let shutdown_timeout = settings.server.shutdown_timeout_secs;
+    let static_dir = settings.server.static_dir.clone();
+
+    let db = web::Data::new(db);
+    let settings = web::Data::new(settings);
+    let content = web::Data::new(content);
+    let metrics_data = web::Data::new(metrics.clone());
+    let event_limiter = web::Data::new(routes::events::EventLimiter::new());
+    let connections = metrics.open_connections.clone();
+
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(db.clone())
+            .app_data(settings.clone())
+            .app_data(content.clone())
+            .app_data(metrics_data.clone())
+            .app_data(event_limiter.clone())
+            .app_data(web::JsonConfig::default().limit(JSON_LIMIT_BYTES).error_handler(json_error_handler))
+            .wrap(from_fn(track_requests))
+            .wrap(from_fn(move |req, next| security_headers(req, next, hsts)))
+            .service(routes::health::health)
+            .service(routes::health::metrics)
+            .service(
+                web::scope("/api")
+                    .service(routes::content::public_config)
+                    .service(routes::content::legal)
+                    .service(routes::content::shortcuts)
+                    .service(routes::events::record_event)
+                    .default_service(web::to(routes::error::api_not_found)),
+            )
+            .configure(|cfg| routes::web_app::configure(cfg, &static_dir))
+    })
+    .on_connect(move |_connection, extensions| {
+        extensions.insert(Arc::new(ConnectionGuard::open(&connections)));
+    })
+    .shutdown_timeout(shutdown_timeout)
+    .listen(listener)
+    .map_err(StartupError::Server)?
+    .run();
+    Ok(server)
+}
+
+/// Security headers on every answer; long caching for content-hashed assets.
+async fn security_headers(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+    hsts: bool,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let cache = routes::web_app::cache_headers_for(req.path());
+    let mut response = next.call(req).await?;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
+             connect-src 'self' ws: wss:; font-src 'self'; object-src 'none'; base-uri 'self'; \
+             frame-ancestors 'none'; form-action 'self'",
+        ),
+    );
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("strict-origin-when-cross-origin"));
+    headers.insert(
+        header::HeaderName::from_static("permissions-policy"),
+        HeaderValue::from_static("camera=(), microphone=(), geolocation=(), payment=()"),
+    );
+    headers.insert(
+        header::HeaderName::from_static("cross-origin-opener-policy"),
+        HeaderValue::from_static("same-origin"),
+    );
+    if hsts {
+        headers.insert(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static("max-age=31536000; includeSubDomains"),
+        );
+    }
+    if let Some(cache) = cache
+        && response.status().is_success()
+    {
+        response.headers_mut().insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_str(&cache.to_string()).unwrap_or_else(|_| HeaderValue::from_static("no-cache")),
+        );
+    }
+    Ok(response)
+}

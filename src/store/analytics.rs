@@ -1,0 +1,36 @@
+//! The `analytics_event` table: what the product records of visits and actions.
+
+use surrealdb::types::SurrealValue;
+
+use super::Db;
+
+/// One analytics event as stored.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct NewAnalyticsEvent {
+    pub name: String,
+    pub properties: serde_json::Value,
+    pub visitor: Option<String>,
+    pub path: Option<String>,
+}
+
+/// Stores one event and returns its record id (`analytics_event:…`).
+pub async fn record(db: &Db, event: NewAnalyticsEvent) -> Result<String, surrealdb::Error> {
+    let mut response = db
+        .query("CREATE analytics_event CONTENT $event RETURN VALUE <string> id")
+        .bind(("event", event))
+        .await?
+        .check()?;
+    let id: Option<String> = response.take(0)?;
+    id.ok_or_else(|| surrealdb::Error::internal("CREATE returned no id".to_owned()))
+}
+
+/// How many events of this name are stored (the admin dashboard and the tests read it).
+pub async fn count_named(db: &Db, name: &str) -> Result<u64, surrealdb::Error> {
+    let mut response = db
+        .query("SELECT VALUE count() FROM analytics_event WHERE name = $name GROUP ALL")
+        .bind(("name", name.to_owned()))
+        .await?
+        .check()?;
+    let count: Option<u64> = response.take(0)?;
+    Ok(count.unwrap_or(0))
+}

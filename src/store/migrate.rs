@@ -1,0 +1,199 @@
+//! Forward-only migrations from `surreal/migrations/*.surql`, embedded at build time.
+//! Each one runs in a transaction together with its record in the `migration` table, so a migration
+//! is applied whole or not at all, and running the runner twice applies nothing the second time.
+//! A migration that was edited after it was applied is refused: its checksum no longer matches.
+
+use surrealdb::types::SurrealValue;
+
+use super::Db;
+
+/// One migration file: `name` is its file stem (`0001_init`), `sql` its text.
+#[derive(Debug)]
+pub struct Migration {
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
+
+#[derive(Debug, thiserror::Error)]
+pub enum MigrationError {
+    #[error("migration {name} failed: {source}")]
+    Failed { name: String, source: surrealdb::Error },
+    #[error("migration {name} was changed after it was applied (checksum {stored} is now {current}); add a new migration instead")]
+    Changed { name: String, stored: String, current: String },
+    #[error("cannot read the applied migrations: {0}")]
+    Ledger(surrealdb::Error),
+}
+
+#[derive(Debug, SurrealValue)]
+struct Applied {
+    name: String,
+    checksum: String,
+}
+
+/// Applies every embedded migration not yet recorded; returns the names it applied.
+pub async fn migrate(db: &Db) -> Result<Vec<&'static str>, MigrationError> {
+    apply(db, MIGRATIONS).await
+}
+
+pub(crate) async fn apply(db: &Db, migrations: &'static [Migration]) -> Result<Vec<&'static str>, MigrationError> {
+    db.query("DEFINE TABLE IF NOT EXISTS migration SCHEMALESS;")
+        .await
+        .and_then(|r| r.check())
+        .map_err(MigrationError::Ledger)?;
+
+    let mut newly_applied = Vec::new();
+    for migration in migrations {
+        let checksum = checksum(migration.sql);
+        if let Some(stored) = applied_checksum(db, migration.name).await? {
+            if stored != checksum {
+                return Err(MigrationError::Changed {
+                    name: migration.name.to_owned(),
+                    stored,
+                    current: checksum,
+                });
+            }
+            continue;
+        }
+        let statement = format!(
+            "BEGIN TRANSACTION;\n{sql}\n;CREATE type::record('migration', $name) SET name = $name, checksum = $checksum, applied_at = time::now();\nCOMMIT TRANSACTION;",
+            sql = migration.sql
+        );
+        let result = db
+            .query(statement)
+            .bind(("name", migration.name))
+            .bind(("checksum", checksum.clone()))
+            .await
+            .and_then(|r| r.check());
+        match result {
+            Ok(_) => {
+                tracing::info!(migration = migration.name, "migration applied");
+                newly_applied.push(migration.name);
+            }
+            // Another process starting at the same moment may have applied it first.
+            Err(source) => match applied_checksum(db, migration.name).await? {
+                Some(stored) if stored == checksum => {}
+                _ => {
+                    return Err(MigrationError::Failed {
+                        name: migration.name.to_owned(),
+                        source,
+                    });
+                }
+            },
+        }
+    }
+    Ok(newly_applied)
+}
+
+async fn applied_checksum(db: &Db, name: &str) -> Result<Option<String>, MigrationError> {
+    let mut response = db
+        .query("SELECT name, checksum FROM type::record('migration', $name)")
+        .bind(("name", name.to_owned()))
+        .await
+        .map_err(MigrationError::Ledger)?;
+    let rows: Vec<Applied> = response.take(0).map_err(MigrationError::Ledger)?;
+    Ok(rows.into_iter().find(|row| row.name == name).map(|row| row.checksum))
+}
+
+/// FNV-1a, 64 bit: stable across builds and platforms, enough to notice an edited file.
+fn checksum(text: &str) -> String {
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksums_are_stable_and_notice_edits() {
+        assert_eq!(checksum("DEFINE TABLE user;"), checksum("DEFINE TABLE user;"));
+        assert_ne!(checksum("DEFINE TABLE user;"), checksum("DEFINE TABLE users;"));
+        assert_eq!(checksum(""), "cbf29ce484222325");
+    }
+
+    #[test]
+    fn migrations_are_embedded_in_name_order() {
+        assert!(!MIGRATIONS.is_empty(), "surreal/migrations holds at least the first migration");
+        let names: Vec<_> = MIGRATIONS.iter().map(|m| m.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted);
+        assert_eq!(names[0], "0001_init");
+    }
+}
+
+#[cfg(test)]
+mod database_tests {
+    use super::*;
+
+    async fn memory_db() -> Db {
+        let db = surrealdb::engine::any::connect("mem://").await.expect("in-memory database");
+        db.query("DEFINE NAMESPACE t; USE NS t; DEFINE DATABASE t;")
+            .await
+            .and_then(|r| r.check())
+            .expect("define ns/db");
+        db.use_ns("t").use_db("t").await.expect("use ns/db");
+        db
+    }
+
+    #[tokio::test]
+    async fn running_the_migrations_twice_applies_nothing_the_second_time() {
+        let db = memory_db().await;
+        let first = migrate(&db).await.expect("first run");
+        assert_eq!(first, MIGRATIONS.iter().map(|m| m.name).collect::<Vec<_>>());
+        let second = migrate(&db).await.expect("second run");
+        assert!(second.is_empty(), "{second:?}");
+    }
+
+    #[tokio::test]
+    async fn an_edited_migration_is_refused() {
+        static ORIGINAL: &[Migration] = &[Migration { name: "0001_x", sql: "DEFINE TABLE thing SCHEMALESS;" }];
+        static EDITED: &[Migration] = &[Migration { name: "0001_x", sql: "DEFINE TABLE things SCHEMALESS;" }];
+        let db = memory_db().await;
+        apply(&db, ORIGINAL).await.expect("applies");
+        let err = apply(&db, EDITED).await.expect_err("an edited migration is refused");
+        assert!(matches!(err, MigrationError::Changed { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_failing_migration_leaves_nothing_behind() {
+        static BROKEN: &[Migration] = &[Migration {
+            name: "0001_broken",
+            sql: "DEFINE TABLE half SCHEMALESS; THROW 'boom';",
+        }];
+        let db = memory_db().await;
+        let err = apply(&db, BROKEN).await.expect_err("the migration fails");
+        assert!(matches!(err, MigrationError::Failed { .. }), "{err}");
+        assert_eq!(applied_checksum(&db, "0001_broken").await.expect("ledger"), None);
+        let mut info = db.query("INFO FOR DB").await.expect("info");
+        let tables: Option<serde_json::Value> = info.take((0, "tables")).expect("tables");
+        let tables = tables.unwrap_or_default();
+        assert!(tables.get("half").is_none(), "the transaction was rolled back: {tables}");
+    }
+
+    #[tokio::test]
+    async fn the_schema_enforces_unique_emails_and_payment_event_ids() {
+        let db = memory_db().await;
+        migrate(&db).await.expect("migrates");
+        db.query("CREATE user SET email = 'ann@example.com'")
+            .await
+            .and_then(|r| r.check())
+            .expect("first user");
+        let duplicate = db
+            .query("CREATE user SET email = 'ann@example.com'")
+            .await
+            .and_then(|r| r.check());
+        assert!(duplicate.is_err(), "a second account with the same email is refused");
+        let not_an_email = db.query("CREATE user SET email = 'nope'").await.and_then(|r| r.check());
+        assert!(not_an_email.is_err(), "an invalid email is refused");
+
+        let event = "CREATE webhook_event SET event_id = 'evt_1', event_type = 'invoice.paid', payload = {}";
+        db.query(event).await.and_then(|r| r.check()).expect("first event");
+        let again = db.query(event).await.and_then(|r| r.check());
+        assert!(again.is_err(), "a payment event is stored once");
+    }
+}

@@ -1,0 +1,73 @@
+//! The store: SurrealDB through `engine::any` — `surrealkv://` on disk by default, `mem://` for tests,
+//! `ws://` for a SurrealDB server or cluster — with the migrations applied at connect time.
+//!
+//! Durability: the embedded SurrealKV engine syncs its write-ahead log on every commit (its default
+//! `sync=every`, grouped under concurrency), so a write the API acknowledged survives `kill -9`.
+
+mod migrate;
+pub mod analytics;
+
+use std::path::Path;
+
+use surrealdb::Surreal;
+use surrealdb::engine::any::Any;
+use surrealdb::opt::auth::Root;
+use secrecy::ExposeSecret;
+
+pub use migrate::{MIGRATIONS, Migration, MigrationError, migrate};
+
+use crate::config::DatabaseSettings;
+
+/// The database handle every repository works with; cheap to clone.
+pub type Db = Surreal<Any>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot create the database folder {path}: {source}")]
+    Folder { path: String, source: std::io::Error },
+    #[error("database: {0}")]
+    Database(#[from] surrealdb::Error),
+    #[error(transparent)]
+    Migration(#[from] MigrationError),
+}
+
+/// Connects, signs in where a server needs it, selects the namespace and database, and migrates.
+pub async fn connect(settings: &DatabaseSettings) -> Result<Db, StoreError> {
+    if let Some(rest) = settings.url.strip_prefix("surrealkv://") {
+        let folder = rest.split('?').next().unwrap_or(rest);
+        if let Some(parent) = Path::new(folder).parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| StoreError::Folder {
+                path: parent.display().to_string(),
+                source,
+            })?;
+        }
+    }
+
+    let db = surrealdb::engine::any::connect(settings.url.as_str()).await?;
+    if let (Some(username), Some(password)) = (&settings.username, &settings.password) {
+        db.signin(Root {
+            username: username.clone(),
+            password: password.expose_secret().to_owned(),
+        })
+        .await?;
+    }
+    // SurrealDB 3 wants the namespace and database defined before they are used.
+    db.query(format!(
+        "DEFINE NAMESPACE IF NOT EXISTS `{ns}`; USE NS `{ns}`; DEFINE DATABASE IF NOT EXISTS `{db}`;",
+        ns = settings.namespace,
+        db = settings.database
+    ))
+    .await?
+    .check()?;
+    db.use_ns(&settings.namespace).use_db(&settings.database).await?;
+    migrate(&db).await?;
+    Ok(db)
+}
+
+/// Answers whether the database serves queries (for `/health`).
+pub async fn is_healthy(db: &Db) -> bool {
+    match db.query("RETURN true").await {
+        Ok(response) => response.check().is_ok(),
+        Err(_) => false,
+    }
+}

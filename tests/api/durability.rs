@@ -1,0 +1,118 @@
+//! The real binary on an on-disk SurrealKV store: what the API acknowledged survives `kill -9`,
+//! a restart re-applies no migration, and SIGTERM stops the server cleanly.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::helpers::{project_root, test_settings};
+
+struct Server {
+    child: Child,
+    address: String,
+    /// How many migrations the server applied while it started.
+    migrations_applied: usize,
+}
+
+fn start(database_url: &str) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_helpnow"))
+        .current_dir(project_root())
+        .env("APP_ENV", "test")
+        .env("APP__SERVER__PORT", "0")
+        .env("APP__DATABASE__URL", database_url)
+        .env("APP__LOG__FORMAT", "json")
+        .env("APP__LOG__FILTER", "info")
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the helpnow binary starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (sender, log) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(entry) = serde_json::from_str::<serde_json::Value>(&line) {
+                let _ = sender.send(entry);
+            }
+        }
+    });
+    let mut migrations_applied = 0;
+    let address = loop {
+        let entry = log
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the server logs its address within a minute");
+        if entry["message"] == "migration applied" {
+            migrations_applied += 1;
+        }
+        if entry["message"] == "HelpNow is listening" {
+            assert_eq!(entry["database"], database_url, "the start-up line names the database");
+            assert_eq!(entry["level"], "INFO");
+            break entry["address"].as_str().expect("address").to_owned();
+        }
+    };
+    Server {
+        child,
+        address,
+        migrations_applied,
+    }
+}
+
+impl Server {
+    fn kill_hard(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reaped");
+    }
+
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+        for _ in 0..300 {
+            if let Some(exit) = self.child.try_wait().expect("wait") {
+                return exit;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the server did not stop within 30 s of SIGTERM");
+    }
+}
+
+#[tokio::test]
+async fn acknowledged_records_survive_kill_9_and_a_restart() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let database_url = format!("surrealkv://{}/store", folder.path().display());
+    let client = reqwest::Client::new();
+
+    let server = start(&database_url);
+    assert!(server.migrations_applied > 0, "a new store is migrated");
+    let mut acknowledged = 0;
+    for n in 0..20 {
+        let response = client
+            .post(format!("{}/api/events", server.address))
+            .json(&json!({"name": "page_view", "properties": {"n": n}}))
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(response.status(), 201);
+        acknowledged += 1;
+    }
+    server.kill_hard();
+
+    let server = start(&database_url);
+    let health = client.get(format!("{}/health", server.address)).send().await.expect("health");
+    assert_eq!(health.status(), 200, "the store opens again after kill -9");
+    assert_eq!(server.migrations_applied, 0, "a restart applies no migration twice");
+    let exit = server.terminate();
+    assert!(exit.success(), "SIGTERM stops the server cleanly: {exit:?}");
+
+    let mut settings = test_settings().database;
+    settings.url = database_url;
+    let db = helpnow::store::connect(&settings).await.expect("the store opens in this process");
+    let stored = helpnow::store::analytics::count_named(&db, "page_view").await.expect("count");
+    assert_eq!(stored, acknowledged, "every acknowledged event is on disk");
+}

@@ -1,0 +1,79 @@
+use crate::helpers::{INDEX_MARKER, spawn_app};
+
+/// Every route of the spec's route table renders the web app.
+const ROUTES: &[&str] = &[
+    "/",
+    "/landing",
+    "/get-help",
+    "/funnel",
+    "/chat-help",
+    "/Chat-Help-2",
+    "/email-help",
+    "/login",
+    "/signup",
+    "/members",
+    "/account-setup",
+    "/checkout-success",
+    "/checkout-debug",
+    "/?canceled=true",
+    "/?success=demo",
+    "/landing?keyword=email%20login&campaignid=123",
+    "/demo-checkout/cs_demo_123",
+];
+
+#[tokio::test]
+async fn every_route_of_the_route_table_serves_the_app() {
+    let app = spawn_app().await;
+    for route in ROUTES {
+        let response = app.get(route).await;
+        assert_eq!(response.status(), 200, "{route}");
+        assert_eq!(response.headers()["cache-control"], "no-cache", "{route}");
+        let body = response.text().await.expect("text");
+        assert!(body.contains(INDEX_MARKER), "{route} did not serve index.html");
+    }
+}
+
+#[tokio::test]
+async fn any_other_path_redirects_to_the_members_page() {
+    let app = spawn_app().await;
+    for path in ["/no-such-page", "/chat-help-2", "/landing/extra", "/index.html", "/.env", "/assets/missing.js"] {
+        let response = app.get(path).await;
+        assert_eq!(response.status(), 302, "{path}");
+        assert_eq!(response.headers()["location"], "/", "{path}");
+    }
+}
+
+#[tokio::test]
+async fn built_assets_are_served_and_cached_by_content_hash() {
+    let app = spawn_app().await;
+    let response = app.get("/assets/app-1a2b3c.js").await;
+    assert_eq!(response.status(), 200);
+    let cache = response.headers()["cache-control"].to_str().expect("ascii").to_owned();
+    assert!(cache.contains("immutable") && cache.contains("max-age=31536000"), "{cache}");
+    assert_eq!(response.text().await.expect("text"), "console.log('app')");
+
+    let icon = app.get("/icons/gmail.svg").await;
+    assert_eq!(icon.status(), 200);
+    assert!(icon.headers()["content-type"].to_str().expect("ascii").starts_with("image/svg+xml"));
+}
+
+#[tokio::test]
+async fn unknown_api_paths_answer_a_json_404_not_a_redirect() {
+    let app = spawn_app().await;
+    let response = app.get("/api/no-such-endpoint").await;
+    assert_eq!(response.status(), 404);
+    let body: serde_json::Value = response.json().await.expect("json");
+    assert_eq!(body["error"], "not_found");
+    assert_eq!(body["message"], "Not found");
+}
+
+#[tokio::test]
+async fn without_a_built_app_the_routes_say_how_to_build_it() {
+    let app = crate::helpers::spawn_app_with(|settings| {
+        settings.server.static_dir = "/nonexistent-web-dist".into();
+    })
+    .await;
+    let response = app.get("/landing").await;
+    assert_eq!(response.status(), 503);
+    assert!(response.text().await.expect("text").contains("not built"));
+}

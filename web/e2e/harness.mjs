@@ -1,0 +1,154 @@
+// Starts the real HelpNow server and a headless Chromium for the browser journeys.
+// The server binary comes from HELPNOW_BIN (default ../target/debug/helpnow) and serves web/dist,
+// so run `npm run build` first.
+import { spawn } from 'node:child_process';
+import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = path.resolve(webDir, '..');
+export const resultsDir = path.join(webDir, 'test-results');
+
+const STARTUP_TIMEOUT_MS = 60_000;
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.unref();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Starts the server on a free port and resolves once GET /health answers 200. */
+export async function startServer() {
+  const binary = path.resolve(webDir, process.env.HELPNOW_BIN ?? '../target/debug/helpnow');
+  const staticDir = path.join(webDir, 'dist');
+  if (!existsSync(binary)) throw new Error(`Server binary not found at ${binary} (set HELPNOW_BIN).`);
+  if (!existsSync(path.join(staticDir, 'index.html'))) {
+    throw new Error(`${staticDir}/index.html is missing: run \`npm run build\` first.`);
+  }
+
+  const port = await freePort();
+  mkdirSync(resultsDir, { recursive: true });
+  const logPath = path.join(resultsDir, `server-${port}.log`);
+  const log = createWriteStream(logPath);
+
+  const child = spawn(binary, [], {
+    cwd: repoRoot,
+    env: {
+      ...process.env,
+      APP_ENV: 'test',
+      APP__SERVER__PORT: String(port),
+      APP__DATABASE__URL: 'mem://',
+      APP__SERVER__STATIC_DIR: staticDir,
+      APP__LOG__FILTER: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.pipe(log);
+  child.stderr.pipe(log);
+
+  let exited = null;
+  child.on('exit', (code, signal) => {
+    exited = { code, signal };
+  });
+
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (exited === null) {
+      child.kill('SIGTERM');
+      const deadline = Date.now() + 5_000;
+      while (exited === null && Date.now() < deadline) await sleep(50);
+      if (exited === null) child.kill('SIGKILL');
+    }
+    await new Promise((resolve) => log.end(resolve));
+  };
+
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (exited !== null) break;
+    try {
+      const response = await fetch(`${baseUrl}/health`);
+      if (response.status === 200) return { baseUrl, port, logPath, stop };
+    } catch {
+      // Not listening yet.
+    }
+    await sleep(200);
+  }
+
+  await stop();
+  const reason = exited !== null ? `exited early (${JSON.stringify(exited)})` : 'did not answer /health in 60 s';
+  let output = '';
+  try {
+    output = readFileSync(logPath, 'utf8');
+  } catch {
+    // No log written.
+  }
+  console.error(`--- server log (${logPath}) ---\n${output}\n--- end of server log ---`);
+  throw new Error(`HelpNow server ${reason}; log: ${logPath}`);
+}
+
+export function launchBrowser() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: CHROMIUM_ARGS,
+  });
+}
+
+/**
+ * Opens a page that records console errors and uncaught exceptions (a Content-Security-Policy
+ * violation shows up as a console error), so journeys can assert the page ran cleanly.
+ */
+export async function openPage(browser, contextOptions = {}) {
+  const context = await browser.newContext(contextOptions);
+  const page = await context.newPage();
+  const problems = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+  return { context, page, problems };
+}
+
+/** Starts server and browser for one test file; call `close` in `after`. */
+export async function setUp() {
+  const server = await startServer();
+  let browser;
+  try {
+    browser = await launchBrowser();
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+  return {
+    server,
+    browser,
+    baseUrl: server.baseUrl,
+    close: async () => {
+      await browser.close();
+      await server.stop();
+    },
+  };
+}
+
+export const PHONE = { viewport: { width: 375, height: 667 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
+export const DESKTOP = { viewport: { width: 1280, height: 900 } };

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { DESKTOP, openPage, setUp } from './harness.mjs';
+
+let env;
+before(async () => {
+  env = await setUp();
+});
+after(async () => {
+  await env?.close();
+});
+
+describe('routes', () => {
+  test('an unknown path ends on /', async () => {
+    const { page, context, problems } = await openPage(env.browser, DESKTOP);
+    await page.goto(`${env.baseUrl}/no-such-page`);
+    await page.waitForURL((url) => url.pathname === '/');
+    await page.getByRole('heading', { level: 1, name: 'Welcome to HelpNow' }).waitFor();
+    await page.getByRole('link', { name: 'Choose your favorite sites' }).click();
+    await page.waitForURL((url) => url.pathname === '/landing');
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test('every page of the route table opens, with the footer everywhere but /chat-help', async () => {
+    const { page, context, problems } = await openPage(env.browser, DESKTOP);
+    const paths = ['/', '/landing', '/get-help', '/funnel', '/chat-help', '/Chat-Help-2', '/email-help', '/login',
+      '/signup', '/members', '/account-setup', '/checkout-success', '/checkout-debug', '/demo-checkout/demo123'];
+    for (const routePath of paths) {
+      const response = await page.goto(`${env.baseUrl}${routePath}`);
+      assert.equal(response.status(), 200, routePath);
+      assert.equal(new URL(page.url()).pathname, routePath);
+      await page.getByRole('heading', { level: 1 }).waitFor();
+      const footers = await page.getByRole('button', { name: 'Privacy Policy' }).count();
+      assert.equal(footers, routePath === '/chat-help' ? 0 : 1, `footer on ${routePath}`);
+    }
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test('unknown API paths answer JSON 404', async () => {
+    const response = await fetch(`${env.baseUrl}/api/no-such-thing`);
+    assert.equal(response.status, 404);
+    const body = await response.json();
+    assert.equal(typeof body.error, 'string');
+    assert.equal(typeof body.message, 'string');
+  });
+});

@@ -1,0 +1,13 @@
+import { RouterProvider, type createBrowserRouter } from 'react-router';
+import { PublicConfigProvider } from './public-config';
+
+type Router = ReturnType<typeof createBrowserRouter>;
+
+/** Providers around the router; tests pass a memory router built from the same routes. */
+export function App({ router }: { router: Router }) {
+  return (
+    <PublicConfigProvider>
+      <RouterProvider router={router} />
+    </PublicConfigProvider>
+  );
+}

@@ -1,0 +1,41 @@
+import { useEffect } from 'react';
+import { Outlet, ScrollRestoration, useMatches, type Location } from 'react-router';
+import { Header } from '../components/Header';
+import { Footer } from '../components/Footer';
+import { usePublicConfig } from './public-config';
+
+export type RouteHandle = { title?: string; hideFooter?: boolean };
+
+function currentHandle(matches: ReturnType<typeof useMatches>): RouteHandle {
+  const deepest = matches[matches.length - 1];
+  return (deepest?.handle as RouteHandle | undefined) ?? {};
+}
+
+// Every full page load gets the location key "default", so keying by it alone would carry one
+// page's scroll position over to another page loaded directly; those loads are keyed by path.
+function scrollKey(location: Location): string {
+  return location.key === 'default' ? location.pathname : location.key;
+}
+
+export function AppLayout() {
+  const { productName } = usePublicConfig();
+  const handle = currentHandle(useMatches());
+
+  useEffect(() => {
+    document.title = handle.title ? `${handle.title} | ${productName}` : productName;
+  }, [handle.title, productName]);
+
+  return (
+    <div className="app">
+      <a href="#main" className="skip-link">
+        Skip to main content
+      </a>
+      <Header />
+      <main id="main" className="app__main" tabIndex={-1}>
+        <Outlet />
+      </main>
+      {!handle.hideFooter && <Footer />}
+      <ScrollRestoration getKey={scrollKey} />
+    </div>
+  );
+}

@@ -1,0 +1,68 @@
+import { render, screen, waitFor } from '@testing-library/react';
+import { createMemoryRouter } from 'react-router';
+import { mockApi } from '../test/fetch-mock';
+import { App } from './App';
+import { routes } from './routes';
+
+function renderAt(path: string) {
+  const router = createMemoryRouter(routes, { initialEntries: [path] });
+  render(<App router={router} />);
+  return router;
+}
+
+describe('router', () => {
+  beforeEach(() => {
+    mockApi();
+  });
+
+  it('sends an unknown path to the / page', async () => {
+    const router = renderAt('/no-such-page');
+
+    expect(await screen.findByRole('heading', { level: 1, name: /welcome to helpnow/i })).toBeTruthy();
+    expect(router.state.location.pathname).toBe('/');
+  });
+
+  it('shows the header with Login and Subscribe links and the product name from the server', async () => {
+    mockApi({
+      'GET /api/public-config': {
+        body: { productName: 'FixItNow', assistantName: 'Ann', supportEmail: 'a@b.example', debugTools: false },
+      },
+    });
+    renderAt('/');
+
+    expect(await screen.findByRole('link', { name: 'FixItNow' })).toBeTruthy();
+    expect(screen.getByRole('link', { name: 'Login' }).getAttribute('href')).toBe('/login');
+    expect(screen.getByRole('link', { name: 'Subscribe' }).getAttribute('href')).toBe('/landing');
+  });
+
+  it('renders the landing page on /landing', async () => {
+    renderAt('/landing');
+
+    expect(
+      screen.getByRole('heading', { level: 1 }).textContent?.startsWith(
+        'Easily Access Your Favorite Sites. Select Your Shortcuts...',
+      ),
+    ).toBe(true);
+    expect(screen.getByText('Free 7-Day Trial, Then Only $20/month. No commitments.')).toBeTruthy();
+    expect(screen.getByRole('heading', { name: 'How It Works' })).toBeTruthy();
+    await screen.findByRole('button', { name: 'Yahoo Mail' });
+  });
+
+  it.each(['/get-help', '/funnel', '/Chat-Help-2', '/email-help', '/login', '/signup', '/members',
+    '/account-setup', '/checkout-success', '/checkout-debug', '/demo-checkout/abc123'])(
+    'keeps %s (a page of the route table) with the footer',
+    async (path) => {
+      const router = renderAt(path);
+      await waitFor(() => expect(router.state.location.pathname).toBe(path));
+      expect(screen.getByRole('heading', { level: 1 })).toBeTruthy();
+      expect(screen.getByRole('button', { name: 'Privacy Policy' })).toBeTruthy();
+    },
+  );
+
+  it('leaves the footer off /chat-help', async () => {
+    const router = renderAt('/chat-help');
+    await waitFor(() => expect(router.state.location.pathname).toBe('/chat-help'));
+    expect(screen.getByRole('heading', { level: 1 })).toBeTruthy();
+    expect(screen.queryByRole('button', { name: 'Privacy Policy' })).toBeNull();
+  });
+});

@@ -1,0 +1,44 @@
+import { Navigate, type RouteObject } from 'react-router';
+import { AppLayout, type RouteHandle } from './AppLayout';
+import { LandingPage } from '../features/landing/LandingPage';
+import { ComingSoonPage } from '../features/coming-soon/ComingSoonPage';
+import { MembersPlaceholder } from '../features/members/MembersPlaceholder';
+
+function comingSoon(path: string, title: string, handle: RouteHandle = {}): RouteObject {
+  return {
+    path,
+    caseSensitive: true,
+    element: <ComingSoonPage title={title} />,
+    handle: { title, ...handle } satisfies RouteHandle,
+  };
+}
+
+// Every row of the spec's route table; the server serves index.html for exactly these paths.
+export const routes: RouteObject[] = [
+  {
+    element: <AppLayout />,
+    children: [
+      { path: '/', element: <MembersPlaceholder /> },
+      {
+        path: '/landing',
+        caseSensitive: true,
+        element: <LandingPage />,
+        handle: { title: 'Your Favorite Sites' } satisfies RouteHandle,
+      },
+      comingSoon('/get-help', 'Get Instant Help'),
+      comingSoon('/funnel', 'Get Instant Help'),
+      // The spec keeps the footer off this one funnel screen.
+      comingSoon('/chat-help', 'Chat With an Expert', { hideFooter: true }),
+      comingSoon('/Chat-Help-2', 'Chat With an Expert'),
+      comingSoon('/email-help', 'Email Help'),
+      comingSoon('/login', 'Sign in to your account'),
+      comingSoon('/signup', 'Create Your Account'),
+      comingSoon('/members', 'Members Area'),
+      comingSoon('/account-setup', 'Account Setup'),
+      comingSoon('/checkout-success', 'Checkout'),
+      comingSoon('/checkout-debug', 'Checkout Debug'),
+      comingSoon('/demo-checkout/:id', 'Demo Checkout'),
+      { path: '*', element: <Navigate to="/" replace /> },
+    ],
+  },
+];

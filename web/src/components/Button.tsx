@@ -1,0 +1,10 @@
+import type { ButtonHTMLAttributes } from 'react';
+
+type Variant = 'primary' | 'secondary' | 'link';
+
+type ButtonProps = ButtonHTMLAttributes<HTMLButtonElement> & { variant?: Variant };
+
+export function Button({ variant = 'primary', className, type = 'button', ...props }: ButtonProps) {
+  const classes = ['btn', `btn--${variant}`, className].filter(Boolean).join(' ');
+  return <button type={type} className={classes} {...props} />;
+}

@@ -1,0 +1,82 @@
+// The one HTTP client of the app. The server answers JSON, and every error as
+// `{error: code, message: text}`; callers get that pair back as an ApiError.
+
+const REQUEST_TIMEOUT_MS = 8000;
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+  }
+}
+
+type RequestOptions = {
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  body?: unknown;
+  signal?: AbortSignal;
+};
+
+function isErrorBody(value: unknown): value is { error: string; message: string } {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { error?: unknown }).error === 'string' &&
+    typeof (value as { message?: unknown }).message === 'string'
+  );
+}
+
+async function readJson(response: Response): Promise<unknown> {
+  const text = await response.text();
+  if (text === '') return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+export async function apiRequest<T>(path: string, options: RequestOptions = {}): Promise<T> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), REQUEST_TIMEOUT_MS);
+  const forwardAbort = () => controller.abort();
+  options.signal?.addEventListener('abort', forwardAbort);
+
+  let response: Response;
+  try {
+    response = await fetch(path, {
+      method: options.method ?? 'GET',
+      headers:
+        options.body === undefined
+          ? { Accept: 'application/json' }
+          : { Accept: 'application/json', 'Content-Type': 'application/json' },
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      credentials: 'same-origin',
+      signal: controller.signal,
+    });
+  } catch {
+    if (options.signal?.aborted) throw new ApiError(0, 'aborted', 'Request cancelled');
+    if (controller.signal.aborted) throw new ApiError(0, 'timeout', 'Request timeout');
+    throw new ApiError(0, 'network', 'Network offline');
+  } finally {
+    clearTimeout(timer);
+    options.signal?.removeEventListener('abort', forwardAbort);
+  }
+
+  const payload = await readJson(response);
+  if (!response.ok) {
+    if (isErrorBody(payload)) throw new ApiError(response.status, payload.error, payload.message);
+    throw new ApiError(response.status, 'http_error', `Request failed with status ${response.status}`);
+  }
+  return payload as T;
+}
+
+export const api = {
+  get: <T>(path: string, signal?: AbortSignal) => apiRequest<T>(path, { signal }),
+  post: <T>(path: string, body: unknown, signal?: AbortSignal) =>
+    apiRequest<T>(path, { method: 'POST', body, signal }),
+};
