@@ -5,7 +5,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("surreal").join("migrations");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("surreal")
+        .join("migrations");
     println!("cargo:rerun-if-changed={}", dir.display());
 
     let mut files: Vec<_> = std::fs::read_dir(&dir)
@@ -17,11 +19,19 @@ fn main() {
 
     let mut code = String::from("pub static MIGRATIONS: &[Migration] = &[\n");
     for path in &files {
-        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_owned();
         let valid = name.len() > 5
             && name.as_bytes()[..4].iter().all(u8::is_ascii_digit)
             && name.as_bytes()[4] == b'_';
-        assert!(valid, "migration file {} must be named NNNN_name.surql", path.display());
+        assert!(
+            valid,
+            "migration file {} must be named NNNN_name.surql",
+            path.display()
+        );
         println!("cargo:rerun-if-changed={}", path.display());
         writeln!(
             code,
@@ -32,6 +42,8 @@ fn main() {
     }
     code.push_str("];\n");
 
-    let out = Path::new(&std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("migrations.rs");
-    std::fs::write(&out, code).unwrap_or_else(|err| panic!("cannot write {}: {err}", out.display()));
+    let out =
+        Path::new(&std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("migrations.rs");
+    std::fs::write(&out, code)
+        .unwrap_or_else(|err| panic!("cannot write {}: {err}", out.display()));
 }

@@ -220,7 +220,10 @@ impl Settings {
         }
         let layered = config::Config::builder()
             .add_source(config::File::from(base))
-            .add_source(config::File::from(config_dir.join(format!("{}.toml", env.as_str()))).required(false))
+            .add_source(
+                config::File::from(config_dir.join(format!("{}.toml", env.as_str())))
+                    .required(false),
+            )
             .add_source(
                 config::Environment::with_prefix("APP")
                     .prefix_separator("__")
@@ -250,20 +253,31 @@ impl Settings {
         if !self.database.url.contains("://") && self.database.url != "memory" {
             return Err(ConfigError::invalid(
                 "database.url",
-                format!("'{}' has no scheme; use surrealkv://path, mem:// or ws://host:port", self.database.url),
+                format!(
+                    "'{}' has no scheme; use surrealkv://path, mem:// or ws://host:port",
+                    self.database.url
+                ),
             ));
         }
         if !matches!(scheme, "surrealkv" | "mem" | "memory" | "ws" | "wss") {
             return Err(ConfigError::invalid(
                 "database.url",
-                format!("the scheme '{scheme}' is not supported; use surrealkv://, mem://, ws:// or wss://"),
+                format!(
+                    "the scheme '{scheme}' is not supported; use surrealkv://, mem://, ws:// or wss://"
+                ),
             ));
         }
         if self.database.namespace.trim().is_empty() {
-            return Err(ConfigError::invalid("database.namespace", "must not be empty"));
+            return Err(ConfigError::invalid(
+                "database.namespace",
+                "must not be empty",
+            ));
         }
         if self.database.database.trim().is_empty() {
-            return Err(ConfigError::invalid("database.database", "must not be empty"));
+            return Err(ConfigError::invalid(
+                "database.database",
+                "must not be empty",
+            ));
         }
         if self.database.username.is_some() != self.database.password.is_some() {
             return Err(ConfigError::invalid(
@@ -272,17 +286,31 @@ impl Settings {
             ));
         }
         if !matches!(self.server.public_url.scheme(), "http" | "https") {
-            return Err(ConfigError::invalid("server.public_url", "must be an http:// or https:// address"));
+            return Err(ConfigError::invalid(
+                "server.public_url",
+                "must be an http:// or https:// address",
+            ));
         }
         if self.product.name.trim().is_empty() {
             return Err(ConfigError::invalid("product.name", "must not be empty"));
         }
         if self.product.assistant_name.trim().is_empty() {
-            return Err(ConfigError::invalid("product.assistant_name", "must not be empty"));
+            return Err(ConfigError::invalid(
+                "product.assistant_name",
+                "must not be empty",
+            ));
         }
         if self.payments.provider == PaymentProviderKind::Stripe {
-            require_secret(&self.stripe.secret_key, "stripe.secret_key", "payments.provider = \"stripe\"")?;
-            require_secret(&self.stripe.webhook_secret, "stripe.webhook_secret", "payments.provider = \"stripe\"")?;
+            require_secret(
+                &self.stripe.secret_key,
+                "stripe.secret_key",
+                "payments.provider = \"stripe\"",
+            )?;
+            require_secret(
+                &self.stripe.webhook_secret,
+                "stripe.webhook_secret",
+                "payments.provider = \"stripe\"",
+            )?;
             require_text(
                 &self.stripe.subscription_price_id,
                 "stripe.subscription_price_id",
@@ -299,10 +327,17 @@ impl Settings {
             require_text(&self.ai.base_url, "ai.base_url", "ai.provider = \"openai\"")?;
         }
         if !(0.0..=2.0).contains(&self.ai.temperature) {
-            return Err(ConfigError::invalid("ai.temperature", "must be between 0 and 2"));
+            return Err(ConfigError::invalid(
+                "ai.temperature",
+                "must be between 0 and 2",
+            ));
         }
         if self.mail.provider == MailProviderKind::Smtp {
-            require_secret(&self.mail.smtp_url, "mail.smtp_url", "mail.provider = \"smtp\"")?;
+            require_secret(
+                &self.mail.smtp_url,
+                "mail.smtp_url",
+                "mail.provider = \"smtp\"",
+            )?;
         }
         Ok(())
     }
@@ -313,17 +348,27 @@ impl Settings {
     }
 }
 
-fn require_secret(value: &Option<SecretString>, key: &str, because: &str) -> Result<(), ConfigError> {
+fn require_secret(
+    value: &Option<SecretString>,
+    key: &str,
+    because: &str,
+) -> Result<(), ConfigError> {
     match value {
         Some(secret) if !secret.expose_secret().trim().is_empty() => Ok(()),
-        _ => Err(ConfigError::invalid(key, format!("is required when {because}"))),
+        _ => Err(ConfigError::invalid(
+            key,
+            format!("is required when {because}"),
+        )),
     }
 }
 
 fn require_text(value: &Option<String>, key: &str, because: &str) -> Result<(), ConfigError> {
     match value {
         Some(text) if !text.trim().is_empty() => Ok(()),
-        _ => Err(ConfigError::invalid(key, format!("is required when {because}"))),
+        _ => Err(ConfigError::invalid(
+            key,
+            format!("is required when {because}"),
+        )),
     }
 }
 
@@ -353,7 +398,10 @@ mod tests {
     }
 
     fn load(env: AppEnv, vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
-        let vars = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let vars = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         Settings::load_from(&project_config_dir(), env, vars)
     }
 
@@ -374,7 +422,8 @@ mod tests {
 
     #[test]
     fn production_turns_debug_tools_off_and_logs_json() {
-        let settings = load(AppEnv::Production, &[]).expect("production loads without keys on the defaults");
+        let settings =
+            load(AppEnv::Production, &[]).expect("production loads without keys on the defaults");
         assert!(!settings.security.debug_tools);
         assert_eq!(settings.log.format, LogFormat::Json);
     }
@@ -392,33 +441,43 @@ mod tests {
         .expect("overrides load");
         assert_eq!(settings.server.port, 9191);
         assert_eq!(settings.product.name, "FixIt");
-        assert_eq!(settings.admin.emails, vec!["a@example.com", "b@example.com"]);
+        assert_eq!(
+            settings.admin.emails,
+            vec!["a@example.com", "b@example.com"]
+        );
     }
 
     #[test]
     fn a_bad_value_names_its_key() {
-        let err = load(AppEnv::Local, &[("APP__SERVER__PORT", "eighty")]).expect_err("a port must be a number");
+        let err = load(AppEnv::Local, &[("APP__SERVER__PORT", "eighty")])
+            .expect_err("a port must be a number");
         assert!(err.to_string().contains("server.port"), "{err}");
 
-        let err = load(AppEnv::Local, &[("APP__PAYMENTS__PROVIDER", "paypal")]).expect_err("unknown provider");
+        let err = load(AppEnv::Local, &[("APP__PAYMENTS__PROVIDER", "paypal")])
+            .expect_err("unknown provider");
         assert!(err.to_string().contains("payments.provider"), "{err}");
 
-        let err = load(AppEnv::Local, &[("APP__DATABASE__URL", "postgres://x")]).expect_err("unknown scheme");
+        let err = load(AppEnv::Local, &[("APP__DATABASE__URL", "postgres://x")])
+            .expect_err("unknown scheme");
         assert!(err.to_string().contains("database.url"), "{err}");
 
-        let err = load(AppEnv::Local, &[("APP__SERVER__PUBLIC_URL", "not a url")]).expect_err("bad url");
+        let err =
+            load(AppEnv::Local, &[("APP__SERVER__PUBLIC_URL", "not a url")]).expect_err("bad url");
         assert!(err.to_string().contains("server.public_url"), "{err}");
     }
 
     #[test]
     fn a_provider_without_its_keys_is_refused_by_key() {
-        let err = load(AppEnv::Local, &[("APP__PAYMENTS__PROVIDER", "stripe")]).expect_err("stripe needs keys");
+        let err = load(AppEnv::Local, &[("APP__PAYMENTS__PROVIDER", "stripe")])
+            .expect_err("stripe needs keys");
         assert!(err.to_string().contains("stripe.secret_key"), "{err}");
 
-        let err = load(AppEnv::Local, &[("APP__AI__PROVIDER", "openai")]).expect_err("openai needs a key");
+        let err = load(AppEnv::Local, &[("APP__AI__PROVIDER", "openai")])
+            .expect_err("openai needs a key");
         assert!(err.to_string().contains("ai.api_key"), "{err}");
 
-        let err = load(AppEnv::Local, &[("APP__MAIL__PROVIDER", "smtp")]).expect_err("smtp needs a url");
+        let err =
+            load(AppEnv::Local, &[("APP__MAIL__PROVIDER", "smtp")]).expect_err("smtp needs a url");
         assert!(err.to_string().contains("mail.smtp_url"), "{err}");
     }
 
@@ -443,10 +502,19 @@ mod tests {
             RedactedUrl("ws://root:hunter2@db.internal:8000").to_string(),
             "ws://db.internal:8000"
         );
-        assert_eq!(RedactedUrl("surrealkv://data/helpnow").to_string(), "surrealkv://data/helpnow");
+        assert_eq!(
+            RedactedUrl("surrealkv://data/helpnow").to_string(),
+            "surrealkv://data/helpnow"
+        );
         assert_eq!(RedactedUrl("mem://").to_string(), "mem://");
-        assert_eq!(RedactedUrl("wss://admin@db:8000/rpc?x=1").to_string(), "wss://db:8000/rpc?x=1");
-        assert_eq!(RedactedUrl("ws://db:8000/a@b").to_string(), "ws://db:8000/a@b");
+        assert_eq!(
+            RedactedUrl("wss://admin@db:8000/rpc?x=1").to_string(),
+            "wss://db:8000/rpc?x=1"
+        );
+        assert_eq!(
+            RedactedUrl("ws://db:8000/a@b").to_string(),
+            "ws://db:8000/a@b"
+        );
     }
 
     #[test]

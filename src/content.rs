@@ -45,7 +45,10 @@ pub struct Content {
 #[derive(Debug, thiserror::Error)]
 pub enum ContentError {
     #[error("cannot read {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path} is not valid: {problem}")]
     Invalid { path: String, problem: String },
 }
@@ -68,10 +71,11 @@ impl Content {
             .collect::<Result<Vec<_>, ContentError>>()?;
 
         let path = dir.join("shortcuts.toml");
-        let file: ShortcutFile = toml::from_str(&read(&path)?).map_err(|err| ContentError::Invalid {
-            path: path.display().to_string(),
-            problem: err.to_string(),
-        })?;
+        let file: ShortcutFile =
+            toml::from_str(&read(&path)?).map_err(|err| ContentError::Invalid {
+                path: path.display().to_string(),
+                problem: err.to_string(),
+            })?;
         let shortcuts = file
             .shortcut
             .into_iter()
@@ -108,19 +112,47 @@ mod tests {
     }
 
     fn project_content() -> Content {
-        Content::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("config"), &product())
-            .expect("the project's content loads")
+        Content::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("config"),
+            &product(),
+        )
+        .expect("the project's content loads")
     }
 
     #[test]
     fn the_shortcut_list_has_the_spec_sites_in_order() {
-        let names: Vec<_> = project_content().shortcuts.into_iter().map(|s| s.name).collect();
+        let names: Vec<_> = project_content()
+            .shortcuts
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
         assert_eq!(
             names,
             [
-                "Yahoo Mail", "YouTube", "Gmail", "AOL", "Facebook", "X", "Instagram", "Zoom", "TikTok",
-                "WhatsApp", "LinkedIn", "Snapchat", "ProtonMail", "Pinterest", "Reddit", "WeChat", "Telegram",
-                "Skype", "Slack", "Vimeo", "Tumblr", "Discord", "Signal", "Viber",
+                "Yahoo Mail",
+                "YouTube",
+                "Gmail",
+                "AOL",
+                "Facebook",
+                "X",
+                "Instagram",
+                "Zoom",
+                "TikTok",
+                "WhatsApp",
+                "LinkedIn",
+                "Snapchat",
+                "ProtonMail",
+                "Pinterest",
+                "Reddit",
+                "WeChat",
+                "Telegram",
+                "Skype",
+                "Slack",
+                "Vimeo",
+                "Tumblr",
+                "Discord",
+                "Signal",
+                "Viber",
             ]
         );
     }
@@ -128,7 +160,10 @@ mod tests {
     #[test]
     fn shortcut_icons_point_at_our_own_artwork() {
         for shortcut in project_content().shortcuts {
-            assert!(shortcut.icon.starts_with("/icons/") && shortcut.icon.ends_with(".svg"), "{shortcut:?}");
+            assert!(
+                shortcut.icon.starts_with("/icons/") && shortcut.icon.ends_with(".svg"),
+                "{shortcut:?}"
+            );
             assert!(shortcut.url.starts_with("https://"), "{shortcut:?}");
         }
     }
@@ -138,8 +173,14 @@ mod tests {
         let content = project_content();
         for (slug, _) in LEGAL_DOCUMENTS {
             let doc = content.legal(slug).expect("every legal document is loaded");
-            assert!(!doc.body.contains("{{"), "{slug} has an unfilled placeholder");
-            assert!(doc.body.contains("4 May 2025"), "{slug} says when it was last updated");
+            assert!(
+                !doc.body.contains("{{"),
+                "{slug} has an unfilled placeholder"
+            );
+            assert!(
+                doc.body.contains("4 May 2025"),
+                "{slug} says when it was last updated"
+            );
         }
         let terms = &content.legal("terms").expect("terms").body;
         assert!(terms.contains("FixIt"));
@@ -147,7 +188,10 @@ mod tests {
         let privacy = &content.legal("privacy").expect("privacy").body;
         assert!(privacy.contains("13"), "privacy gives its minimum age");
         let refund = &content.legal("refund").expect("refund").body;
-        assert!(refund.contains("7 days") && refund.contains("24 hours"), "refund gives both readings");
+        assert!(
+            refund.contains("7 days") && refund.contains("24 hours"),
+            "refund gives both readings"
+        );
         assert!(refund.contains("5-7 business days") || refund.contains("5–7 business days"));
         let contact = &content.legal("contact").expect("contact").body;
         assert!(contact.contains("help@fixit.example"));
@@ -156,7 +200,12 @@ mod tests {
 
     #[test]
     fn a_missing_file_is_named() {
-        let err = Content::load(Path::new("/nonexistent-content"), &product()).expect_err("nothing there");
-        assert!(err.to_string().contains("/nonexistent-content/legal/privacy.md"), "{err}");
+        let err = Content::load(Path::new("/nonexistent-content"), &product())
+            .expect_err("nothing there");
+        assert!(
+            err.to_string()
+                .contains("/nonexistent-content/legal/privacy.md"),
+            "{err}"
+        );
     }
 }

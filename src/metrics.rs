@@ -8,7 +8,9 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::web;
-use prometheus::{Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
 
 /// Every metric of the server, registered in one registry.
 #[derive(Clone)]
@@ -24,21 +26,33 @@ impl Metrics {
     pub fn new() -> Result<Self, prometheus::Error> {
         let registry = Registry::new_custom(Some("helpnow".to_owned()), None)?;
         let http_requests = IntCounterVec::new(
-            Opts::new("http_requests_total", "HTTP requests answered, by method, route pattern and status"),
+            Opts::new(
+                "http_requests_total",
+                "HTTP requests answered, by method, route pattern and status",
+            ),
             &["method", "route", "status"],
         )?;
         let http_latency = HistogramVec::new(
-            HistogramOpts::new("http_request_duration_seconds", "Time to answer an HTTP request").buckets(vec![
+            HistogramOpts::new(
+                "http_request_duration_seconds",
+                "Time to answer an HTTP request",
+            )
+            .buckets(vec![
                 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
             ]),
             &["method", "route"],
         )?;
-        let open_connections = IntGauge::new("open_connections", "TCP connections open to the HTTP server")?;
+        let open_connections = IntGauge::new(
+            "open_connections",
+            "TCP connections open to the HTTP server",
+        )?;
         registry.register(Box::new(http_requests.clone()))?;
         registry.register(Box::new(http_latency.clone()))?;
         registry.register(Box::new(open_connections.clone()))?;
         #[cfg(target_os = "linux")]
-        registry.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))?;
+        registry.register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        ))?;
         Ok(Self {
             registry,
             http_requests,
@@ -83,9 +97,15 @@ pub async fn track_requests(
     let started = Instant::now();
     let response = next.call(req).await?;
     if let Some(metrics) = metrics {
-        let route = response.request().match_pattern().unwrap_or_else(|| "unmatched".to_owned());
+        let route = response
+            .request()
+            .match_pattern()
+            .unwrap_or_else(|| "unmatched".to_owned());
         let status = response.status().as_u16().to_string();
-        metrics.http_requests.with_label_values(&[&method, &route, &status]).inc();
+        metrics
+            .http_requests
+            .with_label_values(&[&method, &route, &status])
+            .inc();
         metrics
             .http_latency
             .with_label_values(&[&method, &route])

@@ -28,7 +28,10 @@ pub struct Application {
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
     #[error("cannot listen on {address}: {source}")]
-    Bind { address: String, source: std::io::Error },
+    Bind {
+        address: String,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Store(#[from] store::StoreError),
     #[error(transparent)]
@@ -54,7 +57,9 @@ impl Application {
             database = %RedactedUrl(&settings.database.url),
             "HelpNow is listening"
         );
-        let server = run(listener, db.clone(), settings, content)?;
+        let metrics = Arc::new(Metrics::new()?);
+        let server =
+            run(listener, db.clone(), settings, content, metrics).map_err(StartupError::Server)?;
         Ok(Self { port, server, db })
     }
 
@@ -73,8 +78,13 @@ impl Application {
     }
 }
 
-fn run(listener: TcpListener, db: Db, settings: Settings, content: Content) -> Result<Server, StartupError> {
-    let metrics = Arc::new(Metrics::new()?);
+fn run(
+    listener: TcpListener,
+    db: Db,
+    settings: Settings,
+    content: Content,
+    metrics: Arc<Metrics>,
+) -> Result<Server, std::io::Error> {
     let hsts = settings.server.public_url.scheme() == "https";
     let shutdown_timeout = settings.server.shutdown_timeout_secs;
     let static_dir = settings.server.static_dir.clone();
@@ -93,7 +103,11 @@ fn run(listener: TcpListener, db: Db, settings: Settings, content: Content) -> R
             .app_data(content.clone())
             .app_data(metrics_data.clone())
             .app_data(event_limiter.clone())
-            .app_data(web::JsonConfig::default().limit(JSON_LIMIT_BYTES).error_handler(json_error_handler))
+            .app_data(
+                web::JsonConfig::default()
+                    .limit(JSON_LIMIT_BYTES)
+                    .error_handler(json_error_handler),
+            )
             .wrap(from_fn(track_requests))
             .wrap(from_fn(move |req, next| security_headers(req, next, hsts)))
             .service(routes::health::health)
@@ -112,8 +126,7 @@ fn run(listener: TcpListener, db: Db, settings: Settings, content: Content) -> R
         extensions.insert(Arc::new(ConnectionGuard::open(&connections)));
     })
     .shutdown_timeout(shutdown_timeout)
-    .listen(listener)
-    .map_err(StartupError::Server)?
+    .listen(listener)?
     .run();
     Ok(server)
 }
@@ -135,9 +148,15 @@ async fn security_headers(
              frame-ancestors 'none'; form-action 'self'",
         ),
     );
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("strict-origin-when-cross-origin"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("strict-origin-when-cross-origin"),
+    );
     headers.insert(
         header::HeaderName::from_static("permissions-policy"),
         HeaderValue::from_static("camera=(), microphone=(), geolocation=(), payment=()"),
@@ -157,7 +176,8 @@ async fn security_headers(
     {
         response.headers_mut().insert(
             header::CACHE_CONTROL,
-            HeaderValue::from_str(&cache.to_string()).unwrap_or_else(|_| HeaderValue::from_static("no-cache")),
+            HeaderValue::from_str(&cache.to_string())
+                .unwrap_or_else(|_| HeaderValue::from_static("no-cache")),
         );
     }
     Ok(response)

@@ -72,7 +72,14 @@ mod tests {
 
     #[test]
     fn unknown_or_differently_written_names_are_refused() {
-        for name in ["", "pageview", "Page_View", "page_view ", "drop table", "purchase;"] {
+        for name in [
+            "",
+            "pageview",
+            "Page_View",
+            "page_view ",
+            "drop table",
+            "purchase;",
+        ] {
             assert_eq!(EventName::parse(name), Err(UnknownEvent), "{name:?}");
         }
     }

@@ -28,7 +28,10 @@ pub async fn public_config(settings: web::Data<Settings>) -> HttpResponse {
 }
 
 #[get("/legal/{slug}")]
-pub async fn legal(content: web::Data<Content>, slug: web::Path<String>) -> Result<HttpResponse, ApiError> {
+pub async fn legal(
+    content: web::Data<Content>,
+    slug: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
     content
         .legal(&slug)
         .map(|doc| HttpResponse::Ok().json(doc))

@@ -61,18 +61,28 @@ impl ResponseError for ApiError {
 }
 
 /// Turns a malformed JSON body into the same error shape (instead of actix's plain text).
-pub fn json_error_handler(err: actix_web::error::JsonPayloadError, _req: &actix_web::HttpRequest) -> actix_web::Error {
+pub fn json_error_handler(
+    err: actix_web::error::JsonPayloadError,
+    _req: &actix_web::HttpRequest,
+) -> actix_web::Error {
     use actix_web::error::JsonPayloadError;
     let api_error = match &err {
         JsonPayloadError::OverflowKnownLength { .. } | JsonPayloadError::Overflow { .. } => {
-            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "The request is too large.")
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "The request is too large.",
+            )
         }
         JsonPayloadError::ContentType => ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",
             "Send the request as JSON (Content-Type: application/json).",
         ),
-        _ => ApiError::bad_request("invalid_json", format!("The request is not valid JSON: {err}")),
+        _ => ApiError::bad_request(
+            "invalid_json",
+            format!("The request is not valid JSON: {err}"),
+        ),
     };
     api_error.into()
 }

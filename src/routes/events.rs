@@ -23,7 +23,9 @@ impl EventLimiter {
     pub fn new() -> Self {
         let per_minute = NonZeroU32::new(60).unwrap_or(NonZeroU32::MIN);
         let burst = NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN);
-        Self(RateLimiter::keyed(Quota::per_minute(per_minute).allow_burst(burst)))
+        Self(RateLimiter::keyed(
+            Quota::per_minute(per_minute).allow_burst(burst),
+        ))
     }
 }
 
@@ -59,7 +61,8 @@ pub async fn record_event(
         ));
     }
     let body = body.into_inner();
-    let name = EventName::parse(&body.name).map_err(|err| ApiError::bad_request("unknown_event", err.to_string()))?;
+    let name = EventName::parse(&body.name)
+        .map_err(|err| ApiError::bad_request("unknown_event", err.to_string()))?;
     let properties = serde_json::Value::Object(body.properties.unwrap_or_default());
     if properties.to_string().len() > MAX_PROPERTIES_BYTES {
         return Err(ApiError::bad_request(
@@ -68,7 +71,9 @@ pub async fn record_event(
         ));
     }
     let path = body.path.map(|p| p.chars().take(MAX_PATH_CHARS).collect());
-    let visitor = req.cookie("vid").map(|c| c.value().chars().take(64).collect());
+    let visitor = req
+        .cookie("vid")
+        .map(|c| c.value().chars().take(64).collect());
 
     let id = store::analytics::record(
         &db,

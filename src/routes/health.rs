@@ -14,7 +14,8 @@ pub async fn health(db: web::Data<Db>) -> HttpResponse {
         HttpResponse::Ok().json(json!({ "status": "ok", "database": "ok" }))
     } else {
         tracing::warn!("health check: the database does not answer");
-        HttpResponse::ServiceUnavailable().json(json!({ "status": "unavailable", "database": "unavailable" }))
+        HttpResponse::ServiceUnavailable()
+            .json(json!({ "status": "unavailable", "database": "unavailable" }))
     }
 }
 

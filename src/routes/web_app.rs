@@ -40,10 +40,14 @@ impl StaticDir {
 async fn index(req: HttpRequest, dir: web::Data<StaticDir>) -> HttpResponse {
     match NamedFile::open_async(dir.index()).await {
         Ok(file) => {
-            let mut response = file.use_etag(true).use_last_modified(true).into_response(&req);
-            response
-                .headers_mut()
-                .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-cache"));
+            let mut response = file
+                .use_etag(true)
+                .use_last_modified(true)
+                .into_response(&req);
+            response.headers_mut().insert(
+                header::CACHE_CONTROL,
+                header::HeaderValue::from_static("no-cache"),
+            );
             response
         }
         Err(error) => {
@@ -56,7 +60,9 @@ async fn index(req: HttpRequest, dir: web::Data<StaticDir>) -> HttpResponse {
 }
 
 fn redirect_home() -> HttpResponse {
-    HttpResponse::Found().insert_header((header::LOCATION, "/")).finish()
+    HttpResponse::Found()
+        .insert_header((header::LOCATION, "/"))
+        .finish()
 }
 
 /// Registers the app routes and, last, the built files with the redirect for anything unknown.
@@ -71,7 +77,8 @@ pub fn configure(cfg: &mut web::ServiceConfig, static_dir: &Path) {
 /// A file of the build (`/assets/...`, `/icons/...`, `/favicon.svg`), else a redirect to `/`.
 /// Only plain names are looked up: no hidden files, no `..`, nothing that needs decoding.
 async fn built_file_or_home(req: HttpRequest, dir: web::Data<StaticDir>) -> HttpResponse {
-    if req.method() != actix_web::http::Method::GET && req.method() != actix_web::http::Method::HEAD {
+    if req.method() != actix_web::http::Method::GET && req.method() != actix_web::http::Method::HEAD
+    {
         return redirect_home();
     }
     let Some(relative) = safe_relative_path(req.path()) else {
@@ -96,7 +103,9 @@ fn safe_relative_path(path: &str) -> Option<PathBuf> {
     for segment in path.trim_start_matches('/').split('/') {
         let plain = !segment.is_empty()
             && !segment.starts_with('.')
-            && segment.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
+            && segment
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
         if !plain {
             return None;
         }
@@ -129,9 +138,23 @@ mod tests {
 
     #[test]
     fn only_plain_file_names_are_looked_up() {
-        assert_eq!(safe_relative_path("/assets/index-3f2a.js"), Some(PathBuf::from("assets/index-3f2a.js")));
-        assert_eq!(safe_relative_path("/icons/yahoo-mail.svg"), Some(PathBuf::from("icons/yahoo-mail.svg")));
-        for path in ["/", "/.env", "/assets/../Cargo.toml", "/a//b", "/%2e%2e/etc", "/icons/.hidden", "/a b"] {
+        assert_eq!(
+            safe_relative_path("/assets/index-3f2a.js"),
+            Some(PathBuf::from("assets/index-3f2a.js"))
+        );
+        assert_eq!(
+            safe_relative_path("/icons/yahoo-mail.svg"),
+            Some(PathBuf::from("icons/yahoo-mail.svg"))
+        );
+        for path in [
+            "/",
+            "/.env",
+            "/assets/../Cargo.toml",
+            "/a//b",
+            "/%2e%2e/etc",
+            "/icons/.hidden",
+            "/a b",
+        ] {
             assert_eq!(safe_relative_path(path), None, "{path}");
         }
     }

@@ -19,9 +19,18 @@ include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
     #[error("migration {name} failed: {source}")]
-    Failed { name: String, source: surrealdb::Error },
-    #[error("migration {name} was changed after it was applied (checksum {stored} is now {current}); add a new migration instead")]
-    Changed { name: String, stored: String, current: String },
+    Failed {
+        name: String,
+        source: surrealdb::Error,
+    },
+    #[error(
+        "migration {name} was changed after it was applied (checksum {stored} is now {current}); add a new migration instead"
+    )]
+    Changed {
+        name: String,
+        stored: String,
+        current: String,
+    },
     #[error("cannot read the applied migrations: {0}")]
     Ledger(surrealdb::Error),
 }
@@ -37,7 +46,10 @@ pub async fn migrate(db: &Db) -> Result<Vec<&'static str>, MigrationError> {
     apply(db, MIGRATIONS).await
 }
 
-pub(crate) async fn apply(db: &Db, migrations: &'static [Migration]) -> Result<Vec<&'static str>, MigrationError> {
+pub(crate) async fn apply(
+    db: &Db,
+    migrations: &'static [Migration],
+) -> Result<Vec<&'static str>, MigrationError> {
     db.query("DEFINE TABLE IF NOT EXISTS migration SCHEMALESS;")
         .await
         .and_then(|r| r.check())
@@ -93,7 +105,10 @@ async fn applied_checksum(db: &Db, name: &str) -> Result<Option<String>, Migrati
         .await
         .map_err(MigrationError::Ledger)?;
     let rows: Vec<Applied> = response.take(0).map_err(MigrationError::Ledger)?;
-    Ok(rows.into_iter().find(|row| row.name == name).map(|row| row.checksum))
+    Ok(rows
+        .into_iter()
+        .find(|row| row.name == name)
+        .map(|row| row.checksum))
 }
 
 /// FNV-1a, 64 bit: stable across builds and platforms, enough to notice an edited file.
@@ -110,14 +125,23 @@ mod tests {
 
     #[test]
     fn checksums_are_stable_and_notice_edits() {
-        assert_eq!(checksum("DEFINE TABLE user;"), checksum("DEFINE TABLE user;"));
-        assert_ne!(checksum("DEFINE TABLE user;"), checksum("DEFINE TABLE users;"));
+        assert_eq!(
+            checksum("DEFINE TABLE user;"),
+            checksum("DEFINE TABLE user;")
+        );
+        assert_ne!(
+            checksum("DEFINE TABLE user;"),
+            checksum("DEFINE TABLE users;")
+        );
         assert_eq!(checksum(""), "cbf29ce484222325");
     }
 
     #[test]
     fn migrations_are_embedded_in_name_order() {
-        assert!(!MIGRATIONS.is_empty(), "surreal/migrations holds at least the first migration");
+        assert!(
+            !MIGRATIONS.is_empty(),
+            "surreal/migrations holds at least the first migration"
+        );
         let names: Vec<_> = MIGRATIONS.iter().map(|m| m.name).collect();
         let mut sorted = names.clone();
         sorted.sort_unstable();
@@ -131,7 +155,9 @@ mod database_tests {
     use super::*;
 
     async fn memory_db() -> Db {
-        let db = surrealdb::engine::any::connect("mem://").await.expect("in-memory database");
+        let db = surrealdb::engine::any::connect("mem://")
+            .await
+            .expect("in-memory database");
         db.query("DEFINE NAMESPACE t; USE NS t; DEFINE DATABASE t;")
             .await
             .and_then(|r| r.check())
@@ -151,11 +177,19 @@ mod database_tests {
 
     #[tokio::test]
     async fn an_edited_migration_is_refused() {
-        static ORIGINAL: &[Migration] = &[Migration { name: "0001_x", sql: "DEFINE TABLE thing SCHEMALESS;" }];
-        static EDITED: &[Migration] = &[Migration { name: "0001_x", sql: "DEFINE TABLE things SCHEMALESS;" }];
+        static ORIGINAL: &[Migration] = &[Migration {
+            name: "0001_x",
+            sql: "DEFINE TABLE thing SCHEMALESS;",
+        }];
+        static EDITED: &[Migration] = &[Migration {
+            name: "0001_x",
+            sql: "DEFINE TABLE things SCHEMALESS;",
+        }];
         let db = memory_db().await;
         apply(&db, ORIGINAL).await.expect("applies");
-        let err = apply(&db, EDITED).await.expect_err("an edited migration is refused");
+        let err = apply(&db, EDITED)
+            .await
+            .expect_err("an edited migration is refused");
         assert!(matches!(err, MigrationError::Changed { .. }), "{err}");
     }
 
@@ -168,11 +202,17 @@ mod database_tests {
         let db = memory_db().await;
         let err = apply(&db, BROKEN).await.expect_err("the migration fails");
         assert!(matches!(err, MigrationError::Failed { .. }), "{err}");
-        assert_eq!(applied_checksum(&db, "0001_broken").await.expect("ledger"), None);
+        assert_eq!(
+            applied_checksum(&db, "0001_broken").await.expect("ledger"),
+            None
+        );
         let mut info = db.query("INFO FOR DB").await.expect("info");
         let tables: Option<serde_json::Value> = info.take((0, "tables")).expect("tables");
         let tables = tables.unwrap_or_default();
-        assert!(tables.get("half").is_none(), "the transaction was rolled back: {tables}");
+        assert!(
+            tables.get("half").is_none(),
+            "the transaction was rolled back: {tables}"
+        );
     }
 
     #[tokio::test]
@@ -187,12 +227,21 @@ mod database_tests {
             .query("CREATE user SET email = 'ann@example.com'")
             .await
             .and_then(|r| r.check());
-        assert!(duplicate.is_err(), "a second account with the same email is refused");
-        let not_an_email = db.query("CREATE user SET email = 'nope'").await.and_then(|r| r.check());
+        assert!(
+            duplicate.is_err(),
+            "a second account with the same email is refused"
+        );
+        let not_an_email = db
+            .query("CREATE user SET email = 'nope'")
+            .await
+            .and_then(|r| r.check());
         assert!(not_an_email.is_err(), "an invalid email is refused");
 
         let event = "CREATE webhook_event SET event_id = 'evt_1', event_type = 'invoice.paid', payload = {}";
-        db.query(event).await.and_then(|r| r.check()).expect("first event");
+        db.query(event)
+            .await
+            .and_then(|r| r.check())
+            .expect("first event");
         let again = db.query(event).await.and_then(|r| r.check());
         assert!(again.is_err(), "a payment event is stored once");
     }

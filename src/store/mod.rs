@@ -4,15 +4,15 @@
 //! Durability: the embedded SurrealKV engine syncs its write-ahead log on every commit (its default
 //! `sync=every`, grouped under concurrency), so a write the API acknowledged survives `kill -9`.
 
-mod migrate;
 pub mod analytics;
+mod migrate;
 
 use std::path::Path;
 
+use secrecy::ExposeSecret;
 use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
 use surrealdb::opt::auth::Root;
-use secrecy::ExposeSecret;
 
 pub use migrate::{MIGRATIONS, Migration, MigrationError, migrate};
 
@@ -24,7 +24,10 @@ pub type Db = Surreal<Any>;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot create the database folder {path}: {source}")]
-    Folder { path: String, source: std::io::Error },
+    Folder {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("database: {0}")]
     Database(#[from] surrealdb::Error),
     #[error(transparent)]
@@ -35,7 +38,10 @@ pub enum StoreError {
 pub async fn connect(settings: &DatabaseSettings) -> Result<Db, StoreError> {
     if let Some(rest) = settings.url.strip_prefix("surrealkv://") {
         let folder = rest.split('?').next().unwrap_or(rest);
-        if let Some(parent) = Path::new(folder).parent().filter(|p| !p.as_os_str().is_empty()) {
+        if let Some(parent) = Path::new(folder)
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+        {
             std::fs::create_dir_all(parent).map_err(|source| StoreError::Folder {
                 path: parent.display().to_string(),
                 source,
@@ -59,7 +65,9 @@ pub async fn connect(settings: &DatabaseSettings) -> Result<Db, StoreError> {
     ))
     .await?
     .check()?;
-    db.use_ns(&settings.namespace).use_db(&settings.database).await?;
+    db.use_ns(&settings.namespace)
+        .use_db(&settings.database)
+        .await?;
     migrate(&db).await?;
     Ok(db)
 }

@@ -48,7 +48,10 @@ fn start(database_url: &str) -> Server {
             migrations_applied += 1;
         }
         if entry["message"] == "HelpNow is listening" {
-            assert_eq!(entry["database"], database_url, "the start-up line names the database");
+            assert_eq!(
+                entry["database"], database_url,
+                "the start-up line names the database"
+            );
             assert_eq!(entry["level"], "INFO");
             break entry["address"].as_str().expect("address").to_owned();
         }
@@ -104,15 +107,26 @@ async fn acknowledged_records_survive_kill_9_and_a_restart() {
     server.kill_hard();
 
     let server = start(&database_url);
-    let health = client.get(format!("{}/health", server.address)).send().await.expect("health");
+    let health = client
+        .get(format!("{}/health", server.address))
+        .send()
+        .await
+        .expect("health");
     assert_eq!(health.status(), 200, "the store opens again after kill -9");
-    assert_eq!(server.migrations_applied, 0, "a restart applies no migration twice");
+    assert_eq!(
+        server.migrations_applied, 0,
+        "a restart applies no migration twice"
+    );
     let exit = server.terminate();
     assert!(exit.success(), "SIGTERM stops the server cleanly: {exit:?}");
 
     let mut settings = test_settings().database;
     settings.url = database_url;
-    let db = helpnow::store::connect(&settings).await.expect("the store opens in this process");
-    let stored = helpnow::store::analytics::count_named(&db, "page_view").await.expect("count");
+    let db = helpnow::store::connect(&settings)
+        .await
+        .expect("the store opens in this process");
+    let stored = helpnow::store::analytics::count_named(&db, "page_view")
+        .await
+        .expect("count");
     assert_eq!(stored, acknowledged, "every acknowledged event is on disk");
 }

@@ -6,18 +6,33 @@ use crate::helpers::spawn_app;
 async fn an_acknowledged_event_is_stored() {
     let app = spawn_app().await;
     let response = app
-        .post_json("/api/events", &json!({"name": "page_view", "path": "/landing", "properties": {"ref": "ad"}}))
+        .post_json(
+            "/api/events",
+            &json!({"name": "page_view", "path": "/landing", "properties": {"ref": "ad"}}),
+        )
         .await;
     assert_eq!(response.status(), 201);
     let body: serde_json::Value = response.json().await.expect("json");
-    assert!(body["id"].as_str().expect("an id").starts_with("analytics_event:"));
-    assert_eq!(helpnow::store::analytics::count_named(&app.db, "page_view").await.expect("count"), 1);
+    assert!(
+        body["id"]
+            .as_str()
+            .expect("an id")
+            .starts_with("analytics_event:")
+    );
+    assert_eq!(
+        helpnow::store::analytics::count_named(&app.db, "page_view")
+            .await
+            .expect("count"),
+        1
+    );
 }
 
 #[tokio::test]
 async fn unknown_events_and_bad_bodies_get_clear_errors_and_store_nothing() {
     let app = spawn_app().await;
-    let response = app.post_json("/api/events", &json!({"name": "hack_the_planet"})).await;
+    let response = app
+        .post_json("/api/events", &json!({"name": "hack_the_planet"}))
+        .await;
     assert_eq!(response.status(), 400);
     let body: serde_json::Value = response.json().await.expect("json");
     assert_eq!(body["error"], "unknown_event");
@@ -36,9 +51,19 @@ async fn unknown_events_and_bad_bodies_get_clear_errors_and_store_nothing() {
     assert_eq!(body["error"], "invalid_json");
 
     let big = "x".repeat(5000);
-    let response = app.post_json("/api/events", &json!({"name": "page_view", "properties": {"big": big}})).await;
+    let response = app
+        .post_json(
+            "/api/events",
+            &json!({"name": "page_view", "properties": {"big": big}}),
+        )
+        .await;
     assert_eq!(response.status(), 400);
-    assert_eq!(helpnow::store::analytics::count_named(&app.db, "page_view").await.expect("count"), 0);
+    assert_eq!(
+        helpnow::store::analytics::count_named(&app.db, "page_view")
+            .await
+            .expect("count"),
+        0
+    );
 }
 
 #[tokio::test]
@@ -46,12 +71,22 @@ async fn one_address_cannot_flood_the_event_table() {
     let app = spawn_app().await;
     let mut statuses = Vec::new();
     for _ in 0..40 {
-        statuses.push(app.post_json("/api/events", &json!({"name": "feature_use"})).await.status().as_u16());
+        statuses.push(
+            app.post_json("/api/events", &json!({"name": "feature_use"}))
+                .await
+                .status()
+                .as_u16(),
+        );
     }
     let accepted = statuses.iter().filter(|s| **s == 201).count() as u64;
-    assert!(statuses.contains(&429), "a burst past the quota is refused: {statuses:?}");
+    assert!(
+        statuses.contains(&429),
+        "a burst past the quota is refused: {statuses:?}"
+    );
     assert_eq!(
-        helpnow::store::analytics::count_named(&app.db, "feature_use").await.expect("count"),
+        helpnow::store::analytics::count_named(&app.db, "feature_use")
+            .await
+            .expect("count"),
         accepted,
         "exactly the acknowledged events are stored"
     );

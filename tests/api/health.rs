@@ -18,23 +18,37 @@ async fn metrics_are_prometheus_text_with_requests_latency_and_connections() {
     let response = app.get("/metrics").await;
     assert_eq!(response.status(), 200);
     assert!(
-        response.headers()["content-type"].to_str().expect("ascii").starts_with("text/plain"),
+        response.headers()["content-type"]
+            .to_str()
+            .expect("ascii")
+            .starts_with("text/plain"),
         "Prometheus text format"
     );
     let text = response.text().await.expect("text");
     assert!(
-        text.contains(r#"helpnow_http_requests_total{method="GET",route="/api/shortcuts",status="200"} 1"#),
+        text.contains(
+            r#"helpnow_http_requests_total{method="GET",route="/api/shortcuts",status="200"} 1"#
+        ),
         "{text}"
     );
-    assert!(text.contains("helpnow_http_request_duration_seconds_bucket"), "{text}");
+    assert!(
+        text.contains("helpnow_http_request_duration_seconds_bucket"),
+        "{text}"
+    );
     let open: f64 = text
         .lines()
         .find_map(|line| line.strip_prefix("helpnow_open_connections "))
         .expect("the open-connections gauge is exported")
         .parse()
         .expect("a number");
-    assert!(open >= 1.0, "this very request holds a connection open: {open}");
-    assert!(text.contains("helpnow_process_resident_memory_bytes"), "{text}");
+    assert!(
+        open >= 1.0,
+        "this very request holds a connection open: {open}"
+    );
+    assert!(
+        text.contains("helpnow_process_resident_memory_bytes"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -44,11 +58,20 @@ async fn every_answer_carries_the_security_headers() {
         let response = app.get(path).await;
         let headers = response.headers();
         let csp = headers["content-security-policy"].to_str().expect("ascii");
-        assert!(csp.contains("default-src 'self'") && csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+        assert!(
+            csp.contains("default-src 'self'") && csp.contains("frame-ancestors 'none'"),
+            "{path}: {csp}"
+        );
         assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
         assert_eq!(headers["x-frame-options"], "DENY", "{path}");
-        assert_eq!(headers["referrer-policy"], "strict-origin-when-cross-origin", "{path}");
-        assert!(headers.get("strict-transport-security").is_none(), "no HSTS on plain http");
+        assert_eq!(
+            headers["referrer-policy"], "strict-origin-when-cross-origin",
+            "{path}"
+        );
+        assert!(
+            headers.get("strict-transport-security").is_none(),
+            "no HSTS on plain http"
+        );
     }
 }
 
@@ -59,5 +82,10 @@ async fn an_https_public_url_turns_on_hsts() {
     })
     .await;
     let response = app.get("/landing").await;
-    assert!(response.headers()["strict-transport-security"].to_str().expect("ascii").contains("max-age="));
+    assert!(
+        response.headers()["strict-transport-security"]
+            .to_str()
+            .expect("ascii")
+            .contains("max-age=")
+    );
 }

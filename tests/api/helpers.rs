@@ -34,7 +34,11 @@ impl TestApp {
     }
 
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        self.client.get(self.url(path)).send().await.expect("request reaches the server")
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request reaches the server")
     }
 
     pub async fn post_json(&self, path: &str, body: &serde_json::Value) -> reqwest::Response {
@@ -52,7 +56,8 @@ pub fn project_root() -> PathBuf {
 }
 
 pub fn test_settings() -> Settings {
-    Settings::load_from(&project_root().join("config"), AppEnv::Test, HashMap::new()).expect("test settings load")
+    Settings::load_from(&project_root().join("config"), AppEnv::Test, HashMap::new())
+        .expect("test settings load")
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -68,10 +73,17 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
     )
     .expect("write index.html");
     std::fs::create_dir_all(static_dir.path().join("assets")).expect("assets dir");
-    std::fs::write(static_dir.path().join("assets/app-1a2b3c.js"), "console.log('app')").expect("write asset");
+    std::fs::write(
+        static_dir.path().join("assets/app-1a2b3c.js"),
+        "console.log('app')",
+    )
+    .expect("write asset");
     std::fs::create_dir_all(static_dir.path().join("icons")).expect("icons dir");
-    std::fs::write(static_dir.path().join("icons/gmail.svg"), "<svg xmlns=\"http://www.w3.org/2000/svg\"/>")
-        .expect("write icon");
+    std::fs::write(
+        static_dir.path().join("icons/gmail.svg"),
+        "<svg xmlns=\"http://www.w3.org/2000/svg\"/>",
+    )
+    .expect("write icon");
 
     let mut settings = test_settings();
     settings.server.port = 0;
@@ -79,7 +91,9 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
     settings.server.static_dir = static_dir.path().to_path_buf();
     adjust(&mut settings);
 
-    let application = Application::build(settings).await.expect("the application starts");
+    let application = Application::build(settings)
+        .await
+        .expect("the application starts");
     let address = format!("http://127.0.0.1:{}", application.port());
     let db = application.db();
     tokio::spawn(application.run_until_stopped());

@@ -29,14 +29,24 @@ async fn every_route_of_the_route_table_serves_the_app() {
         assert_eq!(response.status(), 200, "{route}");
         assert_eq!(response.headers()["cache-control"], "no-cache", "{route}");
         let body = response.text().await.expect("text");
-        assert!(body.contains(INDEX_MARKER), "{route} did not serve index.html");
+        assert!(
+            body.contains(INDEX_MARKER),
+            "{route} did not serve index.html"
+        );
     }
 }
 
 #[tokio::test]
 async fn any_other_path_redirects_to_the_members_page() {
     let app = spawn_app().await;
-    for path in ["/no-such-page", "/chat-help-2", "/landing/extra", "/index.html", "/.env", "/assets/missing.js"] {
+    for path in [
+        "/no-such-page",
+        "/chat-help-2",
+        "/landing/extra",
+        "/index.html",
+        "/.env",
+        "/assets/missing.js",
+    ] {
         let response = app.get(path).await;
         assert_eq!(response.status(), 302, "{path}");
         assert_eq!(response.headers()["location"], "/", "{path}");
@@ -48,13 +58,24 @@ async fn built_assets_are_served_and_cached_by_content_hash() {
     let app = spawn_app().await;
     let response = app.get("/assets/app-1a2b3c.js").await;
     assert_eq!(response.status(), 200);
-    let cache = response.headers()["cache-control"].to_str().expect("ascii").to_owned();
-    assert!(cache.contains("immutable") && cache.contains("max-age=31536000"), "{cache}");
+    let cache = response.headers()["cache-control"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert!(
+        cache.contains("immutable") && cache.contains("max-age=31536000"),
+        "{cache}"
+    );
     assert_eq!(response.text().await.expect("text"), "console.log('app')");
 
     let icon = app.get("/icons/gmail.svg").await;
     assert_eq!(icon.status(), 200);
-    assert!(icon.headers()["content-type"].to_str().expect("ascii").starts_with("image/svg+xml"));
+    assert!(
+        icon.headers()["content-type"]
+            .to_str()
+            .expect("ascii")
+            .starts_with("image/svg+xml")
+    );
 }
 
 #[tokio::test]
