@@ -3,6 +3,7 @@
 
 use std::net::TcpListener;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{Server, ServiceRequest, ServiceResponse};
@@ -72,9 +73,33 @@ impl Application {
         self.db.clone()
     }
 
-    /// Serves until SIGTERM or SIGINT; in-flight requests get `server.shutdown_timeout_secs` to finish.
+    /// Serves until SIGTERM or SIGINT; in-flight requests get `server.shutdown_timeout_secs` to
+    /// finish. Then the store is closed: the embedded engine stops its background tasks once the
+    /// last handle is gone, and waiting for them keeps them from being cut off mid-pass.
     pub async fn run_until_stopped(self) -> Result<(), std::io::Error> {
-        self.server.await
+        let Self { server, db, .. } = self;
+        let served = server.await;
+        drop(db);
+        wait_for_background_tasks(STORE_CLOSE_TIMEOUT).await;
+        served
+    }
+}
+
+/// How long a stopping server waits for the store's background tasks.
+const STORE_CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+async fn wait_for_background_tasks(timeout: Duration) {
+    let runtime = tokio::runtime::Handle::current();
+    let deadline = tokio::time::Instant::now() + timeout;
+    while runtime.metrics().num_alive_tasks() > 0 {
+        if tokio::time::Instant::now() >= deadline {
+            tracing::warn!(
+                tasks = runtime.metrics().num_alive_tasks(),
+                "background tasks still running at shutdown"
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -15,6 +15,8 @@ struct Server {
     address: String,
     /// How many migrations the server applied while it started.
     migrations_applied: usize,
+    /// Log lines after the start-up line.
+    log: mpsc::Receiver<serde_json::Value>,
 }
 
 fn start(database_url: &str) -> Server {
@@ -60,6 +62,7 @@ fn start(database_url: &str) -> Server {
         child,
         address,
         migrations_applied,
+        log,
     }
 }
 
@@ -69,7 +72,8 @@ impl Server {
         self.child.wait().expect("reaped");
     }
 
-    fn terminate(mut self) -> std::process::ExitStatus {
+    /// Sends SIGTERM, waits for the exit, and returns it with what the server logged meanwhile.
+    fn terminate(mut self) -> (std::process::ExitStatus, Vec<serde_json::Value>) {
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()
@@ -77,7 +81,12 @@ impl Server {
         assert!(status.success());
         for _ in 0..300 {
             if let Some(exit) = self.child.try_wait().expect("wait") {
-                return exit;
+                // The reader thread ends with the pipe; give it a moment to pass on the last lines.
+                let mut lines = Vec::new();
+                while let Ok(entry) = self.log.recv_timeout(Duration::from_secs(2)) {
+                    lines.push(entry);
+                }
+                return (exit, lines);
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -117,8 +126,22 @@ async fn acknowledged_records_survive_kill_9_and_a_restart() {
         server.migrations_applied, 0,
         "a restart applies no migration twice"
     );
-    let exit = server.terminate();
+    let (exit, shutdown_log) = server.terminate();
     assert!(exit.success(), "SIGTERM stops the server cleanly: {exit:?}");
+    assert!(
+        shutdown_log
+            .iter()
+            .any(|entry| entry["message"] == "HelpNow stopped"),
+        "{shutdown_log:?}"
+    );
+    let errors: Vec<_> = shutdown_log
+        .iter()
+        .filter(|entry| entry["level"] == "ERROR")
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "a graceful stop logs no errors: {errors:?}"
+    );
 
     let mut settings = test_settings().database;
     settings.url = database_url;
