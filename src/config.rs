@@ -96,9 +96,13 @@ pub struct ServerSettings {
     pub content_dir: PathBuf,
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
     pub shutdown_timeout_secs: u64,
-    /// Extra origins allowed besides `public_url` (the real-time channel checks them).
-    #[serde(default)]
+    /// Extra origins allowed besides `public_url` (for the real-time channel).
+    #[serde(default, deserialize_with = "list_or_commas")]
     pub allowed_origins: Vec<String>,
+    /// Behind a load balancer: take the client's address from the last `X-Forwarded-For` entry.
+    /// Leave off when clients reach the server directly, or they could choose their address.
+    #[serde(default)]
+    pub trust_forwarded_for: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -179,7 +183,7 @@ pub struct SecuritySettings {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct AdminSettings {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "list_or_commas")]
     pub emails: Vec<String>,
 }
 
@@ -228,10 +232,6 @@ impl Settings {
                 config::Environment::with_prefix("APP")
                     .prefix_separator("__")
                     .separator("__")
-                    .list_separator(",")
-                    .with_list_parse_key("admin.emails")
-                    .with_list_parse_key("server.allowed_origins")
-                    .try_parsing(true)
                     .source(Some(env_vars)),
             )
             .build()
@@ -332,6 +332,9 @@ impl Settings {
                 "must be between 0 and 2",
             ));
         }
+        if let Err(err) = tracing_subscriber::EnvFilter::try_new(&self.log.filter) {
+            return Err(ConfigError::invalid("log.filter", err.to_string()));
+        }
         if self.mail.provider == MailProviderKind::Smtp {
             require_secret(
                 &self.mail.smtp_url,
@@ -346,6 +349,28 @@ impl Settings {
     pub fn listen_address(&self) -> String {
         format!("{}:{}", self.server.host, self.server.port)
     }
+}
+
+/// A list from a file (`["a", "b"]`) or from the environment (`a,b`). Environment values are
+/// kept as the strings they are (no guessing at numbers), so lists are split here.
+fn list_or_commas<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrText {
+        List(Vec<String>),
+        Text(String),
+    }
+    Ok(match ListOrText::deserialize(deserializer)? {
+        ListOrText::List(items) => items,
+        ListOrText::Text(text) => text
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    })
 }
 
 fn require_secret(
@@ -436,9 +461,24 @@ mod tests {
                 ("APP__SERVER__PORT", "9191"),
                 ("APP__PRODUCT__NAME", "FixIt"),
                 ("APP__ADMIN__EMAILS", "a@example.com,b@example.com"),
+                ("APP__DATABASE__USERNAME", "root"),
+                ("APP__DATABASE__PASSWORD", "0123"),
+                ("APP__SECURITY__DEBUG_TOOLS", "false"),
+                ("APP__AI__TEMPERATURE", "0.2"),
             ],
         )
         .expect("overrides load");
+        assert_eq!(
+            settings
+                .database
+                .password
+                .as_ref()
+                .map(|p| p.expose_secret().to_owned()),
+            Some("0123".to_owned()),
+            "a secret that looks like a number stays exactly as written"
+        );
+        assert!(!settings.security.debug_tools);
+        assert!((settings.ai.temperature - 0.2).abs() < f32::EPSILON);
         assert_eq!(settings.server.port, 9191);
         assert_eq!(settings.product.name, "FixIt");
         assert_eq!(
@@ -464,6 +504,10 @@ mod tests {
         let err =
             load(AppEnv::Local, &[("APP__SERVER__PUBLIC_URL", "not a url")]).expect_err("bad url");
         assert!(err.to_string().contains("server.public_url"), "{err}");
+
+        let err = load(AppEnv::Local, &[("APP__LOG__FILTER", "info,=nonsense[")])
+            .expect_err("a bad log filter");
+        assert!(err.to_string().contains("log.filter"), "{err}");
     }
 
     #[test]

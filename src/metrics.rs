@@ -86,6 +86,21 @@ impl Drop for ConnectionGuard {
     }
 }
 
+/// Standard methods by name; anything else is `OTHER`, so clients cannot mint label values.
+fn method_label(method: &actix_web::http::Method) -> &'static str {
+    use actix_web::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        _ => "OTHER",
+    }
+}
+
 /// Middleware: one count and one latency observation per request, labelled by the matched route
 /// pattern (never the raw path, which would let clients create unbounded label values).
 pub async fn track_requests(
@@ -93,7 +108,7 @@ pub async fn track_requests(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let metrics = req.app_data::<web::Data<Arc<Metrics>>>().cloned();
-    let method = req.method().as_str().to_owned();
+    let method = method_label(req.method());
     let started = Instant::now();
     let response = next.call(req).await?;
     if let Some(metrics) = metrics {
@@ -104,11 +119,11 @@ pub async fn track_requests(
         let status = response.status().as_u16().to_string();
         metrics
             .http_requests
-            .with_label_values(&[&method, &route, &status])
+            .with_label_values(&[method, &route, &status])
             .inc();
         metrics
             .http_latency
-            .with_label_values(&[&method, &route])
+            .with_label_values(&[method, &route])
             .observe(started.elapsed().as_secs_f64());
     }
     Ok(response)

@@ -169,7 +169,7 @@ async fn security_headers(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
             "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
-             connect-src 'self' ws: wss:; font-src 'self'; object-src 'none'; base-uri 'self'; \
+             connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; \
              frame-ancestors 'none'; form-action 'self'",
         ),
     );

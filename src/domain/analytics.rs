@@ -30,6 +30,16 @@ pub const EVENT_NAMES: &[&str] = &[
     "sidebar_opened",
 ];
 
+/// The events that happen in the browser: views and clicks the server does not see.
+const BROWSER_EVENTS: &[&str] = &[
+    "page_view",
+    "feature_use",
+    "sidebar_opened",
+    "members_area",
+    "refundable_fee_funnel_view",
+    "chatbot_funnel_view",
+];
+
 /// A known analytics event name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventName(&'static str);
@@ -45,6 +55,13 @@ impl EventName {
 
     pub fn as_str(self) -> &'static str {
         self.0
+    }
+
+    /// Whether the browser may report this event. Sign-ups, sign-ins, checkouts, payments, trials,
+    /// funnel messages, tasks and chats happen on the server, which records them itself, so a
+    /// client cannot inflate them.
+    pub fn is_reported_by_browser(self) -> bool {
+        BROWSER_EVENTS.contains(&self.0)
     }
 }
 
@@ -68,6 +85,28 @@ mod tests {
             assert_eq!(EventName::parse(name).map(EventName::as_str), Ok(*name));
         }
         assert_eq!(EVENT_NAMES.len(), 24);
+    }
+
+    #[test]
+    fn only_browser_events_may_come_from_the_browser() {
+        let browser = |name| {
+            EventName::parse(name)
+                .expect("known")
+                .is_reported_by_browser()
+        };
+        assert!(browser("page_view"));
+        assert!(browser("sidebar_opened"));
+        for server_side in [
+            "purchase",
+            "sign_up",
+            "login",
+            "begin_trial",
+            "subscription_start",
+            "task_added",
+        ] {
+            assert!(!browser(server_side), "{server_side}");
+        }
+        assert!(BROWSER_EVENTS.iter().all(|name| EVENT_NAMES.contains(name)));
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! `POST /api/events`: the browser records one analytics event of the spec's list.
+//! `POST /api/events`: the browser records one analytics event of the spec's list — only those
+//! that happen in the browser; sign-ups, payments and the like are recorded by the server itself.
 
 use std::net::IpAddr;
 use std::num::NonZeroU32;
@@ -9,12 +10,17 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::routes::ApiError;
+use crate::routes::client::client_key;
 use crate::store::{self, Db};
 
 const MAX_PROPERTIES_BYTES: usize = 4 * 1024;
 const MAX_PATH_CHARS: usize = 512;
+
+/// Past this many tracked addresses, addresses whose quota has refilled are forgotten.
+const LIMITER_CLEANUP_THRESHOLD: usize = 10_000;
 
 /// Events each address may record: a steady minute's worth of browsing, with room for bursts.
 pub struct EventLimiter(DefaultKeyedRateLimiter<IpAddr>);
@@ -47,12 +53,13 @@ pub struct EventRequest {
 #[post("/events")]
 pub async fn record_event(
     db: web::Data<Db>,
+    settings: web::Data<Settings>,
     limiter: web::Data<EventLimiter>,
     req: HttpRequest,
     body: web::Json<EventRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    if let Some(peer) = req.peer_addr()
-        && limiter.0.check_key(&peer.ip()).is_err()
+    if let Some(client) = client_key(&req, settings.server.trust_forwarded_for)
+        && limiter.0.check_key(&client).is_err()
     {
         return Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -60,9 +67,18 @@ pub async fn record_event(
             "Too many requests. Please try again later.",
         ));
     }
+    if limiter.0.len() > LIMITER_CLEANUP_THRESHOLD {
+        limiter.0.retain_recent();
+    }
     let body = body.into_inner();
     let name = EventName::parse(&body.name)
         .map_err(|err| ApiError::bad_request("unknown_event", err.to_string()))?;
+    if !name.is_reported_by_browser() {
+        return Err(ApiError::bad_request(
+            "server_event",
+            "This event is recorded by the server.",
+        ));
+    }
     let properties = serde_json::Value::Object(body.properties.unwrap_or_default());
     if properties.to_string().len() > MAX_PROPERTIES_BYTES {
         return Err(ApiError::bad_request(

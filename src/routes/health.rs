@@ -2,13 +2,13 @@
 
 use std::sync::Arc;
 
-use actix_web::{HttpResponse, get, web};
+use actix_web::{HttpResponse, get, route, web};
 use serde_json::json;
 
 use crate::metrics::Metrics;
 use crate::store::{self, Db};
 
-#[get("/health")]
+#[route("/health", method = "GET", method = "HEAD")]
 pub async fn health(db: web::Data<Db>) -> HttpResponse {
     if store::is_healthy(&db).await {
         HttpResponse::Ok().json(json!({ "status": "ok", "database": "ok" }))

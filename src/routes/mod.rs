@@ -1,5 +1,6 @@
 //! HTTP handlers by area, one module each.
 
+pub mod client;
 pub mod content;
 pub mod error;
 pub mod events;

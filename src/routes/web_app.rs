@@ -26,6 +26,11 @@ pub const APP_ROUTES: &[&str] = &[
     "/demo-checkout/{id}",
 ];
 
+/// Pages answer HEAD as they answer GET (load balancers and uptime checks use HEAD).
+pub fn get_or_head() -> impl actix_web::guard::Guard {
+    actix_web::guard::Any(actix_web::guard::Get()).or(actix_web::guard::Head())
+}
+
 /// Where the built app lives; shared with the handlers.
 #[derive(Clone)]
 pub struct StaticDir(pub PathBuf);
@@ -69,7 +74,7 @@ fn redirect_home() -> HttpResponse {
 pub fn configure(cfg: &mut web::ServiceConfig, static_dir: &Path) {
     cfg.app_data(web::Data::new(StaticDir(static_dir.to_path_buf())));
     for route in APP_ROUTES {
-        cfg.route(route, web::get().to(index));
+        cfg.route(route, web::route().guard(get_or_head()).to(index));
     }
     cfg.default_service(web::to(built_file_or_home));
 }

@@ -231,6 +231,14 @@ mod database_tests {
             duplicate.is_err(),
             "a second account with the same email is refused"
         );
+        let other_case = db
+            .query("CREATE user SET email = ' Ann@Example.com'")
+            .await
+            .and_then(|r| r.check());
+        assert!(
+            other_case.is_err(),
+            "emails are unique whatever their letter case"
+        );
         let not_an_email = db
             .query("CREATE user SET email = 'nope'")
             .await

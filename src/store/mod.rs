@@ -72,10 +72,13 @@ pub async fn connect(settings: &DatabaseSettings) -> Result<Db, StoreError> {
     Ok(db)
 }
 
-/// Answers whether the database serves queries (for `/health`).
+/// How long `/health` waits for the database before calling it unavailable.
+const HEALTH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Answers whether the database serves queries (for `/health`); a stalled database counts as down.
 pub async fn is_healthy(db: &Db) -> bool {
-    match db.query("RETURN true").await {
-        Ok(response) => response.check().is_ok(),
-        Err(_) => false,
+    match tokio::time::timeout(HEALTH_TIMEOUT, db.query("RETURN true")).await {
+        Ok(Ok(response)) => response.check().is_ok(),
+        Ok(Err(_)) | Err(_) => false,
     }
 }

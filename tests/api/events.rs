@@ -91,3 +91,41 @@ async fn one_address_cannot_flood_the_event_table() {
         "exactly the acknowledged events are stored"
     );
 }
+
+#[tokio::test]
+async fn events_the_server_records_cannot_come_from_a_browser() {
+    let app = spawn_app().await;
+    for name in ["purchase", "sign_up", "begin_trial", "subscription_start"] {
+        let response = app.post_json("/api/events", &json!({ "name": name })).await;
+        assert_eq!(response.status(), 400, "{name}");
+        let body: serde_json::Value = response.json().await.expect("json");
+        assert_eq!(body["error"], "server_event");
+        assert_eq!(body["message"], "This event is recorded by the server.");
+        assert_eq!(
+            helpnow::store::analytics::count_named(&app.db, name)
+                .await
+                .expect("count"),
+            0
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_forged_forwarded_for_header_does_not_escape_the_limit() {
+    let app = spawn_app().await;
+    let mut refused = 0;
+    for n in 0..40 {
+        let response = app
+            .client
+            .post(app.url("/api/events"))
+            .header("x-forwarded-for", format!("198.51.100.{n}"))
+            .json(&json!({"name": "page_view"}))
+            .send()
+            .await
+            .expect("sent");
+        if response.status() == 429 {
+            refused += 1;
+        }
+    }
+    assert!(refused > 0, "without a trusted proxy the header is ignored");
+}

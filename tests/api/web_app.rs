@@ -98,3 +98,19 @@ async fn without_a_built_app_the_routes_say_how_to_build_it() {
     assert_eq!(response.status(), 503);
     assert!(response.text().await.expect("text").contains("not built"));
 }
+
+#[tokio::test]
+async fn head_requests_answer_like_get() {
+    let app = spawn_app().await;
+    for path in ["/", "/landing", "/health", "/assets/app-1a2b3c.js"] {
+        let response = app.client.head(app.url(path)).send().await.expect("sent");
+        assert_eq!(response.status(), 200, "HEAD {path}");
+    }
+    let response = app
+        .client
+        .head(app.url("/no-such-page"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), 302);
+}

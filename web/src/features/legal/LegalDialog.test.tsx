@@ -30,11 +30,24 @@ describe('legal dialogs in the footer', () => {
     expect(dialog.textContent).toContain('Last updated: 4 May 2025');
     // Raw HTML in the markdown is never turned into elements.
     expect(dialog.querySelector('script')).toBeNull();
+    expect(dialog.textContent).not.toContain('<script>');
     expect(dialog.contains(document.activeElement)).toBe(true);
 
     fireEvent.keyDown(document, { key: 'Escape' });
     expect(screen.queryByRole('dialog')).toBeNull();
     expect(document.activeElement).toBe(opener);
+  });
+
+  it('neutralises script links in the text', async () => {
+    mockApi({
+      'GET /api/legal/privacy': {
+        body: { slug: 'privacy', title: 'Privacy Policy', body: 'See [Click me](javascript:alert(2)).' },
+      },
+    });
+    render(<Footer />);
+    fireEvent.click(screen.getByRole('button', { name: 'Privacy Policy' }));
+    const link = await screen.findByText('Click me');
+    expect(link.getAttribute('href') ?? '').not.toMatch(/^\s*javascript:/i);
   });
 
   it('closes with the close button and on a backdrop click', async () => {

@@ -62,6 +62,14 @@ describe('ShortcutPicker', () => {
     expect(screen.getByRole('button', { name: 'Save Favorites' })).toBeTruthy();
   });
 
+  it('ignores stored names that are no longer on the list', async () => {
+    window.localStorage.setItem(SELECTED_ICONS_KEY, JSON.stringify(['MySpace']));
+    render(<ShortcutPicker onSaveFavorites={() => {}} />);
+
+    await screen.findByRole('button', { name: 'YouTube' });
+    expect(screen.queryByRole('button', { name: 'Save Favorites' })).toBeNull();
+  });
+
   it('offers to try again when the list cannot be loaded', async () => {
     mockApi({ 'GET /api/shortcuts': { status: 500, body: { error: 'internal', message: 'Oops' } } });
     render(<ShortcutPicker onSaveFavorites={() => {}} />);

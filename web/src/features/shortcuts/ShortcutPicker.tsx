@@ -38,8 +38,10 @@ export function ShortcutPicker({ onSaveFavorites }: { onSaveFavorites: () => voi
 
   const shortcuts = load.status === 'loaded' ? load.shortcuts : [];
   const visible = expanded ? shortcuts : shortcuts.slice(0, INITIAL_VISIBLE_SHORTCUTS);
-  const hasSelection = selected.length > 0;
-  const sticky = useStickyBelowViewport(saveAnchorRef, hasSelection, `${visible.length}:${selected.length}`);
+  // A stored name that is no longer on the list counts for nothing.
+  const selectedCount = shortcuts.filter((shortcut) => selected.includes(shortcut.name)).length;
+  const hasSelection = selectedCount > 0;
+  const sticky = useStickyBelowViewport(saveAnchorRef, hasSelection, `${visible.length}:${selectedCount}`);
 
   if (load.status === 'loading') {
     return (
@@ -105,7 +107,7 @@ export function ShortcutPicker({ onSaveFavorites }: { onSaveFavorites: () => voi
             data-sticky={sticky}
           >
             <p className="save-favorites__count" aria-live="polite">
-              {selected.length === 1 ? '1 site selected' : `${selected.length} sites selected`}
+              {selectedCount === 1 ? '1 site selected' : `${selectedCount} sites selected`}
             </p>
             <Button className="save-favorites__button" onClick={onSaveFavorites}>
               Save Favorites

@@ -1,0 +1,78 @@
+//! Who is asking: the client's address, for per-client limits.
+
+use std::net::{IpAddr, Ipv6Addr};
+
+use actix_web::HttpRequest;
+
+/// The client's address as a rate-limit key. Behind a trusted proxy (`server.trust_forwarded_for`)
+/// it is the last `X-Forwarded-For` entry, the one the proxy itself added; otherwise the peer.
+/// IPv6 addresses are grouped by /64, the block one subscriber usually holds, so rotating through
+/// a block does not escape a limit.
+pub fn client_key(req: &HttpRequest, trust_forwarded_for: bool) -> Option<IpAddr> {
+    let forwarded = trust_forwarded_for
+        .then(|| {
+            req.headers()
+                .get_all("x-forwarded-for")
+                .filter_map(|value| value.to_str().ok())
+                .flat_map(|value| value.split(','))
+                .filter_map(|entry| entry.trim().parse::<IpAddr>().ok())
+                .last()
+        })
+        .flatten();
+    forwarded
+        .or_else(|| req.peer_addr().map(|peer| peer.ip()))
+        .map(group_v6)
+}
+
+fn group_v6(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let mut segments = v6.segments();
+                segments[4..].fill(0);
+                IpAddr::V6(Ipv6Addr::from(segments))
+            }
+        },
+        v4 => v4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::test::TestRequest;
+
+    use super::*;
+
+    #[test]
+    fn the_peer_is_the_client_unless_a_proxy_is_trusted() {
+        let req = TestRequest::default()
+            .peer_addr("10.0.0.9:5000".parse().expect("addr"))
+            .insert_header(("x-forwarded-for", "1.1.1.1, 203.0.113.7"))
+            .to_http_request();
+        assert_eq!(
+            client_key(&req, false),
+            Some("10.0.0.9".parse().expect("ip"))
+        );
+        assert_eq!(
+            client_key(&req, true),
+            Some("203.0.113.7".parse().expect("ip")),
+            "the entry the proxy added, not one the client wrote"
+        );
+    }
+
+    #[test]
+    fn ipv6_clients_are_grouped_by_their_64_block() {
+        let one = TestRequest::default()
+            .peer_addr("[2001:db8:1:2:aaaa::1]:1".parse().expect("addr"))
+            .to_http_request();
+        let other = TestRequest::default()
+            .peer_addr("[2001:db8:1:2:bbbb::9]:1".parse().expect("addr"))
+            .to_http_request();
+        assert_eq!(client_key(&one, false), client_key(&other, false));
+        assert_eq!(
+            client_key(&one, false),
+            Some("2001:db8:1:2::".parse().expect("ip"))
+        );
+    }
+}
