@@ -4,6 +4,7 @@ pub mod config;
 pub mod content;
 pub mod domain;
 pub mod metrics;
+pub mod realtime;
 pub mod routes;
 pub mod startup;
 pub mod store;
