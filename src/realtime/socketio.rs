@@ -347,6 +347,14 @@ mod tests {
     }
 
     #[test]
+    fn numbers_are_relayed_exactly() {
+        // Found by the fuzzer: without exact float parsing 1e42 came back as 9.999999999999999e41.
+        let text = r#"51-["baz",{"num":999999999999999999999999999999999999999999}]"#;
+        let once = decoded(text);
+        assert_eq!(decoded(&once.encode()), once);
+    }
+
+    #[test]
     fn packets_that_break_the_rules_are_refused() {
         for bad in [
             "",
