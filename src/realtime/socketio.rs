@@ -143,7 +143,8 @@ impl Packet {
         if kind.is_binary() {
             let dash = rest.find('-').ok_or(DecodeError::InvalidAttachments)?;
             let count = &rest[..dash];
-            if count.is_empty() || !count.bytes().all(|b| b.is_ascii_digit()) || count.len() > 4 {
+            // An overlong count fails to parse; a parsed one is capped just below.
+            if count.is_empty() || !count.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(DecodeError::InvalidAttachments);
             }
             attachments = count.parse().map_err(|_| DecodeError::InvalidAttachments)?;

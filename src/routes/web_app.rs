@@ -27,8 +27,11 @@ pub const APP_ROUTES: &[&str] = &[
 ];
 
 /// Pages answer HEAD as they answer GET (load balancers and uptime checks use HEAD).
-pub fn get_or_head() -> impl actix_web::guard::Guard {
-    actix_web::guard::Any(actix_web::guard::Get()).or(actix_web::guard::Head())
+fn is_page_method(method: &actix_web::http::Method) -> bool {
+    matches!(
+        *method,
+        actix_web::http::Method::GET | actix_web::http::Method::HEAD
+    )
 }
 
 /// Where the built app lives; shared with the handlers.
@@ -74,7 +77,14 @@ fn redirect_home() -> HttpResponse {
 pub fn configure(cfg: &mut web::ServiceConfig, static_dir: &Path) {
     cfg.app_data(web::Data::new(StaticDir(static_dir.to_path_buf())));
     for route in APP_ROUTES {
-        cfg.route(route, web::route().guard(get_or_head()).to(index));
+        cfg.route(
+            route,
+            web::route()
+                .guard(actix_web::guard::fn_guard(|ctx| {
+                    is_page_method(&ctx.head().method)
+                }))
+                .to(index),
+        );
     }
     cfg.default_service(web::to(built_file_or_home));
 }
@@ -82,8 +92,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, static_dir: &Path) {
 /// A file of the build (`/assets/...`, `/icons/...`, `/favicon.svg`), else a redirect to `/`.
 /// Only plain names are looked up: no hidden files, no `..`, nothing that needs decoding.
 async fn built_file_or_home(req: HttpRequest, dir: web::Data<StaticDir>) -> HttpResponse {
-    if req.method() != actix_web::http::Method::GET && req.method() != actix_web::http::Method::HEAD
-    {
+    if !is_page_method(req.method()) {
         return redirect_home();
     }
     let Some(relative) = safe_relative_path(req.path()) else {

@@ -158,9 +158,8 @@ mod database_tests {
         let db = surrealdb::engine::any::connect("mem://")
             .await
             .expect("in-memory database");
-        db.query("DEFINE NAMESPACE t; USE NS t; DEFINE DATABASE t;")
+        run(&db, "DEFINE NAMESPACE t; USE NS t; DEFINE DATABASE t;")
             .await
-            .and_then(|r| r.check())
             .expect("define ns/db");
         db.use_ns("t").use_db("t").await.expect("use ns/db");
         db
@@ -215,42 +214,40 @@ mod database_tests {
         );
     }
 
+    /// Runs one statement and reports whether the database accepted it.
+    async fn run(db: &Db, sql: &str) -> Result<(), surrealdb::Error> {
+        db.query(sql).await.and_then(|r| r.check()).map(|_| ())
+    }
+
     #[tokio::test]
     async fn the_schema_enforces_unique_emails_and_payment_event_ids() {
         let db = memory_db().await;
         migrate(&db).await.expect("migrates");
-        db.query("CREATE user SET email = 'ann@example.com'")
+        run(&db, "CREATE user SET email = 'ann@example.com'")
             .await
-            .and_then(|r| r.check())
             .expect("first user");
-        let duplicate = db
-            .query("CREATE user SET email = 'ann@example.com'")
-            .await
-            .and_then(|r| r.check());
         assert!(
-            duplicate.is_err(),
+            run(&db, "CREATE user SET email = 'ann@example.com'")
+                .await
+                .is_err(),
             "a second account with the same email is refused"
         );
-        let other_case = db
-            .query("CREATE user SET email = ' Ann@Example.com'")
-            .await
-            .and_then(|r| r.check());
         assert!(
-            other_case.is_err(),
+            run(&db, "CREATE user SET email = ' Ann@Example.com'")
+                .await
+                .is_err(),
             "emails are unique whatever their letter case"
         );
-        let not_an_email = db
-            .query("CREATE user SET email = 'nope'")
-            .await
-            .and_then(|r| r.check());
-        assert!(not_an_email.is_err(), "an invalid email is refused");
+        assert!(
+            run(&db, "CREATE user SET email = 'nope'").await.is_err(),
+            "an invalid email is refused"
+        );
 
         let event = "CREATE webhook_event SET event_id = 'evt_1', event_type = 'invoice.paid', payload = {}";
-        db.query(event)
-            .await
-            .and_then(|r| r.check())
-            .expect("first event");
-        let again = db.query(event).await.and_then(|r| r.check());
-        assert!(again.is_err(), "a payment event is stored once");
+        run(&db, event).await.expect("first event");
+        assert!(
+            run(&db, event).await.is_err(),
+            "a payment event is stored once"
+        );
     }
 }
