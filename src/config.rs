@@ -80,6 +80,7 @@ pub struct Settings {
     pub ai: AiSettings,
     pub mail: MailSettings,
     pub security: SecuritySettings,
+    pub realtime: RealtimeSettings,
     #[serde(default)]
     pub admin: AdminSettings,
     pub log: LogSettings,
@@ -103,6 +104,22 @@ pub struct ServerSettings {
     /// Leave off when clients reach the server directly, or they could choose their address.
     #[serde(default)]
     pub trust_forwarded_for: bool,
+}
+
+/// The real-time channel at `/socket.io/` (see docs/protocol.md).
+#[derive(Debug, Clone, Deserialize)]
+pub struct RealtimeSettings {
+    pub ping_interval_ms: u64,
+    pub ping_timeout_ms: u64,
+    /// A connection that joins no namespace within this is closed.
+    pub connect_timeout_ms: u64,
+    /// The largest message or polling request body, in bytes.
+    pub max_payload_bytes: usize,
+    /// Messages one connection may send per second (0: no limit), with bursts up to `message_burst`.
+    pub messages_per_second: u32,
+    pub message_burst: u32,
+    /// How long a lost connection's sockets wait to be recovered (0: no recovery).
+    pub recovery_window_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -289,6 +306,39 @@ impl Settings {
             return Err(ConfigError::invalid(
                 "server.public_url",
                 "must be an http:// or https:// address",
+            ));
+        }
+        for origin in &self.server.allowed_origins {
+            let valid = url::Url::parse(origin)
+                .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host());
+            if !valid {
+                return Err(ConfigError::invalid(
+                    "server.allowed_origins",
+                    format!("'{origin}' is not an origin such as https://helpnow.example"),
+                ));
+            }
+        }
+        let realtime = &self.realtime;
+        for (key, value) in [
+            ("realtime.ping_interval_ms", realtime.ping_interval_ms),
+            ("realtime.ping_timeout_ms", realtime.ping_timeout_ms),
+            ("realtime.connect_timeout_ms", realtime.connect_timeout_ms),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::invalid(key, "must be more than 0"));
+            }
+        }
+        if realtime.max_payload_bytes < 1024 {
+            return Err(ConfigError::invalid(
+                "realtime.max_payload_bytes",
+                "must be at least 1024",
+            ));
+        }
+        if realtime.messages_per_second > 0 && realtime.message_burst < realtime.messages_per_second
+        {
+            return Err(ConfigError::invalid(
+                "realtime.message_burst",
+                "must be at least realtime.messages_per_second",
             ));
         }
         if self.product.name.trim().is_empty() {

@@ -20,6 +20,8 @@ pub struct Metrics {
     pub http_latency: HistogramVec,
     /// TCP connections the HTTP server holds open right now (WebSockets included).
     pub open_connections: IntGauge,
+    /// Engine.IO connections of the real-time channel, over any transport.
+    pub realtime_connections: IntGauge,
 }
 
 impl Metrics {
@@ -46,6 +48,11 @@ impl Metrics {
             "open_connections",
             "TCP connections open to the HTTP server",
         )?;
+        let realtime_connections = IntGauge::new(
+            "realtime_connections",
+            "Real-time (Socket.IO) connections open, WebSocket and long-polling",
+        )?;
+        registry.register(Box::new(realtime_connections.clone()))?;
         registry.register(Box::new(http_requests.clone()))?;
         registry.register(Box::new(http_latency.clone()))?;
         registry.register(Box::new(open_connections.clone()))?;
@@ -58,6 +65,7 @@ impl Metrics {
             http_requests,
             http_latency,
             open_connections,
+            realtime_connections,
         })
     }
 

@@ -2,6 +2,7 @@
 //! state, middleware and routes of the HTTP server.
 
 use std::net::TcpListener;
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use actix_web::{App, HttpServer, web};
 use crate::config::{RedactedUrl, Settings};
 use crate::content::Content;
 use crate::metrics::{ConnectionGuard, Metrics, track_requests};
+use crate::realtime::{OriginPolicy, RateLimit, RealtimeConfig, RealtimeServer};
 use crate::routes::{self, error::json_error_handler};
 use crate::store::{self, Db};
 
@@ -120,6 +122,9 @@ fn run(
     let metrics_data = web::Data::new(metrics.clone());
     let event_limiter = web::Data::new(routes::events::EventLimiter::new());
     let connections = metrics.open_connections.clone();
+    let realtime = RealtimeServer::builder(realtime_config(&settings))
+        .connection_gauge(metrics.realtime_connections.clone())
+        .build();
 
     let server = HttpServer::new(move || {
         App::new()
@@ -137,6 +142,7 @@ fn run(
             .wrap(from_fn(move |req, next| security_headers(req, next, hsts)))
             .service(routes::health::health)
             .service(routes::health::metrics)
+            .service(realtime.service())
             .service(
                 web::scope("/api")
                     .service(routes::content::public_config)
@@ -154,6 +160,37 @@ fn run(
     .listen(listener)?
     .run();
     Ok(server)
+}
+
+/// The real-time channel's settings. Browsers may connect from the public URL's origin and from
+/// `server.allowed_origins`.
+fn realtime_config(settings: &Settings) -> RealtimeConfig {
+    let realtime = &settings.realtime;
+    let origins = std::iter::once(settings.server.public_url.clone())
+        .chain(
+            settings
+                .server
+                .allowed_origins
+                .iter()
+                .filter_map(|origin| url::Url::parse(origin).ok()),
+        )
+        .map(|url| url.origin().ascii_serialization())
+        .collect();
+    RealtimeConfig {
+        ping_interval: Duration::from_millis(realtime.ping_interval_ms),
+        ping_timeout: Duration::from_millis(realtime.ping_timeout_ms),
+        connect_timeout: Duration::from_millis(realtime.connect_timeout_ms),
+        max_payload: realtime.max_payload_bytes,
+        rate_limit: NonZeroU32::new(realtime.messages_per_second).map(|per_second| RateLimit {
+            per_second,
+            burst: NonZeroU32::new(realtime.message_burst).unwrap_or(per_second),
+        }),
+        recovery_window: (realtime.recovery_window_secs > 0)
+            .then(|| Duration::from_secs(realtime.recovery_window_secs)),
+        origins: OriginPolicy::Only(origins),
+        trust_forwarded_for: settings.server.trust_forwarded_for,
+        ..RealtimeConfig::default()
+    }
 }
 
 /// Security headers on every answer; long caching for content-hashed assets.

@@ -1,5 +1,22 @@
 //! The real-time channel: Engine.IO v4 below, Socket.IO v5 above, as the official client speaks them.
-//! This layer holds the pure codecs; the transports and namespaces build on them.
+//!
+//! Layers, bottom up: the pure packet codecs (`engineio`, `socketio`); the transports, each
+//! connection an actor (`websocket`, `polling`) driving one transport-independent `connection`;
+//! and the namespaces the application registers on the [`RealtimeServer`], whose handlers get
+//! [`SocketEvent`]s and emit through [`SocketRef`]s.
 
+mod config;
+mod connection;
 pub mod engineio;
+mod polling;
+mod server;
+mod socket;
 pub mod socketio;
+mod websocket;
+
+pub use config::{OriginPolicy, RateLimit, RealtimeConfig};
+pub use server::{RealtimeServer, RealtimeServerBuilder};
+pub use socket::{
+    AckError, AckSender, ConnectError, ConnectRequest, DisconnectReason, Handshake, Namespace,
+    Payload, SocketEvent, SocketRef,
+};

@@ -5,4 +5,5 @@ mod durability;
 mod events;
 mod health;
 mod helpers;
+mod realtime;
 mod web_app;

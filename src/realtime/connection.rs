@@ -1,0 +1,580 @@
+//! One Engine.IO connection and the Socket.IO sockets it carries, whatever its transport.
+//!
+//! The state lives in [`Connection`]; the functions here drive it from inside a transport actor
+//! (WebSocket or long-polling), which only knows how to write packets and how to close. When a
+//! polling connection upgrades, its `Connection` moves to the WebSocket actor whole.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::dev::ToEnvelope;
+use actix::{Actor, AsyncContext, Handler, SpawnHandle};
+use bytes::Bytes;
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use serde_json::{Map, Value, json};
+
+use super::RealtimeServer;
+use super::engineio::{self, Message, OpenPayload};
+use super::socket::{
+    AckSender, ConnectFinished, ConnectRequest, DisconnectReason, Handshake, Outbound, Outgoing,
+    Payload, Resume, Route, SocketEvent, SocketRef,
+};
+use super::socketio::{self, PacketType};
+use actix::Recipient;
+use tokio::sync::oneshot;
+
+/// A transport actor: it carries one [`Connection`] (none while it is only probing an upgrade,
+/// or after it handed its connection over).
+pub(crate) trait Transport: Actor + Handler<Outbound> + Sized {
+    fn connection(&mut self) -> Option<&mut Connection>;
+    /// Writes Engine.IO packets to the client, in order.
+    fn write(&mut self, ctx: &mut Self::Context, packets: Vec<engineio::Packet>);
+    /// Ends the transport once its connection has closed.
+    fn close_transport(&mut self, ctx: &mut Self::Context);
+}
+
+pub(crate) struct Connection {
+    server: RealtimeServer,
+    pub sid: Arc<str>,
+    handshake: Arc<Handshake>,
+    /// Where this connection's sockets send to; follows the connection across an upgrade.
+    pub route: Arc<Route>,
+    sockets: Vec<Joined>,
+    /// Namespaces whose connect handler has not answered yet.
+    connecting: Vec<Arc<str>>,
+    /// A binary packet waiting for its attachments.
+    partial: Option<Partial>,
+    acks: Vec<PendingAck>,
+    next_ack_id: u64,
+    limiter: Option<DefaultDirectRateLimiter>,
+    /// The next ping, or the deadline for the pong of the last one.
+    heartbeat: Option<SpawnHandle>,
+    awaiting_pong: bool,
+    connect_timer: Option<SpawnHandle>,
+    opened_at: Instant,
+    closed: bool,
+}
+
+struct Joined {
+    socket: SocketRef,
+    handler: Recipient<SocketEvent>,
+}
+
+struct Partial {
+    packet: socketio::Packet,
+    attachments: Vec<Bytes>,
+}
+
+struct PendingAck {
+    namespace: Arc<str>,
+    id: u64,
+    reply: oneshot::Sender<Payload>,
+}
+
+impl Connection {
+    pub fn new(server: RealtimeServer, handshake: Handshake) -> Self {
+        let limiter = server.config().rate_limit.map(|limit| {
+            RateLimiter::direct(Quota::per_second(limit.per_second).allow_burst(limit.burst))
+        });
+        server.metrics_connection_opened();
+        Self {
+            server,
+            sid: super::socket::random_id().into(),
+            handshake: Arc::new(handshake),
+            route: Arc::new(Route::default()),
+            sockets: Vec::new(),
+            connecting: Vec::new(),
+            partial: None,
+            acks: Vec::new(),
+            next_ack_id: 0,
+            limiter,
+            heartbeat: None,
+            awaiting_pong: false,
+            connect_timer: None,
+            opened_at: Instant::now(),
+            closed: false,
+        }
+    }
+
+    /// The handshake packet: what the client needs to know to keep the connection alive.
+    pub fn open_packet(&self, upgrades: &[&str]) -> engineio::Packet {
+        let config = self.server.config();
+        engineio::Packet::Open(OpenPayload {
+            sid: self.sid.to_string(),
+            upgrades: upgrades.iter().map(|u| (*u).to_owned()).collect(),
+            ping_interval: config.ping_interval.as_millis() as u64,
+            ping_timeout: config.ping_timeout.as_millis() as u64,
+            max_payload: config.max_payload as u64,
+        })
+    }
+
+    fn joined(&self, namespace: &str) -> Option<&Joined> {
+        self.sockets
+            .iter()
+            .find(|joined| joined.socket.namespace() == namespace)
+    }
+
+    /// Marks the connection closed and tells every socket's handler. Sockets lost to a dropped
+    /// connection wait for their client when recovery is on.
+    fn shut(&mut self, reason: DisconnectReason) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        self.route.set(None);
+        self.partial = None;
+        self.acks.clear();
+        let recoverable = reason.is_recoverable() && self.server.config().recovery_window.is_some();
+        for joined in self.sockets.drain(..) {
+            joined.socket.detach(recoverable);
+            if recoverable {
+                self.server.park(joined.socket.clone());
+            }
+            joined.handler.do_send(SocketEvent::Disconnected {
+                socket: joined.socket,
+                reason,
+            });
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.shut(DisconnectReason::TransportClose);
+        self.server.metrics_connection_closed();
+    }
+}
+
+fn open_conn<A: Transport>(act: &mut A) -> Option<&mut Connection> {
+    act.connection().filter(|conn| !conn.closed)
+}
+
+/// Starts the timers of a connection that just opened (or just moved to this actor).
+pub(crate) fn start<A>(act: &mut A, ctx: &mut A::Context)
+where
+    A: Transport,
+    A::Context: AsyncContext<A> + ToEnvelope<A, Outbound>,
+{
+    let Some(conn) = open_conn(act) else { return };
+    conn.awaiting_pong = false;
+    let config = conn.server.config();
+    let (interval, connect_timeout) = (config.ping_interval, config.connect_timeout);
+    let connect_left = connect_timeout.saturating_sub(conn.opened_at.elapsed());
+    let needs_connect_timer = conn.sockets.is_empty();
+    let heartbeat = ctx.run_later(interval, ping::<A>);
+    let connect_timer =
+        needs_connect_timer.then(|| ctx.run_later(connect_left, close_if_no_namespace::<A>));
+    if let Some(conn) = open_conn(act) {
+        conn.heartbeat = Some(heartbeat);
+        conn.connect_timer = connect_timer;
+    }
+}
+
+fn ping<A>(act: &mut A, ctx: &mut A::Context)
+where
+    A: Transport,
+    A::Context: AsyncContext<A> + ToEnvelope<A, Outbound>,
+{
+    let Some(conn) = open_conn(act) else { return };
+    conn.awaiting_pong = true;
+    let timeout = conn.server.config().ping_timeout;
+    let deadline = ctx.run_later(timeout, |act: &mut A, ctx: &mut A::Context| {
+        close(act, ctx, DisconnectReason::PingTimeout);
+    });
+    if let Some(conn) = open_conn(act) {
+        conn.heartbeat = Some(deadline);
+    }
+    act.write(ctx, vec![engineio::Packet::Ping(String::new())]);
+}
+
+fn close_if_no_namespace<A>(act: &mut A, ctx: &mut A::Context)
+where
+    A: Transport,
+    A::Context: AsyncContext<A> + ToEnvelope<A, Outbound>,
+{
+    let Some(conn) = open_conn(act) else { return };
+    conn.connect_timer = None;
+    if conn.sockets.is_empty() {
+        tracing::debug!(sid = %conn.sid, "no namespace joined in time");
+        close(act, ctx, DisconnectReason::TransportClose);
+    }
+}
+
+/// Closes the connection: handlers are told, then the transport ends.
+pub(crate) fn close<A>(act: &mut A, ctx: &mut A::Context, reason: DisconnectReason)
+where
+    A: Transport,
+{
+    if let Some(conn) = act.connection() {
+        tracing::debug!(sid = %conn.sid, reason = reason.as_str(), "connection closed");
+        conn.shut(reason);
+    }
+    act.close_transport(ctx);
+}
+
+/// Handles one Engine.IO packet from the client.
+pub(crate) fn on_packet<A>(act: &mut A, ctx: &mut A::Context, packet: engineio::Packet)
+where
+    A: Transport,
+    A::Context: AsyncContext<A> + ToEnvelope<A, Outbound>,
+{
+    let Some(conn) = open_conn(act) else { return };
+    match packet {
+        engineio::Packet::Pong(_) => {
+            if conn.awaiting_pong {
+                conn.awaiting_pong = false;
+                if let Some(deadline) = conn.heartbeat.take() {
+                    ctx.cancel_future(deadline);
+                }
+                let interval = conn.server.config().ping_interval;
+                let next = ctx.run_later(interval, ping::<A>);
+                if let Some(conn) = open_conn(act) {
+                    conn.heartbeat = Some(next);
+                }
+            }
+        }
+        engineio::Packet::Ping(data) => act.write(ctx, vec![engineio::Packet::Pong(data)]),
+        engineio::Packet::Message(message) => {
+            if conn
+                .limiter
+                .as_ref()
+                .is_some_and(|limiter| limiter.check().is_err())
+            {
+                tracing::info!(sid = %conn.sid, "a client sent messages too fast; closing it");
+                close(act, ctx, DisconnectReason::RateLimited);
+                return;
+            }
+            on_message(act, ctx, message);
+        }
+        engineio::Packet::Close => close(act, ctx, DisconnectReason::TransportClose),
+        engineio::Packet::Noop => {}
+        engineio::Packet::Open(_) | engineio::Packet::Upgrade => {
+            close(act, ctx, DisconnectReason::ParseError)
+        }
+    }
+}
+
+fn on_message<A>(act: &mut A, ctx: &mut A::Context, message: Message)
+where
+    A: Transport,
+    A::Context: AsyncContext<A> + ToEnvelope<A, Outbound>,
+{
+    let Some(conn) = open_conn(act) else { return };
+    let complete = match message {
+        Message::Text(text) => match socketio::Packet::decode(&text) {
+            Ok(packet) if packet.attachments > 0 => {
+                if conn.partial.is_some() {
+                    None
+                } else {
+                    conn.partial = Some(Partial {
+                        attachments: Vec::with_capacity(packet.attachments),
+                        packet,
+                    });
+                    return;
+                }
+            }
+            Ok(packet) if conn.partial.is_none() => Some((packet, Vec::new())),
+            Ok(_) => None,
+            Err(err) => {
+                tracing::debug!(sid = %conn.sid, %err, "undecodable packet");
+                None
+            }
+        },
+        Message::Binary(bytes) => match conn.partial.as_mut() {
+            Some(partial) => {
+                partial.attachments.push(bytes);
+                if partial.attachments.len() < partial.packet.attachments {
+                    return;
+                }
+                conn.partial
+                    .take()
+                    .map(|partial| (partial.packet, partial.attachments))
+            }
+            None => None,
+        },
+    };
+    match complete {
+        Some((packet, attachments)) => dispatch(act, ctx, packet, attachments),
+        None => close(act, ctx, DisconnectReason::ParseError),
+    }
+}
+
+fn dispatch<A>(act: &mut A, ctx: &mut A::Context, packet: socketio::Packet, attachments: Vec<Bytes>)
+where
+    A: Transport,
+    A::Context: AsyncContext<A> + ToEnvelope<A, Outbound>,
+{
+    let Some(conn) = open_conn(act) else { return };
+    let namespace = packet.namespace;
+    match packet.kind {
+        PacketType::Connect => {
+            let busy = conn.joined(&namespace).is_some()
+                || conn.connecting.iter().any(|n| **n == *namespace);
+            if busy {
+                close(act, ctx, DisconnectReason::ParseError);
+            } else {
+                connect(act, ctx, namespace, packet.data);
+            }
+        }
+        PacketType::Disconnect => {
+            let Some(index) = conn
+                .sockets
+                .iter()
+                .position(|joined| joined.socket.namespace() == namespace)
+            else {
+                close(act, ctx, DisconnectReason::ParseError);
+                return;
+            };
+            let joined = conn.sockets.remove(index);
+            joined.socket.detach(false);
+            joined.handler.do_send(SocketEvent::Disconnected {
+                socket: joined.socket,
+                reason: DisconnectReason::ClientNamespaceDisconnect,
+            });
+        }
+        PacketType::Event | PacketType::BinaryEvent => {
+            let Some(joined) = conn.joined(&namespace) else {
+                close(act, ctx, DisconnectReason::ParseError);
+                return;
+            };
+            let Some(Value::Array(mut items)) = packet.data else {
+                close(act, ctx, DisconnectReason::ParseError);
+                return;
+            };
+            // The decoder guarantees a leading event name.
+            let name = match items.remove(0) {
+                Value::String(name) => name,
+                _ => return,
+            };
+            let socket = joined.socket.clone();
+            let ack = packet.ack_id.map(|id| AckSender::new(socket.clone(), id));
+            joined.handler.do_send(SocketEvent::Event {
+                socket,
+                name,
+                payload: Payload {
+                    args: items,
+                    attachments,
+                },
+                ack,
+            });
+        }
+        PacketType::Ack | PacketType::BinaryAck => {
+            let position = conn.acks.iter().position(|pending| {
+                Some(pending.id) == packet.ack_id && *pending.namespace == *namespace
+            });
+            // An answer nobody waits for any more (timed out) is dropped.
+            if let Some(position) = position {
+                let pending = conn.acks.swap_remove(position);
+                let args = match packet.data {
+                    Some(Value::Array(args)) => args,
+                    _ => Vec::new(),
+                };
+                let _ = pending.reply.send(Payload { args, attachments });
+            }
+        }
+        PacketType::ConnectError => close(act, ctx, DisconnectReason::ParseError),
+    }
+}
+
+/// A CONNECT: recover the client's session if it asks and can, else start a new socket; then
+/// let the namespace decide, off the actor.
+fn connect<A>(act: &mut A, ctx: &mut A::Context, namespace: String, data: Option<Value>)
+where
+    A: Transport,
+    A::Context: AsyncContext<A> + ToEnvelope<A, Outbound>,
+{
+    let Some(conn) = open_conn(act) else { return };
+    let Some(handler) = conn.server.namespace(&namespace) else {
+        let refusal = socketio::Packet {
+            kind: PacketType::ConnectError,
+            namespace,
+            ack_id: None,
+            data: Some(json!({"message": "Invalid namespace"})),
+            attachments: 0,
+        };
+        act.write(ctx, vec![text_message(refusal.encode())]);
+        return;
+    };
+    let auth = match data {
+        Some(Value::Object(auth)) => auth,
+        _ => Map::new(),
+    };
+    let recovered = recover(&conn.server, &namespace, &auth);
+    let (socket, resume) = match recovered {
+        Some((socket, offset)) => (socket, Resume::After(offset)),
+        None => (
+            SocketRef::new(
+                Arc::from(namespace.as_str()),
+                conn.server.config().recovery_window,
+            ),
+            Resume::Fresh,
+        ),
+    };
+    conn.connecting.push(socket.namespace_arc());
+    let request = ConnectRequest {
+        auth,
+        handshake: conn.handshake.clone(),
+        recovered: matches!(resume, Resume::After(_)),
+    };
+    let decision = handler.connect(request, socket.clone());
+    let route = conn.route.clone();
+    actix::spawn(async move {
+        let result = decision.await;
+        let finished = ConnectFinished {
+            socket,
+            result,
+            resume,
+        };
+        if let Err(Outbound::ConnectFinished(finished)) =
+            route.deliver(Outbound::ConnectFinished(Box::new(finished)))
+        {
+            // The connection went away while the namespace was deciding.
+            finished.socket.detach(false);
+            if let Ok(handler) = finished.result {
+                handler.do_send(SocketEvent::Disconnected {
+                    socket: finished.socket,
+                    reason: DisconnectReason::TransportClose,
+                });
+            }
+        }
+    });
+}
+
+fn recover(
+    server: &RealtimeServer,
+    namespace: &str,
+    auth: &Map<String, Value>,
+) -> Option<(SocketRef, Option<String>)> {
+    server.config().recovery_window?;
+    let pid = auth.get("pid")?.as_str()?;
+    let offset = auth.get("offset").and_then(Value::as_str);
+    let socket = server.take_parked(pid, namespace, offset)?;
+    Some((socket, offset.map(str::to_owned)))
+}
+
+/// Handles what a socket asked its transport to do.
+pub(crate) fn on_outbound<A>(act: &mut A, ctx: &mut A::Context, message: Outbound)
+where
+    A: Transport,
+    A::Context: AsyncContext<A> + ToEnvelope<A, Outbound>,
+{
+    let Some(conn) = open_conn(act) else {
+        if let Outbound::ConnectFinished(finished) = message {
+            finished.socket.detach(false);
+        }
+        return;
+    };
+    match message {
+        Outbound::Send(outgoing) => act.write(ctx, frames(outgoing)),
+        Outbound::EmitWithAck {
+            namespace,
+            event,
+            payload,
+            reply,
+        } => {
+            let id = conn.next_ack_id;
+            conn.next_ack_id += 1;
+            // Forget the waits whose callers gave up.
+            conn.acks.retain(|pending| !pending.reply.is_closed());
+            let outgoing = super::socket::encode_event(&namespace, &event, payload, Some(id));
+            conn.acks.push(PendingAck {
+                namespace,
+                id,
+                reply,
+            });
+            act.write(ctx, frames(outgoing));
+        }
+        Outbound::Disconnect { namespace } => {
+            let Some(index) = conn
+                .sockets
+                .iter()
+                .position(|joined| joined.socket.namespace() == &*namespace)
+            else {
+                return;
+            };
+            let joined = conn.sockets.remove(index);
+            joined.socket.detach(false);
+            joined.handler.do_send(SocketEvent::Disconnected {
+                socket: joined.socket,
+                reason: DisconnectReason::ServerNamespaceDisconnect,
+            });
+            let packet = socketio::Packet {
+                kind: PacketType::Disconnect,
+                namespace: namespace.to_string(),
+                ack_id: None,
+                data: None,
+                attachments: 0,
+            };
+            act.write(ctx, vec![text_message(packet.encode())]);
+        }
+        Outbound::ConnectFinished(finished) => finish_connect(act, ctx, *finished),
+    }
+}
+
+fn finish_connect<A>(act: &mut A, ctx: &mut A::Context, finished: ConnectFinished)
+where
+    A: Transport,
+    A::Context: AsyncContext<A> + ToEnvelope<A, Outbound>,
+{
+    let Some(conn) = open_conn(act) else { return };
+    let ConnectFinished {
+        socket,
+        result,
+        resume,
+    } = finished;
+    conn.connecting
+        .retain(|namespace| **namespace != *socket.namespace());
+    match result {
+        Ok(handler) => {
+            let mut data = Map::new();
+            data.insert("sid".into(), Value::String(socket.id().to_owned()));
+            if let Some(pid) = socket.pid() {
+                data.insert("pid".into(), Value::String(pid.to_owned()));
+            }
+            let accepted = socketio::Packet {
+                kind: PacketType::Connect,
+                namespace: socket.namespace().to_owned(),
+                ack_id: None,
+                data: Some(Value::Object(data)),
+                attachments: 0,
+            };
+            let queued = socket.attach(conn.route.clone(), &resume);
+            conn.sockets.push(Joined { socket, handler });
+            if let Some(timer) = conn.connect_timer.take() {
+                ctx.cancel_future(timer);
+            }
+            act.write(ctx, vec![text_message(accepted.encode())]);
+            for message in queued {
+                on_outbound(act, ctx, message);
+            }
+        }
+        Err(refusal) => {
+            socket.detach(false);
+            let packet = socketio::Packet {
+                kind: PacketType::ConnectError,
+                namespace: socket.namespace().to_owned(),
+                ack_id: None,
+                data: Some(refusal.to_json()),
+                attachments: 0,
+            };
+            act.write(ctx, vec![text_message(packet.encode())]);
+        }
+    }
+}
+
+fn text_message(text: String) -> engineio::Packet {
+    engineio::Packet::Message(Message::Text(text))
+}
+
+/// The Engine.IO packets of one Socket.IO packet: its text, then each attachment.
+fn frames(outgoing: Outgoing) -> Vec<engineio::Packet> {
+    let mut packets = Vec::with_capacity(1 + outgoing.attachments.len());
+    packets.push(text_message(outgoing.text));
+    packets.extend(
+        outgoing
+            .attachments
+            .into_iter()
+            .map(|bytes| engineio::Packet::Message(Message::Binary(bytes))),
+    );
+    packets
+}

@@ -1,0 +1,321 @@
+//! HTTP long-polling: each session is an actor found by its sid. A GET waits for packets (at the
+//! latest the next ping), a POST delivers the client's packets. When the client upgrades, the
+//! session hands its connection to the WebSocket actor and forwards what is still on its way.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, MessageResult};
+use actix_web::http::header::ContentType;
+use actix_web::{HttpRequest, HttpResponse, web};
+use tokio::sync::oneshot;
+
+use super::RealtimeServer;
+use super::connection::{self, Connection, Transport};
+use super::engineio::{self, Packet};
+use super::server::EngineError;
+use super::socket::{DisconnectReason, Outbound, Route};
+
+/// How long a closed session keeps its last packets for the client's next GET.
+const CLOSE_GRACE: Duration = Duration::from_secs(30);
+
+pub(crate) struct PollingTransport {
+    server: RealtimeServer,
+    sid: Arc<str>,
+    /// `None` once handed to a WebSocket.
+    conn: Option<Connection>,
+    route: Arc<Route>,
+    /// Packets waiting for the next GET.
+    outbox: Vec<Packet>,
+    /// The GET waiting for packets.
+    waiting: Option<oneshot::Sender<String>>,
+    /// A WebSocket is probing: answer GETs at once so the client can pause polling.
+    discarded: bool,
+    closed: bool,
+}
+
+impl PollingTransport {
+    fn new(server: RealtimeServer, conn: Connection) -> Self {
+        Self {
+            server,
+            sid: conn.sid.clone(),
+            route: conn.route.clone(),
+            conn: Some(conn),
+            outbox: Vec::new(),
+            waiting: None,
+            discarded: false,
+            closed: false,
+        }
+    }
+
+    /// Answers the waiting GET with everything in the outbox.
+    fn flush(&mut self) {
+        if self.outbox.is_empty() {
+            return;
+        }
+        let Some(waiting) = self.waiting.take() else {
+            return;
+        };
+        // A GET the client gave up on keeps the packets for the next one.
+        if waiting.send(engineio::encode_payload(&self.outbox)).is_ok() {
+            self.outbox.clear();
+        }
+    }
+
+    fn answer_now(&mut self, packet: Packet) {
+        if let Some(waiting) = self.waiting.take() {
+            let _ = waiting.send(packet.encode_text());
+        }
+    }
+}
+
+impl Actor for PollingTransport {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.route.set(Some(ctx.address().recipient()));
+        connection::start(self, ctx);
+    }
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        if self.conn.is_some() {
+            self.server.remove_polling(&self.sid);
+            self.answer_now(Packet::Close);
+        }
+    }
+}
+
+impl Transport for PollingTransport {
+    fn connection(&mut self) -> Option<&mut Connection> {
+        self.conn.as_mut()
+    }
+
+    fn write(&mut self, _: &mut Self::Context, packets: Vec<Packet>) {
+        self.outbox.extend(packets);
+        self.flush();
+    }
+
+    fn close_transport(&mut self, ctx: &mut Self::Context) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        self.outbox.push(Packet::Close);
+        self.flush();
+        if self.outbox.is_empty() {
+            ctx.stop();
+        } else {
+            // The next GET gets the last packets and the close, as in the reference; a client
+            // that never comes back is let go.
+            ctx.run_later(CLOSE_GRACE, |_, ctx| ctx.stop());
+        }
+    }
+}
+
+impl Handler<Outbound> for PollingTransport {
+    type Result = ();
+
+    fn handle(&mut self, message: Outbound, ctx: &mut Self::Context) {
+        if self.conn.is_some() {
+            connection::on_outbound(self, ctx, message);
+        } else {
+            // Handed over: pass it on, in order, to the WebSocket.
+            self.route.send(message);
+        }
+    }
+}
+
+/// A GET: resolves with the next payload.
+#[derive(Message)]
+#[rtype(result = "Result<oneshot::Receiver<String>, EngineError>")]
+struct Poll;
+
+impl Handler<Poll> for PollingTransport {
+    type Result = Result<oneshot::Receiver<String>, EngineError>;
+
+    fn handle(&mut self, _: Poll, ctx: &mut Self::Context) -> Self::Result {
+        if self.conn.is_none() || (self.closed && self.outbox.is_empty()) {
+            return Err(EngineError::UnknownSid);
+        }
+        if self.waiting.as_ref().is_some_and(|w| !w.is_closed()) {
+            // Two GETs at once: the reference ends such a session.
+            connection::close(self, ctx, DisconnectReason::TransportError);
+            return Err(EngineError::BadRequest);
+        }
+        let (sender, receiver) = oneshot::channel();
+        self.waiting = Some(sender);
+        if self.discarded {
+            self.answer_now(Packet::Noop);
+        } else {
+            self.flush();
+        }
+        if self.closed && self.outbox.is_empty() {
+            ctx.stop();
+        }
+        Ok(receiver)
+    }
+}
+
+/// A POST's packets.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Deliver(Vec<Packet>);
+
+impl Handler<Deliver> for PollingTransport {
+    type Result = ();
+
+    fn handle(&mut self, Deliver(packets): Deliver, ctx: &mut Self::Context) {
+        for packet in packets {
+            connection::on_packet(self, ctx, packet);
+        }
+    }
+}
+
+/// The client sent something the session cannot take.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Fail(DisconnectReason);
+
+impl Handler<Fail> for PollingTransport {
+    type Result = ();
+
+    fn handle(&mut self, Fail(reason): Fail, ctx: &mut Self::Context) {
+        connection::close(self, ctx, reason);
+    }
+}
+
+/// A WebSocket answered the probe: stop holding GETs.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Discard;
+
+impl Handler<Discard> for PollingTransport {
+    type Result = ();
+
+    fn handle(&mut self, _: Discard, _: &mut Self::Context) {
+        self.discarded = true;
+        self.answer_now(Packet::Noop);
+    }
+}
+
+/// The upgrade is complete: the connection and its unsent packets move to the WebSocket.
+#[derive(Message)]
+#[rtype(result = "Option<HandedOver>")]
+pub(crate) struct HandOver {
+    pub to: actix::Recipient<Outbound>,
+}
+
+pub(crate) struct HandedOver {
+    pub conn: Connection,
+    pub unsent: Vec<Packet>,
+}
+
+impl Handler<HandOver> for PollingTransport {
+    type Result = MessageResult<HandOver>;
+
+    fn handle(&mut self, HandOver { to }: HandOver, ctx: &mut Self::Context) -> Self::Result {
+        if self.closed {
+            return MessageResult(None);
+        }
+        let Some(conn) = self.conn.take() else {
+            return MessageResult(None);
+        };
+        self.server.remove_polling(&self.sid);
+        self.answer_now(Packet::Noop);
+        // Packets already queued here still pass through this actor, so the socket's route
+        // moves to the WebSocket only once they are through: order is kept.
+        ctx.address().do_send(Retarget(to));
+        MessageResult(Some(HandedOver {
+            conn,
+            unsent: std::mem::take(&mut self.outbox),
+        }))
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Retarget(actix::Recipient<Outbound>);
+
+impl Handler<Retarget> for PollingTransport {
+    type Result = ();
+
+    fn handle(&mut self, Retarget(to): Retarget, ctx: &mut Self::Context) {
+        self.route.set(Some(to));
+        // Whatever was sent before the route changed is queued ahead of this.
+        ctx.address().do_send(Stop);
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Stop;
+
+impl Handler<Stop> for PollingTransport {
+    type Result = ();
+
+    fn handle(&mut self, _: Stop, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}
+
+fn payload_response(payload: String) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/plain; charset=UTF-8")
+        .body(payload)
+}
+
+/// The handshake GET: a new session, answered with its open packet.
+pub(crate) fn open(server: &RealtimeServer, req: &HttpRequest) -> HttpResponse {
+    let conn = Connection::new(server.clone(), server.handshake(req));
+    let sid = conn.sid.clone();
+    let open = conn.open_packet(&["websocket"]).encode_text();
+    let transport = PollingTransport::new(server.clone(), conn).start();
+    server.register_polling(sid, transport);
+    payload_response(open)
+}
+
+pub(crate) async fn poll(server: &RealtimeServer, sid: &str) -> HttpResponse {
+    let Some(transport) = server.polling(sid) else {
+        return EngineError::UnknownSid.response();
+    };
+    match transport.send(Poll).await {
+        Ok(Ok(receiver)) => match receiver.await {
+            Ok(payload) => payload_response(payload),
+            // The session ended without a word.
+            Err(_) => payload_response(Packet::Close.encode_text()),
+        },
+        Ok(Err(error)) => error.response(),
+        Err(_) => EngineError::UnknownSid.response(),
+    }
+}
+
+pub(crate) async fn post(server: &RealtimeServer, sid: &str, body: web::Payload) -> HttpResponse {
+    let Some(transport) = server.polling(sid) else {
+        return EngineError::UnknownSid.response();
+    };
+    let limit = server.config().max_payload;
+    let bytes = match body.to_bytes_limited(limit).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
+            transport.do_send(Fail(DisconnectReason::TransportError));
+            return EngineError::BadRequest.response();
+        }
+        Err(_) => {
+            transport.do_send(Fail(DisconnectReason::TransportError));
+            return EngineError::PayloadTooLarge.response();
+        }
+    };
+    let packets = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|text| engineio::decode_payload(text).ok());
+    let Some(packets) = packets else {
+        transport.do_send(Fail(DisconnectReason::ParseError));
+        return EngineError::BadRequest.response();
+    };
+    match transport.send(Deliver(packets)).await {
+        Ok(()) => HttpResponse::Ok()
+            .insert_header(ContentType::html())
+            .body("ok"),
+        Err(_) => EngineError::UnknownSid.response(),
+    }
+}

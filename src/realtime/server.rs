@@ -1,0 +1,352 @@
+//! The real-time server: its namespaces, the polling sessions it can find by sid, the sockets
+//! waiting to be recovered, and the HTTP entry point at `/socket.io/`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use actix::Addr;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::{Method, StatusCode};
+use actix_web::{HttpRequest, HttpResponse, web};
+use prometheus::IntGauge;
+
+use super::config::RealtimeConfig;
+use super::polling::{self, PollingTransport};
+use super::socket::{Handshake, Namespace, SocketRef};
+use super::websocket;
+use crate::routes::client::client_key;
+
+/// Recovery sweeps run at most this often.
+const SWEEP_EVERY: Duration = Duration::from_secs(5);
+
+#[derive(Clone)]
+pub struct RealtimeServer(Arc<Inner>);
+
+struct Inner {
+    config: RealtimeConfig,
+    namespaces: HashMap<String, Arc<dyn Namespace>>,
+    polling: Mutex<HashMap<Arc<str>, PollingEntry>>,
+    parked: Mutex<Parked>,
+    connections: Option<IntGauge>,
+}
+
+struct PollingEntry {
+    transport: Addr<PollingTransport>,
+    upgrading: bool,
+}
+
+/// Sockets of lost connections, by pid, until their recovery window ends.
+struct Parked {
+    sockets: HashMap<Box<str>, (SocketRef, Instant)>,
+    last_sweep: Instant,
+}
+
+pub struct RealtimeServerBuilder {
+    config: RealtimeConfig,
+    namespaces: HashMap<String, Arc<dyn Namespace>>,
+    connections: Option<IntGauge>,
+}
+
+impl RealtimeServerBuilder {
+    /// Serves `namespace` (such as `/` or `/funnel`); any other namespace is refused.
+    pub fn namespace(mut self, path: &str, namespace: impl Namespace) -> Self {
+        self.namespaces
+            .insert(path.to_owned(), Arc::new(namespace) as Arc<dyn Namespace>);
+        self
+    }
+
+    /// Counts open Engine.IO connections in `gauge`.
+    pub fn connection_gauge(mut self, gauge: IntGauge) -> Self {
+        self.connections = Some(gauge);
+        self
+    }
+
+    pub fn build(self) -> RealtimeServer {
+        RealtimeServer(Arc::new(Inner {
+            config: self.config,
+            namespaces: self.namespaces,
+            polling: Mutex::new(HashMap::new()),
+            parked: Mutex::new(Parked {
+                sockets: HashMap::new(),
+                last_sweep: Instant::now(),
+            }),
+            connections: self.connections,
+        }))
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The Engine.IO errors, with the reference implementation's codes and texts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EngineError {
+    UnknownTransport,
+    UnknownSid,
+    BadHandshakeMethod,
+    BadRequest,
+    Forbidden,
+    UnsupportedProtocolVersion,
+    PayloadTooLarge,
+}
+
+impl EngineError {
+    pub fn response(self) -> HttpResponse {
+        let (status, code, message) = match self {
+            Self::UnknownTransport => (StatusCode::BAD_REQUEST, 0, "Transport unknown"),
+            Self::UnknownSid => (StatusCode::BAD_REQUEST, 1, "Session ID unknown"),
+            Self::BadHandshakeMethod => (StatusCode::BAD_REQUEST, 2, "Bad handshake method"),
+            Self::BadRequest => (StatusCode::BAD_REQUEST, 3, "Bad request"),
+            Self::Forbidden => (StatusCode::FORBIDDEN, 4, "Forbidden"),
+            Self::UnsupportedProtocolVersion => {
+                (StatusCode::BAD_REQUEST, 5, "Unsupported protocol version")
+            }
+            Self::PayloadTooLarge => {
+                return HttpResponse::PayloadTooLarge().finish();
+            }
+        };
+        HttpResponse::build(status).json(serde_json::json!({"code": code, "message": message}))
+    }
+}
+
+impl RealtimeServer {
+    pub fn builder(config: RealtimeConfig) -> RealtimeServerBuilder {
+        RealtimeServerBuilder {
+            config,
+            namespaces: HashMap::new(),
+            connections: None,
+        }
+    }
+
+    pub fn config(&self) -> &RealtimeConfig {
+        &self.0.config
+    }
+
+    /// The `/socket.io/` resource, to add to an actix-web `App`.
+    pub fn service(&self) -> actix_web::Resource {
+        web::resource("/socket.io/")
+            .app_data(web::Data::new(self.clone()))
+            .default_service(web::to(endpoint))
+    }
+
+    pub(crate) fn namespace(&self, path: &str) -> Option<Arc<dyn Namespace>> {
+        self.0.namespaces.get(path).cloned()
+    }
+
+    pub(crate) fn metrics_connection_opened(&self) {
+        if let Some(gauge) = &self.0.connections {
+            gauge.inc();
+        }
+    }
+
+    pub(crate) fn metrics_connection_closed(&self) {
+        if let Some(gauge) = &self.0.connections {
+            gauge.dec();
+        }
+    }
+
+    pub(crate) fn register_polling(&self, sid: Arc<str>, transport: Addr<PollingTransport>) {
+        lock(&self.0.polling).insert(
+            sid,
+            PollingEntry {
+                transport,
+                upgrading: false,
+            },
+        );
+    }
+
+    pub(crate) fn polling(&self, sid: &str) -> Option<Addr<PollingTransport>> {
+        lock(&self.0.polling)
+            .get(sid)
+            .map(|entry| entry.transport.clone())
+    }
+
+    pub(crate) fn remove_polling(&self, sid: &str) {
+        lock(&self.0.polling).remove(sid);
+    }
+
+    /// Claims a polling session for a WebSocket upgrade; only one may try at a time.
+    pub(crate) fn begin_upgrade(&self, sid: &str) -> Result<Addr<PollingTransport>, EngineError> {
+        let mut sessions = lock(&self.0.polling);
+        let entry = sessions.get_mut(sid).ok_or(EngineError::UnknownSid)?;
+        if entry.upgrading {
+            return Err(EngineError::BadRequest);
+        }
+        entry.upgrading = true;
+        Ok(entry.transport.clone())
+    }
+
+    /// An upgrade attempt failed: the session may try again.
+    pub(crate) fn abandon_upgrade(&self, sid: &str) {
+        if let Some(entry) = lock(&self.0.polling).get_mut(sid) {
+            entry.upgrading = false;
+        }
+    }
+
+    /// Keeps the socket of a lost connection for its client to recover.
+    pub(crate) fn park(&self, socket: SocketRef) {
+        let (Some(pid), Some(window)) = (socket.pid(), self.0.config.recovery_window) else {
+            return;
+        };
+        let now = Instant::now();
+        let mut parked = lock(&self.0.parked);
+        parked
+            .sockets
+            .insert(pid.into(), (socket.clone(), now + window));
+        if now.duration_since(parked.last_sweep) >= SWEEP_EVERY {
+            parked.last_sweep = now;
+            parked.sockets.retain(|_, (socket, expires)| {
+                let alive = *expires > now;
+                if !alive {
+                    socket.expire();
+                }
+                alive
+            });
+        }
+    }
+
+    /// The parked socket `pid` of `namespace`, if it is still within its window and still holds
+    /// everything after `offset`.
+    pub(crate) fn take_parked(
+        &self,
+        pid: &str,
+        namespace: &str,
+        offset: Option<&str>,
+    ) -> Option<SocketRef> {
+        let mut parked = lock(&self.0.parked);
+        let (socket, expires) = parked.sockets.remove(pid)?;
+        if expires <= Instant::now() {
+            socket.expire();
+            return None;
+        }
+        if socket.namespace() != namespace || !socket.can_resume(offset) {
+            // A failed recovery ends the old session, as in the reference.
+            socket.expire();
+            return None;
+        }
+        Some(socket)
+    }
+
+    /// What the request that opens a connection says about its client.
+    pub(crate) fn handshake(&self, req: &HttpRequest) -> Handshake {
+        let text = |name: header::HeaderName| {
+            req.headers()
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned)
+        };
+        Handshake {
+            origin: text(header::ORIGIN),
+            cookie_header: text(header::COOKIE),
+            address: client_key(req, self.0.config.trust_forwarded_for),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct EngineQuery {
+    eio: Option<String>,
+    transport: Option<String>,
+    sid: Option<String>,
+}
+
+impl EngineQuery {
+    fn parse(query: &str) -> Self {
+        let mut parsed = Self::default();
+        for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+            match &*key {
+                "EIO" => parsed.eio = Some(value.into_owned()),
+                "transport" => parsed.transport = Some(value.into_owned()),
+                "sid" => parsed.sid = Some(value.into_owned()),
+                _ => {}
+            }
+        }
+        parsed
+    }
+}
+
+/// Every request to `/socket.io/`, checked in the reference's order.
+async fn endpoint(
+    req: HttpRequest,
+    body: web::Payload,
+    server: web::Data<RealtimeServer>,
+) -> HttpResponse {
+    let query = EngineQuery::parse(req.query_string());
+    let origin = req
+        .headers()
+        .get(header::ORIGIN)
+        .and_then(|value| value.to_str().ok());
+    if !server.config().origins.allows(origin) {
+        return EngineError::Forbidden.response();
+    }
+    let mut response = if req.method() == Method::OPTIONS {
+        HttpResponse::NoContent()
+            .insert_header((header::ACCESS_CONTROL_ALLOW_METHODS, "GET, POST"))
+            .insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, "content-type"))
+            .finish()
+    } else {
+        route(&req, body, &server, query).await
+    };
+    // Browsers on an allowed origin other than ours may read the answers.
+    if let Some(origin) = origin.and_then(|o| HeaderValue::from_str(o).ok()) {
+        let headers = response.headers_mut();
+        headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        headers.insert(
+            header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+            HeaderValue::from_static("true"),
+        );
+        headers.insert(header::VARY, HeaderValue::from_static("Origin"));
+    }
+    response
+}
+
+async fn route(
+    req: &HttpRequest,
+    body: web::Payload,
+    server: &RealtimeServer,
+    query: EngineQuery,
+) -> HttpResponse {
+    let websocket = match query.transport.as_deref() {
+        Some("polling") => false,
+        Some("websocket") => true,
+        _ => return EngineError::UnknownTransport.response(),
+    };
+    match query.sid {
+        None => {
+            if req.method() != Method::GET {
+                return EngineError::BadHandshakeMethod.response();
+            }
+            if query.eio.as_deref() != Some("4") {
+                return EngineError::UnsupportedProtocolVersion.response();
+            }
+            if websocket {
+                websocket::open(server, req, body)
+            } else {
+                polling::open(server, req)
+            }
+        }
+        Some(sid) if websocket => websocket::upgrade(server, &sid, req, body),
+        Some(sid) => match *req.method() {
+            Method::GET => polling::poll(server, &sid).await,
+            Method::POST => polling::post(server, &sid, body).await,
+            _ => EngineError::BadRequest.response(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_query_gives_version_transport_and_sid() {
+        let query = EngineQuery::parse("EIO=4&transport=polling&t=Nx1&sid=a%2Bb");
+        assert_eq!(query.eio.as_deref(), Some("4"));
+        assert_eq!(query.transport.as_deref(), Some("polling"));
+        assert_eq!(query.sid.as_deref(), Some("a+b"));
+    }
+}

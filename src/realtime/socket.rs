@@ -1,0 +1,663 @@
+//! What a namespace sees: the connect request, the socket it may emit to from any actor
+//! ([`SocketRef`]), the events its handler receives ([`SocketEvent`]) and acknowledgements.
+//!
+//! A `SocketRef` outlives its transport. Events emitted while the socket is still connecting wait
+//! for the connection; with connection state recovery, events emitted while it is disconnected
+//! wait for the client to come back (up to the recovery window), and every event carries an
+//! offset so that a returning client gets exactly the ones it missed.
+
+use std::collections::VecDeque;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use actix::{Message, Recipient};
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio::sync::oneshot;
+
+use super::socketio::{self, PacketType};
+
+/// Events kept for a disconnected socket at most, whatever their age.
+const RECOVERY_LOG_LIMIT: usize = 1024;
+
+/// A namespace: decides who may connect and hands each accepted socket to its handler.
+pub trait Namespace: Send + Sync + 'static {
+    /// Accepts the socket by returning the recipient of its events (usually the conversation
+    /// actor it belongs to), or refuses it with the `CONNECT_ERROR` the client will see.
+    /// Also called when a client recovers its session, with `request.recovered` set.
+    fn connect(
+        &self,
+        request: ConnectRequest,
+        socket: SocketRef,
+    ) -> BoxFuture<'static, Result<Recipient<SocketEvent>, ConnectError>>;
+}
+
+/// The Socket.IO handshake of one namespace connection.
+#[derive(Debug, Clone)]
+pub struct ConnectRequest {
+    /// The client's `auth` object (empty when it sent none).
+    pub auth: Map<String, Value>,
+    /// What the HTTP request that opened the connection said.
+    pub handshake: Arc<Handshake>,
+    /// The client came back within the recovery window and keeps its socket id.
+    pub recovered: bool,
+}
+
+/// What the request that opened an Engine.IO connection carried.
+#[derive(Debug, Clone, Default)]
+pub struct Handshake {
+    pub origin: Option<String>,
+    pub cookie_header: Option<String>,
+    /// The client's address (the trusted proxy's `X-Forwarded-For` entry when configured).
+    pub address: Option<IpAddr>,
+}
+
+impl Handshake {
+    /// The value of the cookie `name`, if the request sent one.
+    pub fn cookie(&self, name: &str) -> Option<&str> {
+        self.cookie_header
+            .as_deref()?
+            .split(';')
+            .filter_map(|pair| pair.trim().split_once('='))
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.trim_matches('"'))
+    }
+}
+
+/// A refusal: the client's `connect_error` gets `message` and, when set, `data`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectError {
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl ConnectError {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    pub(crate) fn to_json(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("message".into(), Value::String(self.message.clone()));
+        if let Some(data) = &self.data {
+            object.insert("data".into(), data.clone());
+        }
+        Value::Object(object)
+    }
+}
+
+/// The arguments of an event or acknowledgement. Binary arguments sit in `attachments` and are
+/// referred to from `args` by `{"_placeholder": true, "num": N}`, as on the wire.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Payload {
+    pub args: Vec<Value>,
+    pub attachments: Vec<Bytes>,
+}
+
+impl Payload {
+    /// One JSON argument.
+    pub fn json<T: Serialize + ?Sized>(data: &T) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            args: vec![serde_json::to_value(data)?],
+            attachments: Vec::new(),
+        })
+    }
+
+    /// Adds a binary argument and returns the placeholder that stands for it in `args`.
+    pub fn attach(&mut self, bytes: Bytes) -> Value {
+        self.attachments.push(bytes);
+        serde_json::json!({"_placeholder": true, "num": self.attachments.len() - 1})
+    }
+}
+
+/// Why a socket was disconnected, in the reference implementation's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisconnectReason {
+    TransportClose,
+    TransportError,
+    PingTimeout,
+    ParseError,
+    ServerShuttingDown,
+    ClientNamespaceDisconnect,
+    ServerNamespaceDisconnect,
+    RateLimited,
+}
+
+impl DisconnectReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TransportClose => "transport close",
+            Self::TransportError => "transport error",
+            Self::PingTimeout => "ping timeout",
+            Self::ParseError => "parse error",
+            Self::ServerShuttingDown => "server shutting down",
+            Self::ClientNamespaceDisconnect => "client namespace disconnect",
+            Self::ServerNamespaceDisconnect => "server namespace disconnect",
+            Self::RateLimited => "rate limited",
+        }
+    }
+
+    /// Whether the client may come back and recover its session: the connection was lost, not
+    /// ended on purpose (the same list as the reference).
+    pub fn is_recoverable(self) -> bool {
+        matches!(
+            self,
+            Self::TransportClose
+                | Self::TransportError
+                | Self::PingTimeout
+                | Self::ServerShuttingDown
+        )
+    }
+}
+
+/// What a socket's handler receives, in the order the client sent it.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub enum SocketEvent {
+    Event {
+        socket: SocketRef,
+        name: String,
+        payload: Payload,
+        /// Present when the client asked for an acknowledgement.
+        ack: Option<AckSender>,
+    },
+    Disconnected {
+        socket: SocketRef,
+        reason: DisconnectReason,
+    },
+}
+
+/// Answers one client event that asked for an acknowledgement.
+#[derive(Debug)]
+pub struct AckSender {
+    socket: SocketRef,
+    id: u64,
+}
+
+impl AckSender {
+    pub(crate) fn new(socket: SocketRef, id: u64) -> Self {
+        Self { socket, id }
+    }
+
+    pub fn send(self, payload: Payload) {
+        let packet = socketio::Packet {
+            kind: if payload.attachments.is_empty() {
+                PacketType::Ack
+            } else {
+                PacketType::BinaryAck
+            },
+            namespace: self.socket.namespace().to_owned(),
+            ack_id: Some(self.id),
+            data: Some(Value::Array(payload.args)),
+            attachments: payload.attachments.len(),
+        };
+        self.socket.deliver(Outbound::Send(Outgoing {
+            text: packet.encode(),
+            attachments: payload.attachments,
+        }));
+    }
+
+    /// Acknowledges with one JSON argument.
+    pub fn send_json<T: Serialize + ?Sized>(self, data: &T) {
+        match Payload::json(data) {
+            Ok(payload) => self.send(payload),
+            Err(err) => tracing::error!(%err, "an acknowledgement could not be serialized"),
+        }
+    }
+}
+
+/// The client did not acknowledge in time, or went away first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AckError {
+    #[error("the client did not acknowledge in time")]
+    Timeout,
+    #[error("the socket is not connected")]
+    Disconnected,
+}
+
+/// One encoded Socket.IO packet: its text frame, then its binary attachments.
+#[derive(Debug, Clone)]
+pub(crate) struct Outgoing {
+    pub text: String,
+    pub attachments: Vec<Bytes>,
+}
+
+/// What a transport actor is asked to do for the sockets it carries.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub(crate) enum Outbound {
+    Send(Outgoing),
+    /// An event that waits for the client's acknowledgement (the actor picks the ack id).
+    EmitWithAck {
+        namespace: Arc<str>,
+        event: String,
+        payload: Payload,
+        reply: oneshot::Sender<Payload>,
+    },
+    Disconnect {
+        namespace: Arc<str>,
+    },
+    /// A namespace decided on a connect request.
+    ConnectFinished(Box<ConnectFinished>),
+}
+
+#[derive(Debug)]
+pub(crate) struct ConnectFinished {
+    pub socket: SocketRef,
+    pub result: Result<Recipient<SocketEvent>, ConnectError>,
+    pub resume: Resume,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Resume {
+    /// A new socket: send what was emitted while it was connecting.
+    Fresh,
+    /// A recovered socket: send what was logged after this offset (all of the log when the
+    /// client had received nothing yet).
+    After(Option<String>),
+}
+
+/// The current transport actor of one Engine.IO connection. It changes when a connection
+/// upgrades from polling to WebSocket; every socket of the connection follows through this.
+#[derive(Debug, Default)]
+pub(crate) struct Route(Mutex<Option<Recipient<Outbound>>>);
+
+impl Route {
+    pub fn set(&self, target: Option<Recipient<Outbound>>) {
+        *lock(&self.0) = target;
+    }
+
+    /// Queues the message for the current transport; without one it is dropped (what recovery
+    /// needs is in the socket's log).
+    pub fn send(&self, message: Outbound) {
+        let _ = self.deliver(message);
+    }
+
+    /// Like [`Route::send`], but gives the message back when there is no transport.
+    pub fn deliver(&self, message: Outbound) -> Result<(), Outbound> {
+        match lock(&self.0).as_ref() {
+            Some(target) => {
+                target.do_send(message);
+                Ok(())
+            }
+            None => Err(message),
+        }
+    }
+}
+
+/// A handle on one connected (or connecting, or recovering) socket. Cheap to clone; any actor may
+/// hold one and emit through it.
+#[derive(Debug, Clone)]
+pub struct SocketRef(Arc<Shared>);
+
+#[derive(Debug)]
+struct Shared {
+    id: Box<str>,
+    namespace: Arc<str>,
+    /// The private session id a client presents to recover this socket.
+    pid: Option<Box<str>>,
+    recovery_window: Option<Duration>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    target: Target,
+    next_offset: u64,
+    /// With recovery on: recent events and their offsets, oldest first.
+    log: VecDeque<Logged>,
+    /// Events dropped from the front of the log, so a client that got none cannot be served.
+    pruned: bool,
+}
+
+#[derive(Debug)]
+enum Target {
+    /// The namespace has not decided yet; what is emitted meanwhile waits here.
+    Connecting(Vec<Outbound>),
+    Attached(Arc<Route>),
+    /// Disconnected, waiting for the client to recover the session.
+    Detached,
+    Closed,
+}
+
+#[derive(Debug)]
+struct Logged {
+    offset: u64,
+    at: Instant,
+    packet: Outgoing,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves plain data behind; keep serving.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl SocketRef {
+    pub(crate) fn new(namespace: Arc<str>, recovery_window: Option<Duration>) -> Self {
+        Self(Arc::new(Shared {
+            id: random_id().into(),
+            namespace,
+            pid: recovery_window.map(|_| random_id().into()),
+            recovery_window,
+            state: Mutex::new(State {
+                target: Target::Connecting(Vec::new()),
+                next_offset: 0,
+                log: VecDeque::new(),
+                pruned: false,
+            }),
+        }))
+    }
+
+    /// The socket id the client sees as `socket.id`.
+    pub fn id(&self) -> &str {
+        &self.0.id
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.0.namespace
+    }
+
+    pub(crate) fn namespace_arc(&self) -> Arc<str> {
+        self.0.namespace.clone()
+    }
+
+    pub(crate) fn pid(&self) -> Option<&str> {
+        self.0.pid.as_deref()
+    }
+
+    /// Whether this is the same socket as `other`.
+    pub fn same(&self, other: &SocketRef) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Whether events still go somewhere: to the client, or to the log it will recover.
+    pub fn is_open(&self) -> bool {
+        !matches!(lock(&self.0.state).target, Target::Closed)
+    }
+
+    /// Emits `event` with one JSON argument.
+    pub fn emit<T: Serialize + ?Sized>(&self, event: &str, data: &T) {
+        match Payload::json(data) {
+            Ok(payload) => self.emit_payload(event, payload),
+            Err(err) => tracing::error!(%err, event, "an event could not be serialized"),
+        }
+    }
+
+    /// Emits `event` with any arguments, binary ones included. With recovery on, the event is
+    /// logged with an offset so that a client that misses it gets it on reconnection.
+    pub fn emit_payload(&self, event: &str, mut payload: Payload) {
+        let mut state = lock(&self.0.state);
+        if matches!(state.target, Target::Closed) {
+            return;
+        }
+        let offset = self.0.recovery_window.map(|_| {
+            let offset = state.next_offset;
+            state.next_offset += 1;
+            payload.args.push(Value::String(offset.to_string()));
+            offset
+        });
+        let packet = encode_event(&self.0.namespace, event, payload, None);
+        if let (Some(offset), Some(window)) = (offset, self.0.recovery_window) {
+            let now = Instant::now();
+            state.log.push_back(Logged {
+                offset,
+                at: now,
+                packet: packet.clone(),
+            });
+            while state.log.len() > RECOVERY_LOG_LIMIT
+                || state
+                    .log
+                    .front()
+                    .is_some_and(|oldest| now.duration_since(oldest.at) > window)
+            {
+                state.log.pop_front();
+                state.pruned = true;
+            }
+        }
+        Self::route(&mut state, Outbound::Send(packet));
+    }
+
+    /// Emits `event` and waits for the client's acknowledgement. Such events are not kept for
+    /// recovery (the wait could not survive a reconnection), as in the reference.
+    pub async fn emit_with_ack(
+        &self,
+        event: &str,
+        payload: Payload,
+        timeout: Duration,
+    ) -> Result<Payload, AckError> {
+        let (reply, answer) = oneshot::channel();
+        {
+            let mut state = lock(&self.0.state);
+            if matches!(state.target, Target::Detached | Target::Closed) {
+                return Err(AckError::Disconnected);
+            }
+            Self::route(
+                &mut state,
+                Outbound::EmitWithAck {
+                    namespace: self.0.namespace.clone(),
+                    event: event.to_owned(),
+                    payload,
+                    reply,
+                },
+            );
+        }
+        match tokio::time::timeout(timeout, answer).await {
+            Ok(Ok(payload)) => Ok(payload),
+            Ok(Err(_)) => Err(AckError::Disconnected),
+            Err(_) => Err(AckError::Timeout),
+        }
+    }
+
+    /// Disconnects this socket from its namespace (the client sees "io server disconnect").
+    pub fn disconnect(&self) {
+        let mut state = lock(&self.0.state);
+        let namespace = self.0.namespace.clone();
+        match state.target {
+            Target::Detached => {
+                state.target = Target::Closed;
+                state.log.clear();
+            }
+            Target::Closed => {}
+            _ => Self::route(&mut state, Outbound::Disconnect { namespace }),
+        }
+    }
+
+    /// Sends a packet that is not logged (acknowledgements).
+    pub(crate) fn deliver(&self, message: Outbound) {
+        let mut state = lock(&self.0.state);
+        Self::route(&mut state, message);
+    }
+
+    fn route(state: &mut State, message: Outbound) {
+        match &mut state.target {
+            Target::Connecting(waiting) => waiting.push(message),
+            Target::Attached(route) => {
+                // A transport that is gone has already detached or closed this socket, or is
+                // about to; what it misses is in the log when recovery is on.
+                route.send(message);
+            }
+            Target::Detached | Target::Closed => {}
+        }
+    }
+
+    /// Connects the socket to a transport and returns what must be written right after the
+    /// CONNECT packet: the events emitted while connecting, or the ones a recovering client
+    /// missed. From then on, events go to the transport.
+    pub(crate) fn attach(&self, route: Arc<Route>, resume: &Resume) -> Vec<Outbound> {
+        let mut state = lock(&self.0.state);
+        let waiting = match std::mem::replace(&mut state.target, Target::Attached(route)) {
+            Target::Connecting(waiting) => waiting,
+            _ => Vec::new(),
+        };
+        match resume {
+            Resume::Fresh => waiting,
+            Resume::After(offset) => {
+                let after = offset.as_deref().and_then(|o| o.parse::<u64>().ok());
+                let missed = state
+                    .log
+                    .iter()
+                    .filter(|logged| after.is_none_or(|after| logged.offset > after))
+                    .map(|logged| Outbound::Send(logged.packet.clone()));
+                // Acknowledgement waits and acks queued while recovering are not in the log.
+                missed
+                    .chain(
+                        waiting
+                            .into_iter()
+                            .filter(|message| !matches!(message, Outbound::Send(_))),
+                    )
+                    .collect()
+            }
+        }
+    }
+
+    /// Whether a client that last got event `offset` can be given everything it missed.
+    pub(crate) fn can_resume(&self, offset: Option<&str>) -> bool {
+        let state = lock(&self.0.state);
+        if !matches!(state.target, Target::Detached) {
+            return false;
+        }
+        match offset {
+            // Nothing received yet: everything must still be in the log.
+            None => !state.pruned,
+            Some(offset) => match offset.parse::<u64>() {
+                Ok(offset) => {
+                    state.log.iter().any(|logged| logged.offset == offset)
+                        || (offset + 1 == state.next_offset
+                            && state.log.is_empty()
+                            && !state.pruned)
+                }
+                Err(_) => false,
+            },
+        }
+    }
+
+    /// The transport is gone: keep logging for a recovering client, or close for good.
+    pub(crate) fn detach(&self, keep_for_recovery: bool) {
+        let mut state = lock(&self.0.state);
+        if matches!(state.target, Target::Closed) {
+            return;
+        }
+        if keep_for_recovery && self.0.recovery_window.is_some() {
+            state.target = Target::Detached;
+        } else {
+            state.target = Target::Closed;
+            state.log = VecDeque::new();
+        }
+    }
+
+    /// The recovery window ran out.
+    pub(crate) fn expire(&self) {
+        let mut state = lock(&self.0.state);
+        if matches!(state.target, Target::Detached) {
+            state.target = Target::Closed;
+            state.log = VecDeque::new();
+        }
+    }
+}
+
+/// Encodes an EVENT (BINARY_EVENT when it has attachments).
+pub(crate) fn encode_event(
+    namespace: &str,
+    event: &str,
+    payload: Payload,
+    ack_id: Option<u64>,
+) -> Outgoing {
+    let packet = socketio::Packet::event(
+        namespace,
+        event,
+        payload.args,
+        ack_id,
+        payload.attachments.len(),
+    );
+    Outgoing {
+        text: packet.encode(),
+        attachments: payload.attachments,
+    }
+}
+
+/// A random id of 20 URL-safe characters (120 bits), for sids and pids.
+pub(crate) fn random_id() -> String {
+    use base64::Engine as _;
+    let bytes: [u8; 15] = rand::random();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookies_are_found_by_name() {
+        let handshake = Handshake {
+            cookie_header: Some("a=1; vid=abc; session=\"x y\"".into()),
+            ..Handshake::default()
+        };
+        assert_eq!(handshake.cookie("vid"), Some("abc"));
+        assert_eq!(handshake.cookie("session"), Some("x y"));
+        assert_eq!(handshake.cookie("missing"), None);
+    }
+
+    #[test]
+    fn a_connecting_socket_keeps_what_is_emitted_until_it_is_attached() {
+        let socket = SocketRef::new("/chat".into(), None);
+        socket.emit("hello", &1);
+        let sent = socket.attach(Arc::new(Route::default()), &Resume::Fresh);
+        assert_eq!(sent.len(), 1);
+        assert!(
+            matches!(&sent[0], Outbound::Send(out) if out.text == r#"2/chat,["hello",1]"#),
+            "{sent:?}"
+        );
+    }
+
+    #[test]
+    fn a_recovering_client_gets_exactly_the_events_after_its_offset() {
+        let socket = SocketRef::new("/".into(), Some(Duration::from_secs(120)));
+        socket.attach(Arc::new(Route::default()), &Resume::Fresh);
+        socket.emit("a", &1);
+        socket.emit("b", &2);
+        socket.detach(true);
+        socket.emit("c", &3);
+        assert!(socket.can_resume(Some("0")));
+        assert!(!socket.can_resume(Some("7")));
+        let missed = socket.attach(Arc::new(Route::default()), &Resume::After(Some("0".into())));
+        let texts: Vec<_> = missed
+            .iter()
+            .map(|m| match m {
+                Outbound::Send(out) => out.text.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(texts, [r#"2["b",2,"1"]"#, r#"2["c",3,"2"]"#]);
+    }
+
+    #[test]
+    fn a_socket_closed_without_recovery_drops_what_is_emitted() {
+        let socket = SocketRef::new("/".into(), None);
+        socket.attach(Arc::new(Route::default()), &Resume::Fresh);
+        socket.detach(true);
+        assert!(!socket.is_open());
+        socket.emit("lost", &1);
+        assert!(!socket.can_resume(None));
+    }
+
+    #[test]
+    fn only_lost_connections_are_recoverable() {
+        assert!(DisconnectReason::PingTimeout.is_recoverable());
+        assert!(DisconnectReason::TransportClose.is_recoverable());
+        assert!(!DisconnectReason::ClientNamespaceDisconnect.is_recoverable());
+        assert!(!DisconnectReason::ParseError.is_recoverable());
+    }
+}

@@ -1,0 +1,195 @@
+//! The real-time channel as the product serves it: handshakes, the Origin allowlist, the limits
+//! from configuration. The protocol itself is checked with the official client (web/conformance).
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::helpers::{TestApp, spawn_app, spawn_app_with};
+
+const HANDSHAKE: &str = "/socket.io/?EIO=4&transport=polling";
+
+/// Opens a polling session and returns its sid and handshake.
+async fn open_session(app: &TestApp) -> (String, Value) {
+    let response = app.get(HANDSHAKE).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = response.text().await.expect("body");
+    let open: Value = serde_json::from_str(body.strip_prefix('0').expect("an open packet"))
+        .expect("the open packet is JSON");
+    (open["sid"].as_str().expect("sid").to_owned(), open)
+}
+
+async fn post(app: &TestApp, sid: &str, body: &str) -> reqwest::Response {
+    app.client
+        .post(app.url(&format!("{HANDSHAKE}&sid={sid}")))
+        .body(body.to_owned())
+        .send()
+        .await
+        .expect("POST")
+}
+
+async fn poll(app: &TestApp, sid: &str) -> (StatusCode, String) {
+    let response = app.get(&format!("{HANDSHAKE}&sid={sid}")).await;
+    let status = response.status();
+    (status, response.text().await.expect("body"))
+}
+
+#[tokio::test]
+async fn the_handshake_announces_the_configured_heartbeat_and_limits() {
+    let app = spawn_app_with(|settings| {
+        settings.realtime.ping_interval_ms = 1234;
+        settings.realtime.ping_timeout_ms = 567;
+        settings.realtime.max_payload_bytes = 4096;
+    })
+    .await;
+    let (sid, open) = open_session(&app).await;
+    assert_eq!(sid.len(), 20);
+    assert_eq!(open["upgrades"], serde_json::json!(["websocket"]));
+    assert_eq!(open["pingInterval"], 1234);
+    assert_eq!(open["pingTimeout"], 567);
+    assert_eq!(open["maxPayload"], 4096);
+}
+
+#[tokio::test]
+async fn bad_requests_get_the_reference_errors() {
+    let app = spawn_app().await;
+    for (path, code, message) in [
+        ("/socket.io/?EIO=4", 0, "Transport unknown"),
+        (
+            "/socket.io/?EIO=4&transport=carrier-pigeon",
+            0,
+            "Transport unknown",
+        ),
+        (
+            "/socket.io/?transport=polling",
+            5,
+            "Unsupported protocol version",
+        ),
+        (
+            "/socket.io/?EIO=3&transport=polling",
+            5,
+            "Unsupported protocol version",
+        ),
+        (
+            "/socket.io/?EIO=4&transport=polling&sid=nope",
+            1,
+            "Session ID unknown",
+        ),
+        ("/socket.io/?EIO=4&transport=websocket", 3, "Bad request"),
+    ] {
+        let response = app.get(path).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{path}");
+        let body: Value = response.json().await.expect("JSON");
+        assert_eq!(
+            body,
+            serde_json::json!({"code": code, "message": message}),
+            "{path}"
+        );
+    }
+    let response = app
+        .client
+        .post(app.url(HANDSHAKE))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body: Value = response.json().await.expect("JSON");
+    assert_eq!(body["code"], 2);
+}
+
+#[tokio::test]
+async fn only_the_public_origin_and_the_allowed_ones_may_connect() {
+    let app = spawn_app_with(|settings| {
+        settings.server.public_url = "https://helpnow.example".parse().expect("url");
+        settings.server.allowed_origins = vec!["http://localhost:5173".into()];
+    })
+    .await;
+    let with_origin = |origin: &'static str| {
+        app.client
+            .get(app.url(HANDSHAKE))
+            .header("origin", origin)
+            .send()
+    };
+
+    let foreign = with_origin("https://evil.example").await.expect("GET");
+    assert_eq!(foreign.status(), StatusCode::FORBIDDEN);
+    let body: Value = foreign.json().await.expect("JSON");
+    assert_eq!(body, serde_json::json!({"code": 4, "message": "Forbidden"}));
+
+    for origin in ["https://helpnow.example", "http://localhost:5173"] {
+        let allowed = with_origin(origin).await.expect("GET");
+        assert_eq!(allowed.status(), StatusCode::OK, "{origin}");
+        assert_eq!(
+            allowed.headers()["access-control-allow-origin"],
+            origin,
+            "{origin} may read the answer"
+        );
+    }
+    // Clients that are not browsers send no Origin at all.
+    assert_eq!(app.get(HANDSHAKE).await.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn unknown_namespaces_are_refused_and_the_session_goes_on() {
+    let app = spawn_app().await;
+    let (sid, _) = open_session(&app).await;
+    assert_eq!(post(&app, &sid, "40").await.status(), StatusCode::OK);
+    assert_eq!(
+        poll(&app, &sid).await,
+        (
+            StatusCode::OK,
+            r#"44{"message":"Invalid namespace"}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        post(&app, &sid, "40/nowhere,").await.status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        poll(&app, &sid).await.1,
+        r#"44/nowhere,{"message":"Invalid namespace"}"#
+    );
+}
+
+#[tokio::test]
+async fn a_body_over_the_payload_limit_is_refused_and_ends_the_session() {
+    let app = spawn_app_with(|settings| settings.realtime.max_payload_bytes = 1024).await;
+    let (sid, _) = open_session(&app).await;
+    let response = post(&app, &sid, &"4".repeat(2000)).await;
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(
+        poll(&app, &sid).await,
+        (StatusCode::OK, "1".to_owned()),
+        "the next GET gets the close packet"
+    );
+    assert_eq!(poll(&app, &sid).await.0, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn a_client_that_sends_too_fast_is_disconnected() {
+    let app = spawn_app_with(|settings| {
+        settings.realtime.messages_per_second = 1;
+        settings.realtime.message_burst = 3;
+    })
+    .await;
+    let (sid, _) = open_session(&app).await;
+    let flood = ["40"; 5].join("\u{1e}");
+    post(&app, &sid, &flood).await;
+    let (status, body) = poll(&app, &sid).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        body.ends_with('1'),
+        "a close packet ends the session: {body:?}"
+    );
+    assert_eq!(poll(&app, &sid).await.0, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn open_connections_are_counted_in_the_metrics() {
+    let app = spawn_app().await;
+    open_session(&app).await;
+    let metrics = app.get("/metrics").await.text().await.expect("body");
+    assert!(
+        metrics.contains("helpnow_realtime_connections 1"),
+        "{metrics}"
+    );
+}
