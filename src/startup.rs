@@ -26,6 +26,7 @@ pub struct Application {
     port: u16,
     server: Server,
     db: Db,
+    realtime: RealtimeServer,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -61,9 +62,24 @@ impl Application {
             "HelpNow is listening"
         );
         let metrics = Arc::new(Metrics::new()?);
-        let server =
-            run(listener, db.clone(), settings, content, metrics).map_err(StartupError::Server)?;
-        Ok(Self { port, server, db })
+        let realtime = RealtimeServer::builder(realtime_config(&settings))
+            .connection_gauge(metrics.realtime_connections.clone())
+            .build();
+        let server = run(
+            listener,
+            db.clone(),
+            settings,
+            content,
+            metrics,
+            realtime.clone(),
+        )
+        .map_err(StartupError::Server)?;
+        Ok(Self {
+            port,
+            server,
+            db,
+            realtime,
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -75,15 +91,59 @@ impl Application {
         self.db.clone()
     }
 
-    /// Serves until SIGTERM or SIGINT; in-flight requests get `server.shutdown_timeout_secs` to
-    /// finish. Then the store is closed: the embedded engine stops its background tasks once the
-    /// last handle is gone, and waiting for them keeps them from being cut off mid-pass.
+    /// Serves until SIGTERM or SIGINT. Then real-time connections are closed (their clients
+    /// reconnect, to another process if there is one), and in-flight requests get
+    /// `server.shutdown_timeout_secs` to finish. Last the store is closed: the embedded engine
+    /// stops its background tasks once the last handle is gone, and waiting for them keeps them
+    /// from being cut off mid-pass.
     pub async fn run_until_stopped(self) -> Result<(), std::io::Error> {
-        let Self { server, db, .. } = self;
-        let served = server.await;
+        let Self {
+            mut server,
+            db,
+            realtime,
+            ..
+        } = self;
+        let served = tokio::select! {
+            served = &mut server => served,
+            () = stop_requested() => {
+                tracing::info!(
+                    connections = realtime.connection_count(),
+                    "stopping: closing real-time connections"
+                );
+                realtime.close_all();
+                // The server future runs the stop, so it is polled alongside.
+                let stopping = server.handle().stop(true);
+                let (served, ()) = tokio::join!(server, stopping);
+                served
+            }
+        };
         drop(db);
         wait_for_background_tasks(STORE_CLOSE_TIMEOUT).await;
         served
+    }
+}
+
+/// SIGTERM (how service managers stop a process) or SIGINT (Ctrl+C).
+async fn stop_requested() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
     }
 }
 
@@ -111,6 +171,7 @@ fn run(
     settings: Settings,
     content: Content,
     metrics: Arc<Metrics>,
+    realtime: RealtimeServer,
 ) -> Result<Server, std::io::Error> {
     let hsts = settings.server.public_url.scheme() == "https";
     let shutdown_timeout = settings.server.shutdown_timeout_secs;
@@ -122,9 +183,6 @@ fn run(
     let metrics_data = web::Data::new(metrics.clone());
     let event_limiter = web::Data::new(routes::events::EventLimiter::new());
     let connections = metrics.open_connections.clone();
-    let realtime = RealtimeServer::builder(realtime_config(&settings))
-        .connection_gauge(metrics.realtime_connections.clone())
-        .build();
 
     let server = HttpServer::new(move || {
         App::new()
@@ -157,6 +215,8 @@ fn run(
         extensions.insert(Arc::new(ConnectionGuard::open(&connections)));
     })
     .shutdown_timeout(shutdown_timeout)
+    // `Application::run_until_stopped` handles the signals, to close real-time connections first.
+    .disable_signals()
     .listen(listener)?
     .run();
     Ok(server)

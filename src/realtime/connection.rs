@@ -76,12 +76,14 @@ impl Connection {
         let limiter = server.config().rate_limit.map(|limit| {
             RateLimiter::direct(Quota::per_second(limit.per_second).allow_burst(limit.burst))
         });
-        server.metrics_connection_opened();
+        let sid: Arc<str> = super::socket::random_id().into();
+        let route = Arc::new(Route::default());
+        server.connection_opened(sid.clone(), route.clone());
         Self {
             server,
-            sid: super::socket::random_id().into(),
+            sid,
             handshake: Arc::new(handshake),
-            route: Arc::new(Route::default()),
+            route,
             sockets: Vec::new(),
             connecting: Vec::new(),
             partial: None,
@@ -141,7 +143,7 @@ impl Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         self.shut(DisconnectReason::TransportClose);
-        self.server.metrics_connection_closed();
+        self.server.connection_closed(&self.sid);
     }
 }
 
@@ -233,7 +235,8 @@ where
                 }
             }
         }
-        engineio::Packet::Ping(data) => act.write(ctx, vec![engineio::Packet::Pong(data)]),
+        // In Engine.IO v4 only the server pings (the upgrade probe is the WebSocket's business).
+        engineio::Packet::Ping(_) => close(act, ctx, DisconnectReason::TransportError),
         engineio::Packet::Message(message) => {
             if conn
                 .limiter
@@ -508,6 +511,7 @@ where
             act.write(ctx, vec![text_message(packet.encode())]);
         }
         Outbound::ConnectFinished(finished) => finish_connect(act, ctx, *finished),
+        Outbound::Close(reason) => close(act, ctx, reason),
     }
 }
 

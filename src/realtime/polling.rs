@@ -3,9 +3,8 @@
 //! session hands its connection to the WebSocket actor and forwards what is still on its way.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, MessageResult};
+use actix::{Actor, ActorContext, Addr, AsyncContext, Context, Handler, Message, MessageResult};
 use actix_web::http::header::ContentType;
 use actix_web::{HttpRequest, HttpResponse, web};
 use tokio::sync::oneshot;
@@ -15,9 +14,6 @@ use super::connection::{self, Connection, Transport};
 use super::engineio::{self, Packet};
 use super::server::EngineError;
 use super::socket::{DisconnectReason, Outbound, Route};
-
-/// How long a closed session keeps its last packets for the client's next GET.
-const CLOSE_GRACE: Duration = Duration::from_secs(30);
 
 pub(crate) struct PollingTransport {
     server: RealtimeServer,
@@ -32,6 +28,8 @@ pub(crate) struct PollingTransport {
     /// A WebSocket is probing: answer GETs at once so the client can pause polling.
     discarded: bool,
     closed: bool,
+    /// The client sent a close packet: nothing more is owed to it.
+    client_closed: bool,
 }
 
 impl PollingTransport {
@@ -45,6 +43,7 @@ impl PollingTransport {
             waiting: None,
             discarded: false,
             closed: false,
+            client_closed: false,
         }
     }
 
@@ -100,15 +99,12 @@ impl Transport for PollingTransport {
             return;
         }
         self.closed = true;
-        self.outbox.push(Packet::Close);
-        self.flush();
-        if self.outbox.is_empty() {
-            ctx.stop();
-        } else {
-            // The next GET gets the last packets and the close, as in the reference; a client
-            // that never comes back is let go.
-            ctx.run_later(CLOSE_GRACE, |_, ctx| ctx.stop());
+        // A waiting GET learns of the close; after that the sid is unknown, as in the reference.
+        if !self.client_closed && self.waiting.is_some() {
+            self.outbox.push(Packet::Close);
+            self.flush();
         }
+        ctx.stop();
     }
 }
 
@@ -134,7 +130,7 @@ impl Handler<Poll> for PollingTransport {
     type Result = Result<oneshot::Receiver<String>, EngineError>;
 
     fn handle(&mut self, _: Poll, ctx: &mut Self::Context) -> Self::Result {
-        if self.conn.is_none() || (self.closed && self.outbox.is_empty()) {
+        if self.conn.is_none() || self.closed {
             return Err(EngineError::UnknownSid);
         }
         if self.waiting.as_ref().is_some_and(|w| !w.is_closed()) {
@@ -148,9 +144,6 @@ impl Handler<Poll> for PollingTransport {
             self.answer_now(Packet::Noop);
         } else {
             self.flush();
-        }
-        if self.closed && self.outbox.is_empty() {
-            ctx.stop();
         }
         Ok(receiver)
     }
@@ -166,6 +159,11 @@ impl Handler<Deliver> for PollingTransport {
 
     fn handle(&mut self, Deliver(packets): Deliver, ctx: &mut Self::Context) {
         for packet in packets {
+            if packet == Packet::Close {
+                // The client is leaving: its waiting GET ends with a noop and the sid is gone.
+                self.client_closed = true;
+                self.answer_now(Packet::Noop);
+            }
             connection::on_packet(self, ctx, packet);
         }
     }
@@ -274,9 +272,20 @@ pub(crate) fn open(server: &RealtimeServer, req: &HttpRequest) -> HttpResponse {
     payload_response(open)
 }
 
+/// The polling session `sid`, or the error for a sid that has none.
+fn session(server: &RealtimeServer, sid: &str) -> Result<Addr<PollingTransport>, EngineError> {
+    server.polling(sid).ok_or(if server.is_live(sid) {
+        // The connection moved to a WebSocket.
+        EngineError::BadRequest
+    } else {
+        EngineError::UnknownSid
+    })
+}
+
 pub(crate) async fn poll(server: &RealtimeServer, sid: &str) -> HttpResponse {
-    let Some(transport) = server.polling(sid) else {
-        return EngineError::UnknownSid.response();
+    let transport = match session(server, sid) {
+        Ok(transport) => transport,
+        Err(error) => return error.response(),
     };
     match transport.send(Poll).await {
         Ok(Ok(receiver)) => match receiver.await {
@@ -290,8 +299,9 @@ pub(crate) async fn poll(server: &RealtimeServer, sid: &str) -> HttpResponse {
 }
 
 pub(crate) async fn post(server: &RealtimeServer, sid: &str, body: web::Payload) -> HttpResponse {
-    let Some(transport) = server.polling(sid) else {
-        return EngineError::UnknownSid.response();
+    let transport = match session(server, sid) {
+        Ok(transport) => transport,
+        Err(error) => return error.response(),
     };
     let limit = server.config().max_payload;
     let bytes = match body.to_bytes_limited(limit).await {
@@ -300,10 +310,8 @@ pub(crate) async fn post(server: &RealtimeServer, sid: &str, body: web::Payload)
             transport.do_send(Fail(DisconnectReason::TransportError));
             return EngineError::BadRequest.response();
         }
-        Err(_) => {
-            transport.do_send(Fail(DisconnectReason::TransportError));
-            return EngineError::PayloadTooLarge.response();
-        }
+        // Refused, but the session goes on (as in the reference).
+        Err(_) => return EngineError::PayloadTooLarge.response(),
     };
     let packets = std::str::from_utf8(&bytes)
         .ok()

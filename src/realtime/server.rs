@@ -13,7 +13,7 @@ use prometheus::IntGauge;
 
 use super::config::RealtimeConfig;
 use super::polling::{self, PollingTransport};
-use super::socket::{Handshake, Namespace, SocketRef};
+use super::socket::{DisconnectReason, Handshake, Namespace, Outbound, Route, SocketRef};
 use super::websocket;
 use crate::routes::client::client_key;
 
@@ -27,6 +27,8 @@ struct Inner {
     config: RealtimeConfig,
     namespaces: HashMap<String, Arc<dyn Namespace>>,
     polling: Mutex<HashMap<Arc<str>, PollingEntry>>,
+    /// Every open connection's route, to close them all when the server stops.
+    live: Mutex<HashMap<Arc<str>, Arc<Route>>>,
     parked: Mutex<Parked>,
     connections: Option<IntGauge>,
 }
@@ -67,6 +69,7 @@ impl RealtimeServerBuilder {
             config: self.config,
             namespaces: self.namespaces,
             polling: Mutex::new(HashMap::new()),
+            live: Mutex::new(HashMap::new()),
             parked: Mutex::new(Parked {
                 sockets: HashMap::new(),
                 last_sweep: Instant::now(),
@@ -137,15 +140,35 @@ impl RealtimeServer {
         self.0.namespaces.get(path).cloned()
     }
 
-    pub(crate) fn metrics_connection_opened(&self) {
+    pub(crate) fn connection_opened(&self, sid: Arc<str>, route: Arc<Route>) {
+        lock(&self.0.live).insert(sid, route);
         if let Some(gauge) = &self.0.connections {
             gauge.inc();
         }
     }
 
-    pub(crate) fn metrics_connection_closed(&self) {
+    pub(crate) fn connection_closed(&self, sid: &str) {
+        lock(&self.0.live).remove(sid);
         if let Some(gauge) = &self.0.connections {
             gauge.dec();
+        }
+    }
+
+    pub(crate) fn is_live(&self, sid: &str) -> bool {
+        lock(&self.0.live).contains_key(sid)
+    }
+
+    /// Open connections, over any transport.
+    pub fn connection_count(&self) -> usize {
+        lock(&self.0.live).len()
+    }
+
+    /// Closes every connection with `server shutting down`, so that clients reconnect (to
+    /// another process) and recover, instead of holding a stopping server open.
+    pub fn close_all(&self) {
+        let routes: Vec<Arc<Route>> = lock(&self.0.live).values().cloned().collect();
+        for route in routes {
+            route.send(Outbound::Close(DisconnectReason::ServerShuttingDown));
         }
     }
 

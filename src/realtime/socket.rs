@@ -250,6 +250,8 @@ pub(crate) enum Outbound {
     },
     /// A namespace decided on a connect request.
     ConnectFinished(Box<ConnectFinished>),
+    /// Close the whole connection (the server is stopping).
+    Close(DisconnectReason),
 }
 
 #[derive(Debug)]

@@ -47,6 +47,9 @@ struct Fragments {
 impl WebSocketTransport {
     fn handle_packet(&mut self, packet: Packet, ctx: &mut WebsocketContext<Self>) {
         match &self.state {
+            // A WebSocket ends by closing itself; a close packet on it means nothing, as in
+            // the reference.
+            State::Open(_) if packet == Packet::Close => {}
             State::Open(_) => connection::on_packet(self, ctx, packet),
             State::Probing { polling, .. } => match packet {
                 Packet::Ping(data) if data == "probe" => {

@@ -20,6 +20,10 @@ struct Server {
 }
 
 fn start(database_url: &str) -> Server {
+    start_with(database_url, &[])
+}
+
+fn start_with(database_url: &str, settings: &[(&str, &str)]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_helpnow"))
         .current_dir(project_root())
         .env("APP_ENV", "test")
@@ -28,6 +32,7 @@ fn start(database_url: &str) -> Server {
         .env("APP__LOG__FORMAT", "json")
         .env("APP__LOG__FILTER", "info")
         .env_remove("RUST_LOG")
+        .envs(settings.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -63,6 +68,14 @@ fn start(database_url: &str) -> Server {
         address,
         migrations_applied,
         log,
+    }
+}
+
+impl Drop for Server {
+    /// A failing test must not leave its server running.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -152,4 +165,37 @@ async fn acknowledged_records_survive_kill_9_and_a_restart() {
         .await
         .expect("count");
     assert_eq!(stored, acknowledged, "every acknowledged event is on disk");
+}
+
+#[tokio::test]
+async fn sigterm_closes_real_time_connections_instead_of_waiting_for_them() {
+    // Pings far apart: only the shutdown itself can end the waiting GET below.
+    let server = start_with("mem://", &[("APP__REALTIME__PING_INTERVAL_MS", "600000")]);
+    let client = reqwest::Client::new();
+    let handshake = format!("{}/socket.io/?EIO=4&transport=polling", server.address);
+    let open = client.get(&handshake).send().await.expect("handshake");
+    let open = open.text().await.expect("open packet");
+    let open: serde_json::Value = serde_json::from_str(&open[1..]).expect("JSON");
+    let poll_url = format!("{handshake}&sid={}", open["sid"].as_str().expect("sid"));
+    let waiting = tokio::spawn(async move {
+        let response = client.get(poll_url).send().await.expect("poll");
+        response.text().await.expect("body")
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let (exit, shutdown_log) = tokio::task::spawn_blocking(move || server.terminate())
+        .await
+        .expect("terminate");
+    assert!(exit.success(), "{exit:?}");
+    assert_eq!(
+        waiting.await.expect("poll task"),
+        "1",
+        "the waiting client is told the connection closed"
+    );
+    assert!(
+        shutdown_log.iter().any(|entry| entry["message"]
+            == "stopping: closing real-time connections"
+            && entry["connections"] == 1),
+        "{shutdown_log:?}"
+    );
 }

@@ -38,8 +38,12 @@ function freePort() {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Starts the server on a free port and resolves once GET /health answers 200. */
-export async function startServer() {
+/**
+ * Starts the server on a free port and resolves once GET /health answers 200. `env` adds or
+ * overrides settings (APP__SECTION__KEY); the public URL is the server's own address by default,
+ * so that the browser's Origin is the allowed one.
+ */
+export async function startServer(env = {}) {
   const binary = path.resolve(webDir, process.env.HELPNOW_BIN ?? '../target/debug/helpnow');
   const staticDir = path.join(webDir, 'dist');
   if (!existsSync(binary)) throw new Error(`Server binary not found at ${binary} (set HELPNOW_BIN).`);
@@ -60,7 +64,9 @@ export async function startServer() {
       APP__SERVER__PORT: String(port),
       APP__DATABASE__URL: 'mem://',
       APP__SERVER__STATIC_DIR: staticDir,
+      APP__SERVER__PUBLIC_URL: `http://127.0.0.1:${port}`,
       APP__LOG__FILTER: 'info',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
