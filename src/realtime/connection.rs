@@ -16,8 +16,8 @@ use serde_json::{Map, Value, json};
 use super::RealtimeServer;
 use super::engineio::{self, Message, OpenPayload};
 use super::socket::{
-    AckSender, ConnectFinished, ConnectRequest, DisconnectReason, Handshake, Outbound, Outgoing,
-    Payload, Resume, Route, SocketEvent, SocketRef,
+    AckSender, ConnectError, ConnectFinished, ConnectRequest, DisconnectReason, Handshake,
+    Outbound, Outgoing, Payload, Resume, Route, SocketEvent, SocketRef,
 };
 use super::socketio::{self, PacketType};
 use actix::Recipient;
@@ -63,6 +63,8 @@ struct Joined {
 struct Partial {
     packet: socketio::Packet,
     attachments: Vec<Bytes>,
+    /// Text and attachments so far; one packet may not exceed the payload limit.
+    bytes: usize,
 }
 
 struct PendingAck {
@@ -129,13 +131,14 @@ impl Connection {
         let recoverable = reason.is_recoverable() && self.server.config().recovery_window.is_some();
         for joined in self.sockets.drain(..) {
             joined.socket.detach(recoverable);
-            if recoverable {
-                self.server.park(joined.socket.clone());
-            }
+            // The old handler hears of the loss before a recovering client can be attached.
             joined.handler.do_send(SocketEvent::Disconnected {
-                socket: joined.socket,
+                socket: joined.socket.clone(),
                 reason,
             });
+            if recoverable {
+                self.server.park(joined.socket);
+            }
         }
     }
 }
@@ -238,10 +241,13 @@ where
         // In Engine.IO v4 only the server pings (the upgrade probe is the WebSocket's business).
         engineio::Packet::Ping(_) => close(act, ctx, DisconnectReason::TransportError),
         engineio::Packet::Message(message) => {
-            if conn
-                .limiter
-                .as_ref()
-                .is_some_and(|limiter| limiter.check().is_err())
+            // One Socket.IO packet is one text message; its binary attachments ride along.
+            let counted = matches!(message, Message::Text(_));
+            if counted
+                && conn
+                    .limiter
+                    .as_ref()
+                    .is_some_and(|limiter| limiter.check().is_err())
             {
                 tracing::info!(sid = %conn.sid, "a client sent messages too fast; closing it");
                 close(act, ctx, DisconnectReason::RateLimited);
@@ -272,6 +278,7 @@ where
                     conn.partial = Some(Partial {
                         attachments: Vec::with_capacity(packet.attachments),
                         packet,
+                        bytes: text.len(),
                     });
                     return;
                 }
@@ -284,7 +291,12 @@ where
             }
         },
         Message::Binary(bytes) => match conn.partial.as_mut() {
+            Some(partial) if partial.bytes + bytes.len() > conn.server.config().max_payload => {
+                tracing::debug!(sid = %conn.sid, "a binary packet over the payload limit");
+                None
+            }
             Some(partial) => {
+                partial.bytes += bytes.len();
                 partial.attachments.push(bytes);
                 if partial.attachments.len() < partial.packet.attachments {
                     return;
@@ -329,6 +341,7 @@ where
                 return;
             };
             let joined = conn.sockets.remove(index);
+            conn.acks.retain(|pending| *pending.namespace != *namespace);
             joined.socket.detach(false);
             joined.handler.do_send(SocketEvent::Disconnected {
                 socket: joined.socket,
@@ -421,25 +434,18 @@ where
     };
     let decision = handler.connect(request, socket.clone());
     let route = conn.route.clone();
+    let patience = conn.server.config().connect_timeout;
     actix::spawn(async move {
-        let result = decision.await;
+        let result = tokio::time::timeout(patience, decision)
+            .await
+            .unwrap_or_else(|_| Err(ConnectError::new("Connection timed out")));
         let finished = ConnectFinished {
             socket,
-            result,
+            result: Some(result),
             resume,
         };
-        if let Err(Outbound::ConnectFinished(finished)) =
-            route.deliver(Outbound::ConnectFinished(Box::new(finished)))
-        {
-            // The connection went away while the namespace was deciding.
-            finished.socket.detach(false);
-            if let Ok(handler) = finished.result {
-                handler.do_send(SocketEvent::Disconnected {
-                    socket: finished.socket,
-                    reason: DisconnectReason::TransportClose,
-                });
-            }
-        }
+        // Delivered or not, an unhandled answer cleans up after itself when dropped.
+        let _ = route.deliver(Outbound::ConnectFinished(Box::new(finished)));
     });
 }
 
@@ -461,12 +467,8 @@ where
     A: Transport,
     A::Context: AsyncContext<A> + ToEnvelope<A, Outbound>,
 {
-    let Some(conn) = open_conn(act) else {
-        if let Outbound::ConnectFinished(finished) = message {
-            finished.socket.detach(false);
-        }
-        return;
-    };
+    // Dropping an unhandled ConnectFinished closes its socket and tells its handler.
+    let Some(conn) = open_conn(act) else { return };
     match message {
         Outbound::Send(outgoing) => act.write(ctx, frames(outgoing)),
         Outbound::EmitWithAck {
@@ -496,6 +498,7 @@ where
                 return;
             };
             let joined = conn.sockets.remove(index);
+            conn.acks.retain(|pending| pending.namespace != namespace);
             joined.socket.detach(false);
             joined.handler.do_send(SocketEvent::Disconnected {
                 socket: joined.socket,
@@ -515,17 +518,17 @@ where
     }
 }
 
-fn finish_connect<A>(act: &mut A, ctx: &mut A::Context, finished: ConnectFinished)
+fn finish_connect<A>(act: &mut A, ctx: &mut A::Context, mut finished: ConnectFinished)
 where
     A: Transport,
     A::Context: AsyncContext<A> + ToEnvelope<A, Outbound>,
 {
     let Some(conn) = open_conn(act) else { return };
-    let ConnectFinished {
-        socket,
-        result,
-        resume,
-    } = finished;
+    let Some(result) = finished.result.take() else {
+        return;
+    };
+    let socket = finished.socket.clone();
+    let resume = finished.resume.clone();
     conn.connecting
         .retain(|namespace| **namespace != *socket.namespace());
     match result {

@@ -30,6 +30,8 @@ pub(crate) struct PollingTransport {
     closed: bool,
     /// The client sent a close packet: nothing more is owed to it.
     client_closed: bool,
+    /// After the handover: the WebSocket that now carries the connection.
+    forward_to: Option<actix::Recipient<Outbound>>,
 }
 
 impl PollingTransport {
@@ -44,6 +46,7 @@ impl PollingTransport {
             discarded: false,
             closed: false,
             client_closed: false,
+            forward_to: None,
         }
     }
 
@@ -95,7 +98,9 @@ impl Transport for PollingTransport {
     }
 
     fn close_transport(&mut self, ctx: &mut Self::Context) {
-        if self.closed {
+        // Once handed over, the connection is the WebSocket's to close; this actor must live
+        // until it has passed on what it still holds.
+        if self.closed || self.conn.is_none() {
             return;
         }
         self.closed = true;
@@ -114,9 +119,9 @@ impl Handler<Outbound> for PollingTransport {
     fn handle(&mut self, message: Outbound, ctx: &mut Self::Context) {
         if self.conn.is_some() {
             connection::on_outbound(self, ctx, message);
-        } else {
+        } else if let Some(websocket) = &self.forward_to {
             // Handed over: pass it on, in order, to the WebSocket.
-            self.route.send(message);
+            websocket.do_send(message);
         }
     }
 }
@@ -196,6 +201,20 @@ impl Handler<Discard> for PollingTransport {
     }
 }
 
+/// The upgrade failed: poll as before.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Undiscard;
+
+impl Handler<Undiscard> for PollingTransport {
+    type Result = ();
+
+    fn handle(&mut self, _: Undiscard, _: &mut Self::Context) {
+        self.discarded = false;
+        self.flush();
+    }
+}
+
 /// The upgrade is complete: the connection and its unsent packets move to the WebSocket.
 #[derive(Message)]
 #[rtype(result = "Option<HandedOver>")]
@@ -220,8 +239,10 @@ impl Handler<HandOver> for PollingTransport {
         };
         self.server.remove_polling(&self.sid);
         self.answer_now(Packet::Noop);
-        // Packets already queued here still pass through this actor, so the socket's route
-        // moves to the WebSocket only once they are through: order is kept.
+        // Messages already queued here are passed on by this actor; messages sent from now on
+        // wait in the route until those are through, so the client gets everything in order.
+        self.route.hold();
+        self.forward_to = Some(to.clone());
         ctx.address().do_send(Retarget(to));
         MessageResult(Some(HandedOver {
             conn,
@@ -238,20 +259,7 @@ impl Handler<Retarget> for PollingTransport {
     type Result = ();
 
     fn handle(&mut self, Retarget(to): Retarget, ctx: &mut Self::Context) {
-        self.route.set(Some(to));
-        // Whatever was sent before the route changed is queued ahead of this.
-        ctx.address().do_send(Stop);
-    }
-}
-
-#[derive(Message)]
-#[rtype(result = "()")]
-struct Stop;
-
-impl Handler<Stop> for PollingTransport {
-    type Result = ();
-
-    fn handle(&mut self, _: Stop, ctx: &mut Self::Context) {
+        self.route.release_to(to);
         ctx.stop();
     }
 }

@@ -2,6 +2,7 @@
 //! waiting to be recovered, and the HTTP entry point at `/socket.io/`.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,8 @@ struct Inner {
     polling: Mutex<HashMap<Arc<str>, PollingEntry>>,
     /// Every open connection's route, to close them all when the server stops.
     live: Mutex<HashMap<Arc<str>, Arc<Route>>>,
+    /// Set by `close_all`: new connections are refused from then on.
+    stopping: AtomicBool,
     parked: Mutex<Parked>,
     connections: Option<IntGauge>,
 }
@@ -70,6 +73,7 @@ impl RealtimeServerBuilder {
             namespaces: self.namespaces,
             polling: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
+            stopping: AtomicBool::new(false),
             parked: Mutex::new(Parked {
                 sockets: HashMap::new(),
                 last_sweep: Instant::now(),
@@ -166,6 +170,7 @@ impl RealtimeServer {
     /// Closes every connection with `server shutting down`, so that clients reconnect (to
     /// another process) and recover, instead of holding a stopping server open.
     pub fn close_all(&self) {
+        self.0.stopping.store(true, Ordering::SeqCst);
         let routes: Vec<Arc<Route>> = lock(&self.0.live).values().cloned().collect();
         for route in routes {
             route.send(Outbound::Close(DisconnectReason::ServerShuttingDown));
@@ -345,6 +350,10 @@ async fn route(
             }
             if query.eio.as_deref() != Some("4") {
                 return EngineError::UnsupportedProtocolVersion.response();
+            }
+            if server.0.stopping.load(Ordering::SeqCst) {
+                // Clients retry, and reach another process or this one restarted.
+                return HttpResponse::ServiceUnavailable().finish();
             }
             if websocket {
                 websocket::open(server, req, body)

@@ -254,11 +254,28 @@ pub(crate) enum Outbound {
     Close(DisconnectReason),
 }
 
+/// The namespace's answer, on its way to the transport. If it is dropped unhandled (the
+/// connection went away first), the socket is closed and an accepting handler is told.
 #[derive(Debug)]
 pub(crate) struct ConnectFinished {
     pub socket: SocketRef,
-    pub result: Result<Recipient<SocketEvent>, ConnectError>,
+    /// Taken by the transport that handles it.
+    pub result: Option<Result<Recipient<SocketEvent>, ConnectError>>,
     pub resume: Resume,
+}
+
+impl Drop for ConnectFinished {
+    fn drop(&mut self) {
+        if let Some(result) = self.result.take() {
+            self.socket.detach(false);
+            if let Ok(handler) = result {
+                handler.do_send(SocketEvent::Disconnected {
+                    socket: self.socket.clone(),
+                    reason: DisconnectReason::TransportClose,
+                });
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -273,11 +290,39 @@ pub(crate) enum Resume {
 /// The current transport actor of one Engine.IO connection. It changes when a connection
 /// upgrades from polling to WebSocket; every socket of the connection follows through this.
 #[derive(Debug, Default)]
-pub(crate) struct Route(Mutex<Option<Recipient<Outbound>>>);
+pub(crate) struct Route(Mutex<RouteState>);
+
+#[derive(Debug, Default)]
+enum RouteState {
+    #[default]
+    Closed,
+    To(Recipient<Outbound>),
+    /// Mid-upgrade: held back until the old transport has passed on what it still had.
+    Holding(Vec<Outbound>),
+}
 
 impl Route {
     pub fn set(&self, target: Option<Recipient<Outbound>>) {
-        *lock(&self.0) = target;
+        *lock(&self.0) = match target {
+            Some(target) => RouteState::To(target),
+            None => RouteState::Closed,
+        };
+    }
+
+    /// Starts holding messages back (the upgrade handover began).
+    pub fn hold(&self) {
+        *lock(&self.0) = RouteState::Holding(Vec::new());
+    }
+
+    /// Sends what was held back to `target`, in order, and routes there from now on.
+    pub fn release_to(&self, target: Recipient<Outbound>) {
+        let mut state = lock(&self.0);
+        if let RouteState::Holding(held) = std::mem::take(&mut *state) {
+            for message in held {
+                target.do_send(message);
+            }
+        }
+        *state = RouteState::To(target);
     }
 
     /// Queues the message for the current transport; without one it is dropped (what recovery
@@ -288,12 +333,16 @@ impl Route {
 
     /// Like [`Route::send`], but gives the message back when there is no transport.
     pub fn deliver(&self, message: Outbound) -> Result<(), Outbound> {
-        match lock(&self.0).as_ref() {
-            Some(target) => {
+        match &mut *lock(&self.0) {
+            RouteState::To(target) => {
                 target.do_send(message);
                 Ok(())
             }
-            None => Err(message),
+            RouteState::Holding(held) => {
+                held.push(message);
+                Ok(())
+            }
+            RouteState::Closed => Err(message),
         }
     }
 }

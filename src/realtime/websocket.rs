@@ -15,7 +15,7 @@ use bytes::{Bytes, BytesMut};
 use super::RealtimeServer;
 use super::connection::{self, Connection, Transport};
 use super::engineio::{Message, Packet};
-use super::polling::{Discard, HandOver, PollingTransport};
+use super::polling::{Discard, HandOver, PollingTransport, Undiscard};
 use super::server::EngineError;
 use super::socket::{DisconnectReason, Outbound};
 
@@ -45,6 +45,20 @@ struct Fragments {
 }
 
 impl WebSocketTransport {
+    /// A probe that did not become an upgrade: the polling session goes on as before.
+    fn abandon_upgrade(&mut self) {
+        if let State::Probing {
+            server,
+            sid,
+            polling,
+        } = &self.state
+        {
+            server.abandon_upgrade(sid);
+            polling.do_send(Undiscard);
+            self.state = State::Closed;
+        }
+    }
+
     fn handle_packet(&mut self, packet: Packet, ctx: &mut WebsocketContext<Self>) {
         match &self.state {
             // A WebSocket ends by closing itself; a close packet on it means nothing, as in
@@ -72,9 +86,9 @@ impl WebSocketTransport {
         });
         // Nothing else is handled until the connection has moved here.
         ctx.wait(handover.into_actor(self).map(|result, act, ctx| {
-            let State::Probing { server, sid, .. } = &act.state else {
+            if !matches!(act.state, State::Probing { .. }) {
                 return;
-            };
+            }
             match result {
                 Ok(Some(handed)) => {
                     act.state = State::Open(handed.conn);
@@ -82,8 +96,7 @@ impl WebSocketTransport {
                     connection::start(act, ctx);
                 }
                 _ => {
-                    server.abandon_upgrade(sid);
-                    act.state = State::Closed;
+                    act.abandon_upgrade();
                     ctx.stop();
                 }
             }
@@ -119,10 +132,8 @@ impl Actor for WebSocketTransport {
             State::Probing { server, .. } => {
                 let timeout = server.config().upgrade_timeout;
                 ctx.run_later(timeout, |act, ctx| {
-                    if let State::Probing { server, sid, .. } = &act.state {
-                        server.abandon_upgrade(sid);
-                        ctx.stop();
-                    }
+                    act.abandon_upgrade();
+                    ctx.stop();
                 });
             }
             State::Closed => {}
@@ -130,9 +141,7 @@ impl Actor for WebSocketTransport {
     }
 
     fn stopped(&mut self, _: &mut Self::Context) {
-        if let State::Probing { server, sid, .. } = &self.state {
-            server.abandon_upgrade(sid);
-        }
+        self.abandon_upgrade();
         // Dropping the connection tells its sockets' handlers.
         self.state = State::Closed;
     }

@@ -293,6 +293,24 @@ describe('reference example, default settings', () => {
       assert.equal(await socket.next(), '42["message-back","still here"]');
     });
 
+    it('goes on polling when the probing WebSocket goes away before upgrading', T, async () => {
+      const session = new PollingSession(server.baseUrl);
+      await session.open();
+      await session.send('40');
+      await session.receive(2);
+      const socket = new RawSocket(engineUrl(server.wsUrl, { transport: 'websocket', sid: session.sid }));
+      await within(socket.opened, 5_000, 'the WebSocket to open');
+      socket.send('2probe');
+      assert.equal(await socket.next(), '3probe');
+      socket.close();
+      await socket.waitClosed();
+      await sleep(100);
+      // GETs wait for packets again (no stream of noops), and events still flow over polling.
+      const waiting = session.poll();
+      await session.send('42["message","still polling"]');
+      assert.deepEqual((await waiting).packets, ['42["message-back","still polling"]']);
+    });
+
     it('closes a second WebSocket with the sid after the upgrade', T, async () => {
       const { session, socket } = await upgrade();
       await assertNoSession(engineUrl(server.wsUrl, { transport: 'websocket', sid: session.sid }));
@@ -710,6 +728,17 @@ describe('reference example, max payload (1000 bytes)', () => {
     sockets.push(socket);
     socket.send(eventOfSize(MAX_PAYLOAD));
     assert.ok((await socket.next()).startsWith('42["message-back","xxx'));
+  });
+
+  it('WebSocket: closes the connection when a binary packet grows past the limit', T, async () => {
+    // Each frame fits, but a packet's text and attachments together may not exceed the limit
+    // (stricter than socket.io, which limits frames only: there a client can pin 64 x the limit).
+    const socket = await RawSocket.connectNamespace(server.wsUrl, '40');
+    sockets.push(socket);
+    socket.send('452-["message",{"_placeholder":true,"num":0},{"_placeholder":true,"num":1}]');
+    socket.send(Buffer.alloc(600));
+    socket.send(Buffer.alloc(600));
+    await socket.waitClosed();
   });
 
   it('WebSocket: closes the connection upon a bigger frame', T, async () => {
