@@ -7,11 +7,10 @@
 // Logs go to web/test-results/.
 import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { resultsDir, startServer } from '../e2e/harness.mjs';
+import { freePort, resultsDir, startServer } from '../e2e/harness.mjs';
 
 const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const repoRoot = path.resolve(webDir, '..');
@@ -39,18 +38,6 @@ export function nextEvent(emitter, event, ms = 5_000) {
     emitter.once(event, listener);
   });
   return within(fired, ms, `event "${event}"`).finally(() => emitter.off(event, listener));
-}
-
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.unref();
-    probe.on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 function printLog(logPath) {

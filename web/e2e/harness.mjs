@@ -24,7 +24,7 @@ const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.unref();
