@@ -481,6 +481,21 @@ impl SocketRef {
         Self::route(&mut state, Outbound::Send(packet));
     }
 
+    /// Emits `event` with one JSON argument, without keeping it for recovery: for events whose
+    /// loss a later one makes good (streamed deltas before the complete text).
+    pub fn emit_volatile<T: Serialize + ?Sized>(&self, event: &str, data: &T) {
+        let payload = match Payload::json(data) {
+            Ok(payload) => payload,
+            Err(err) => {
+                tracing::error!(%err, event, "an event could not be serialized");
+                return;
+            }
+        };
+        let mut state = lock(&self.0.state);
+        let packet = encode_event(&self.0.namespace, event, payload, None);
+        Self::route(&mut state, Outbound::Send(packet));
+    }
+
     /// Emits `event` and waits for the client's acknowledgement. Such events are not kept for
     /// recovery (the wait could not survive a reconnection), as in the reference.
     pub async fn emit_with_ack(
@@ -692,6 +707,22 @@ mod tests {
             })
             .collect();
         assert_eq!(texts, [r#"2["b",2,"1"]"#, r#"2["c",3,"2"]"#]);
+    }
+
+    #[test]
+    fn volatile_events_carry_no_offset_and_are_not_replayed() {
+        let socket = SocketRef::new("/".into(), Some(Duration::from_secs(120)));
+        let sent = socket.attach(Arc::new(Route::default()), &Resume::Fresh);
+        assert!(sent.is_empty());
+        socket.emit_volatile("delta", "x");
+        socket.emit("done", "xy");
+        socket.detach(true);
+        let missed = socket.attach(Arc::new(Route::default()), &Resume::After(None));
+        assert_eq!(missed.len(), 1);
+        assert!(
+            matches!(&missed[0], Outbound::Send(out) if out.text == r#"2["done","xy","0"]"#),
+            "{missed:?}"
+        );
     }
 
     #[test]
