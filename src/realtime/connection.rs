@@ -118,6 +118,26 @@ impl Connection {
             .find(|joined| joined.socket.namespace() == namespace)
     }
 
+    /// Takes the socket of `namespace` off this connection for good: its pending acks end and its
+    /// handler is told why. False when the connection has no such socket.
+    fn leave(&mut self, namespace: &str, reason: DisconnectReason) -> bool {
+        let Some(index) = self
+            .sockets
+            .iter()
+            .position(|joined| joined.socket.namespace() == namespace)
+        else {
+            return false;
+        };
+        let joined = self.sockets.remove(index);
+        self.acks.retain(|pending| *pending.namespace != *namespace);
+        joined.socket.detach(false);
+        joined.handler.do_send(SocketEvent::Disconnected {
+            socket: joined.socket,
+            reason,
+        });
+        true
+    }
+
     /// Marks the connection closed and tells every socket's handler. Sockets lost to a dropped
     /// connection wait for their client when recovery is on.
     fn shut(&mut self, reason: DisconnectReason) {
@@ -161,18 +181,28 @@ where
     A::Context: AsyncContext<A> + ToEnvelope<A, Outbound>,
 {
     let Some(conn) = open_conn(act) else { return };
+    let connect_left = conn
+        .server
+        .config()
+        .connect_timeout
+        .saturating_sub(conn.opened_at.elapsed());
+    let connect_timer = conn
+        .sockets
+        .is_empty()
+        .then(|| ctx.run_later(connect_left, close_if_no_namespace::<A>));
+    conn.connect_timer = connect_timer;
+    schedule_ping(act, ctx);
+}
+
+/// The next ping, a ping interval from now.
+fn schedule_ping<A>(act: &mut A, ctx: &mut A::Context)
+where
+    A: Transport,
+    A::Context: AsyncContext<A> + ToEnvelope<A, Outbound>,
+{
+    let Some(conn) = open_conn(act) else { return };
     conn.awaiting_pong = false;
-    let config = conn.server.config();
-    let (interval, connect_timeout) = (config.ping_interval, config.connect_timeout);
-    let connect_left = connect_timeout.saturating_sub(conn.opened_at.elapsed());
-    let needs_connect_timer = conn.sockets.is_empty();
-    let heartbeat = ctx.run_later(interval, ping::<A>);
-    let connect_timer =
-        needs_connect_timer.then(|| ctx.run_later(connect_left, close_if_no_namespace::<A>));
-    if let Some(conn) = open_conn(act) {
-        conn.heartbeat = Some(heartbeat);
-        conn.connect_timer = connect_timer;
-    }
+    conn.heartbeat = Some(ctx.run_later(conn.server.config().ping_interval, ping::<A>));
 }
 
 fn ping<A>(act: &mut A, ctx: &mut A::Context)
@@ -183,12 +213,9 @@ where
     let Some(conn) = open_conn(act) else { return };
     conn.awaiting_pong = true;
     let timeout = conn.server.config().ping_timeout;
-    let deadline = ctx.run_later(timeout, |act: &mut A, ctx: &mut A::Context| {
+    conn.heartbeat = Some(ctx.run_later(timeout, |act: &mut A, ctx: &mut A::Context| {
         close(act, ctx, DisconnectReason::PingTimeout);
-    });
-    if let Some(conn) = open_conn(act) {
-        conn.heartbeat = Some(deadline);
-    }
+    }));
     act.write(ctx, vec![engineio::Packet::Ping(String::new())]);
 }
 
@@ -227,15 +254,10 @@ where
     match packet {
         engineio::Packet::Pong(_) => {
             if conn.awaiting_pong {
-                conn.awaiting_pong = false;
                 if let Some(deadline) = conn.heartbeat.take() {
                     ctx.cancel_future(deadline);
                 }
-                let interval = conn.server.config().ping_interval;
-                let next = ctx.run_later(interval, ping::<A>);
-                if let Some(conn) = open_conn(act) {
-                    conn.heartbeat = Some(next);
-                }
+                schedule_ping(act, ctx);
             }
         }
         // In Engine.IO v4 only the server pings (the upgrade probe is the WebSocket's business).
@@ -332,21 +354,9 @@ where
             }
         }
         PacketType::Disconnect => {
-            let Some(index) = conn
-                .sockets
-                .iter()
-                .position(|joined| joined.socket.namespace() == namespace)
-            else {
+            if !conn.leave(&namespace, DisconnectReason::ClientNamespaceDisconnect) {
                 close(act, ctx, DisconnectReason::ParseError);
-                return;
-            };
-            let joined = conn.sockets.remove(index);
-            conn.acks.retain(|pending| *pending.namespace != *namespace);
-            joined.socket.detach(false);
-            joined.handler.do_send(SocketEvent::Disconnected {
-                socket: joined.socket,
-                reason: DisconnectReason::ClientNamespaceDisconnect,
-            });
+            }
         }
         PacketType::Event | PacketType::BinaryEvent => {
             let Some(joined) = conn.joined(&namespace) else {
@@ -490,20 +500,9 @@ where
             act.write(ctx, frames(outgoing));
         }
         Outbound::Disconnect { namespace } => {
-            let Some(index) = conn
-                .sockets
-                .iter()
-                .position(|joined| joined.socket.namespace() == &*namespace)
-            else {
+            if !conn.leave(&namespace, DisconnectReason::ServerNamespaceDisconnect) {
                 return;
-            };
-            let joined = conn.sockets.remove(index);
-            conn.acks.retain(|pending| pending.namespace != namespace);
-            joined.socket.detach(false);
-            joined.handler.do_send(SocketEvent::Disconnected {
-                socket: joined.socket,
-                reason: DisconnectReason::ServerNamespaceDisconnect,
-            });
+            }
             let packet = socketio::Packet {
                 kind: PacketType::Disconnect,
                 namespace: namespace.to_string(),

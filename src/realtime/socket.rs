@@ -441,27 +441,41 @@ impl SocketRef {
 
     /// Emits `event` with one JSON argument.
     pub fn emit<T: Serialize + ?Sized>(&self, event: &str, data: &T) {
-        match Payload::json(data) {
-            Ok(payload) => self.emit_payload(event, payload),
-            Err(err) => tracing::error!(%err, event, "an event could not be serialized"),
+        if let Some(payload) = event_payload(event, data) {
+            self.emit_payload(event, payload);
         }
     }
 
     /// Emits `event` with any arguments, binary ones included. With recovery on, the event is
     /// logged with an offset so that a client that misses it gets it on reconnection.
-    pub fn emit_payload(&self, event: &str, mut payload: Payload) {
+    pub fn emit_payload(&self, event: &str, payload: Payload) {
+        self.send_event(event, payload, true);
+    }
+
+    /// Emits `event` with one JSON argument, without keeping it for recovery: for events whose
+    /// loss a later one makes good (streamed deltas before the complete text).
+    pub fn emit_volatile<T: Serialize + ?Sized>(&self, event: &str, data: &T) {
+        if let Some(payload) = event_payload(event, data) {
+            self.send_event(event, payload, false);
+        }
+    }
+
+    /// Sends an event; `recoverable` ones get an offset and a place in the recovery log when
+    /// recovery is on.
+    fn send_event(&self, event: &str, mut payload: Payload, recoverable: bool) {
         let mut state = lock(&self.0.state);
         if matches!(state.target, Target::Closed) {
             return;
         }
-        let offset = self.0.recovery_window.map(|_| {
+        let window = self.0.recovery_window.filter(|_| recoverable);
+        let offset = window.map(|_| {
             let offset = state.next_offset;
             state.next_offset += 1;
             payload.args.push(Value::String(offset.to_string()));
             offset
         });
         let packet = encode_event(&self.0.namespace, event, payload, None);
-        if let (Some(offset), Some(window)) = (offset, self.0.recovery_window) {
+        if let (Some(offset), Some(window)) = (offset, window) {
             let now = Instant::now();
             state.log.push_back(Logged {
                 offset,
@@ -478,21 +492,6 @@ impl SocketRef {
                 state.pruned = true;
             }
         }
-        Self::route(&mut state, Outbound::Send(packet));
-    }
-
-    /// Emits `event` with one JSON argument, without keeping it for recovery: for events whose
-    /// loss a later one makes good (streamed deltas before the complete text).
-    pub fn emit_volatile<T: Serialize + ?Sized>(&self, event: &str, data: &T) {
-        let payload = match Payload::json(data) {
-            Ok(payload) => payload,
-            Err(err) => {
-                tracing::error!(%err, event, "an event could not be serialized");
-                return;
-            }
-        };
-        let mut state = lock(&self.0.state);
-        let packet = encode_event(&self.0.namespace, event, payload, None);
         Self::route(&mut state, Outbound::Send(packet));
     }
 
@@ -632,6 +631,13 @@ impl SocketRef {
             state.log = VecDeque::new();
         }
     }
+}
+
+/// One JSON argument for `event`; a value that cannot be serialized is logged and not sent.
+fn event_payload<T: Serialize + ?Sized>(event: &str, data: &T) -> Option<Payload> {
+    Payload::json(data)
+        .inspect_err(|err| tracing::error!(%err, event, "an event could not be serialized"))
+        .ok()
 }
 
 /// Encodes an EVENT (BINARY_EVENT when it has attachments).
