@@ -1,8 +1,10 @@
-//! The HelpNow server: configuration, store, HTTP routes and (in later modules) the real-time channel.
+//! The HelpNow server: configuration, store, accounts, HTTP routes and the real-time channel.
 
+pub mod auth;
 pub mod config;
 pub mod content;
 pub mod domain;
+pub mod mail;
 pub mod metrics;
 pub mod realtime;
 pub mod routes;

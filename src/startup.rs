@@ -12,12 +12,17 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpServer, web};
 
+use crate::auth::{AuthThrottle, SessionCookies};
 use crate::config::{RedactedUrl, Settings};
 use crate::content::Content;
+use crate::mail::Mailer;
 use crate::metrics::{ConnectionGuard, Metrics, track_requests};
 use crate::realtime::{OriginPolicy, RateLimit, RealtimeConfig, RealtimeServer};
 use crate::routes::{self, error::json_error_handler};
 use crate::store::{self, Db};
+
+/// How often mail that could not be delivered is tried again.
+const MAIL_RETRY_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Largest JSON body the API accepts.
 const JSON_LIMIT_BYTES: usize = 64 * 1024;
@@ -40,6 +45,8 @@ pub enum StartupError {
     Store(#[from] store::StoreError),
     #[error(transparent)]
     Content(#[from] crate::content::ContentError),
+    #[error(transparent)]
+    Mail(#[from] crate::mail::MailError),
     #[error("metrics: {0}")]
     Metrics(#[from] prometheus::Error),
     #[error("cannot start the HTTP server: {0}")]
@@ -61,6 +68,8 @@ impl Application {
             database = %RedactedUrl(&settings.database.url),
             "HelpNow is listening"
         );
+        let mailer = Mailer::from_settings(&settings.mail, db.clone())?;
+        mailer.spawn_retry_worker(MAIL_RETRY_INTERVAL);
         let metrics = Arc::new(Metrics::new()?);
         let realtime = RealtimeServer::builder(realtime_config(&settings))
             .connection_gauge(metrics.realtime_connections.clone())
@@ -72,6 +81,7 @@ impl Application {
             content,
             metrics,
             realtime.clone(),
+            mailer,
         )
         .map_err(StartupError::Server)?;
         Ok(Self {
@@ -172,6 +182,7 @@ fn run(
     content: Content,
     metrics: Arc<Metrics>,
     realtime: RealtimeServer,
+    mailer: Mailer,
 ) -> Result<Server, std::io::Error> {
     let hsts = settings.server.public_url.scheme() == "https";
     let shutdown_timeout = settings.server.shutdown_timeout_secs;
@@ -182,6 +193,10 @@ fn run(
     let content = web::Data::new(content);
     let metrics_data = web::Data::new(metrics.clone());
     let event_limiter = web::Data::new(routes::events::EventLimiter::new());
+    let session_cookies =
+        web::Data::new(SessionCookies::for_public_url(&settings.server.public_url));
+    let auth_throttle = web::Data::new(AuthThrottle::new());
+    let mailer = web::Data::new(mailer);
     let connections = metrics.open_connections.clone();
 
     let server = HttpServer::new(move || {
@@ -191,6 +206,9 @@ fn run(
             .app_data(content.clone())
             .app_data(metrics_data.clone())
             .app_data(event_limiter.clone())
+            .app_data(session_cookies.clone())
+            .app_data(auth_throttle.clone())
+            .app_data(mailer.clone())
             .app_data(
                 web::JsonConfig::default()
                     .limit(JSON_LIMIT_BYTES)
@@ -207,6 +225,13 @@ fn run(
                     .service(routes::content::legal)
                     .service(routes::content::shortcuts)
                     .service(routes::events::record_event)
+                    .service(routes::auth::signup)
+                    .service(routes::auth::login)
+                    .service(routes::auth::logout)
+                    .service(routes::auth::me)
+                    .service(routes::auth::request_reset)
+                    .service(routes::auth::check_reset)
+                    .service(routes::auth::confirm_reset)
                     .default_service(web::to(routes::error::api_not_found)),
             )
             .configure(|cfg| routes::web_app::configure(cfg, &static_dir))

@@ -45,6 +45,15 @@ const BROWSER_EVENTS: &[&str] = &[
 pub struct EventName(&'static str);
 
 impl EventName {
+    // The events the server records itself (accounts and the money path).
+    pub const SIGN_UP: EventName = EventName("sign_up");
+    pub const LOGIN: EventName = EventName("login");
+    pub const BEGIN_CHECKOUT: EventName = EventName("begin_checkout");
+    pub const PURCHASE: EventName = EventName("purchase");
+    pub const BEGIN_TRIAL: EventName = EventName("begin_trial");
+    pub const SUBSCRIPTION_START: EventName = EventName("subscription_start");
+    pub const ACCOUNT_SETUP: EventName = EventName("account_setup");
+
     pub fn parse(name: &str) -> Result<Self, UnknownEvent> {
         EVENT_NAMES
             .iter()
@@ -85,6 +94,22 @@ mod tests {
             assert_eq!(EventName::parse(name).map(EventName::as_str), Ok(*name));
         }
         assert_eq!(EVENT_NAMES.len(), 24);
+    }
+
+    #[test]
+    fn the_server_events_are_listed_events() {
+        for name in [
+            EventName::SIGN_UP,
+            EventName::LOGIN,
+            EventName::BEGIN_CHECKOUT,
+            EventName::PURCHASE,
+            EventName::BEGIN_TRIAL,
+            EventName::SUBSCRIPTION_START,
+            EventName::ACCOUNT_SETUP,
+        ] {
+            assert_eq!(EventName::parse(name.as_str()), Ok(name));
+            assert!(!name.is_reported_by_browser(), "{name}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! HTTP handlers by area, one module each.
 
+pub mod auth;
 pub mod client;
 pub mod content;
 pub mod error;

@@ -24,6 +24,29 @@ pub async fn record(db: &Db, event: NewAnalyticsEvent) -> Result<String, surreal
     id.ok_or_else(|| surrealdb::Error::internal("CREATE returned no id".to_owned()))
 }
 
+/// Records an event the server itself saw, for a user. Analytics never fails the action it
+/// describes, so a store error is logged and swallowed.
+pub async fn record_server_event(
+    db: &Db,
+    name: crate::domain::analytics::EventName,
+    user_id: Option<&str>,
+    properties: serde_json::Value,
+) {
+    let result = db
+        .query(
+            "CREATE analytics_event CONTENT { name: $name, properties: $properties, \
+             user: IF $user THEN type::record('user', $user) ELSE NONE END }",
+        )
+        .bind(("name", name.as_str()))
+        .bind(("properties", properties))
+        .bind(("user", user_id.map(str::to_owned)))
+        .await
+        .and_then(|response| response.check());
+    if let Err(error) = result {
+        tracing::warn!(%error, event = %name, "cannot record an analytics event");
+    }
+}
+
 /// How many events of this name are stored (the admin dashboard and the tests read it).
 pub async fn count_named(db: &Db, name: &str) -> Result<u64, surrealdb::Error> {
     let mut response = db

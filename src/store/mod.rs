@@ -6,6 +6,9 @@
 
 pub mod analytics;
 mod migrate;
+pub mod password_resets;
+pub mod sessions;
+pub mod users;
 
 use std::path::Path;
 

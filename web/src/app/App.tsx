@@ -1,5 +1,6 @@
 import { RouterProvider, type createBrowserRouter } from 'react-router';
 import { PublicConfigProvider } from './public-config';
+import { SessionProvider } from './session';
 
 type Router = ReturnType<typeof createBrowserRouter>;
 
@@ -7,7 +8,9 @@ type Router = ReturnType<typeof createBrowserRouter>;
 export function App({ router }: { router: Router }) {
   return (
     <PublicConfigProvider>
-      <RouterProvider router={router} />
+      <SessionProvider>
+        <RouterProvider router={router} />
+      </SessionProvider>
     </PublicConfigProvider>
   );
 }

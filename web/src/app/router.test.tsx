@@ -31,8 +31,22 @@ describe('router', () => {
     renderAt('/');
 
     expect(await screen.findByRole('link', { name: 'FixItNow' })).toBeTruthy();
-    expect(screen.getByRole('link', { name: 'Login' }).getAttribute('href')).toBe('/login');
+    expect((await screen.findByRole('link', { name: 'Login' })).getAttribute('href')).toBe('/login');
     expect(screen.getByRole('link', { name: 'Subscribe' }).getAttribute('href')).toBe('/landing');
+  });
+
+  it('shows the signed-in email and Logout instead', async () => {
+    mockApi({ 'GET /api/auth/me': { body: { user: { id: 'u1', email: 'ann@example.com' } } } });
+    renderAt('/');
+
+    expect(await screen.findByText('ann@example.com')).toBeTruthy();
+    expect(screen.getByRole('link', { name: 'Logout' })).toBeTruthy();
+    expect(screen.queryByRole('link', { name: 'Login' })).toBeNull();
+  });
+
+  it('takes /members (where sign-in leads) to the members page', async () => {
+    const router = renderAt('/members');
+    await waitFor(() => expect(router.state.location.pathname).toBe('/'));
   });
 
   it('renders the landing page on /landing', async () => {
@@ -48,7 +62,7 @@ describe('router', () => {
     await screen.findByRole('button', { name: 'Yahoo Mail' });
   });
 
-  it.each(['/get-help', '/funnel', '/Chat-Help-2', '/email-help', '/login', '/signup', '/members',
+  it.each(['/get-help', '/funnel', '/Chat-Help-2', '/email-help', '/login', '/signup',
     '/account-setup', '/checkout-success', '/checkout-debug', '/demo-checkout/abc123'])(
     'keeps %s (a page of the route table) with the footer',
     async (path) => {

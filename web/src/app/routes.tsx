@@ -3,6 +3,8 @@ import { AppLayout, type RouteHandle } from './AppLayout';
 import { LandingPage } from '../features/landing/LandingPage';
 import { ComingSoonPage } from '../features/coming-soon/ComingSoonPage';
 import { MembersPlaceholder } from '../features/members/MembersPlaceholder';
+import { LoginPage } from '../features/auth/LoginPage';
+import { SignupPage } from '../features/auth/SignupPage';
 
 function comingSoon(path: string, title: string, handle: RouteHandle = {}): RouteObject {
   return {
@@ -31,9 +33,20 @@ export const routes: RouteObject[] = [
       comingSoon('/chat-help', 'Chat With an Expert', { hideFooter: true }),
       comingSoon('/Chat-Help-2', 'Chat With an Expert'),
       comingSoon('/email-help', 'Email Help'),
-      comingSoon('/login', 'Sign in to your account'),
-      comingSoon('/signup', 'Create Your Account'),
-      comingSoon('/members', 'Members Area'),
+      {
+        path: '/login',
+        caseSensitive: true,
+        element: <LoginPage />,
+        handle: { title: 'Sign in' } satisfies RouteHandle,
+      },
+      {
+        path: '/signup',
+        caseSensitive: true,
+        element: <SignupPage />,
+        handle: { title: 'Create Your Account' } satisfies RouteHandle,
+      },
+      // Where sign-up and sign-in lead: the members page itself.
+      { path: '/members', caseSensitive: true, element: <Navigate to="/" replace /> },
       comingSoon('/account-setup', 'Account Setup'),
       comingSoon('/checkout-success', 'Checkout'),
       comingSoon('/checkout-debug', 'Checkout Debug'),

@@ -1,8 +1,11 @@
-import { Link } from 'react-router';
+import { Link, useNavigate } from 'react-router';
 import { usePublicConfig } from '../app/public-config';
+import { useSession } from '../app/session';
 
 export function Header() {
   const { productName } = usePublicConfig();
+  const { user, signOut } = useSession();
+  const navigate = useNavigate();
 
   return (
     <header className="site-header">
@@ -11,14 +14,36 @@ export function Header() {
           <img src="/favicon.svg" alt="" width="36" height="36" className="site-header__logo" />
           <span>{productName}</span>
         </Link>
-        {/* Nobody can sign in yet, so the signed-out links are the only ones. */}
         <nav aria-label="Account" className="site-header__nav">
-          <Link to="/login" className="site-header__link">
-            Login
-          </Link>
-          <Link to="/landing" className="site-header__link site-header__link--cta">
-            Subscribe
-          </Link>
+          {user ? (
+            <>
+              <span className="site-header__email" title={user.email}>
+                {user.email}
+              </span>
+              <a
+                href="/login"
+                className="site-header__link"
+                onClick={(event) => {
+                  event.preventDefault();
+                  void signOut().then(() => navigate('/login'));
+                }}
+              >
+                Logout
+              </a>
+            </>
+          ) : (
+            // Nothing shows until the server has said who is signed in, so the links never flicker.
+            user === null && (
+              <>
+                <Link to="/login" className="site-header__link">
+                  Login
+                </Link>
+                <Link to="/landing" className="site-header__link site-header__link--cta">
+                  Subscribe
+                </Link>
+              </>
+            )
+          )}
         </nav>
       </div>
     </header>

@@ -10,6 +10,7 @@ export const SHORTCUT_NAMES = [
 ];
 
 export const defaultApi: Record<string, Handler> = {
+  'GET /api/auth/me': { body: { user: null } },
   'GET /api/public-config': {
     body: { productName: 'HelpNow', assistantName: 'Emma', supportEmail: 'support@helpnow.example', debugTools: true },
   },

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { usePublicConfig } from '../../app/public-config';
 import { ShortcutPicker } from '../shortcuts/ShortcutPicker';
-import { SignupModal } from '../auth-signup-modal/SignupModal';
+import { SignupModal } from '../auth/SignupModal';
 
 export function LandingPage() {
   const { assistantName } = usePublicConfig();

@@ -51,7 +51,7 @@ describe('SignupModal', () => {
   });
 
   it('goes to /members after a successful signup', async () => {
-    mockApi({ 'POST /api/auth/signup': { body: { email: 'ann@example.com' } } });
+    mockApi({ 'POST /api/auth/signup': { status: 201, body: { user: { id: 'u1', email: 'ann@example.com' } } } });
     const router = renderModal();
     fillAndSubmit();
 

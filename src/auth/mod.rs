@@ -1,0 +1,9 @@
+//! Accounts: password hashing, sessions, one-time secrets and the limits on guessing.
+
+pub mod password;
+pub mod session;
+pub mod throttle;
+pub mod token;
+
+pub use session::{CurrentUser, MaybeUser, SessionCookies};
+pub use throttle::AuthThrottle;

@@ -1,0 +1,151 @@
+//! Signed-in sessions: an HttpOnly, SameSite=Lax cookie holding a random secret (Secure when the
+//! public URL is https), and the extractors that turn it into the user a handler serves.
+//!
+//! Lax rather than Strict: a member coming back from the hosted checkout arrives by a top-level
+//! navigation from another site, and must arrive signed in. Cross-site POSTs carry no cookie, and
+//! the API takes JSON bodies only, which a form on another site cannot send.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use actix_web::cookie::{Cookie, SameSite, time};
+use actix_web::http::StatusCode;
+use actix_web::{FromRequest, HttpRequest, web};
+
+use super::token;
+use crate::routes::ApiError;
+use crate::store::{self, Db};
+
+pub const COOKIE_NAME: &str = "helpnow_session";
+
+/// How long a sign-in lasts without signing in again.
+pub const SESSION_LIFETIME: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Cookie settings, from `server.public_url`.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionCookies {
+    pub secure: bool,
+}
+
+impl SessionCookies {
+    pub fn for_public_url(url: &url::Url) -> Self {
+        Self {
+            secure: url.scheme() == "https",
+        }
+    }
+
+    fn build(self, value: String, max_age: time::Duration) -> Cookie<'static> {
+        Cookie::build(COOKIE_NAME, value)
+            .path("/")
+            .http_only(true)
+            .same_site(SameSite::Lax)
+            .secure(self.secure)
+            .max_age(max_age)
+            .finish()
+    }
+
+    fn signed_in(self, secret: String) -> Cookie<'static> {
+        let seconds = i64::try_from(SESSION_LIFETIME.as_secs()).unwrap_or(i64::MAX);
+        self.build(secret, time::Duration::seconds(seconds))
+    }
+
+    /// Tells the browser to drop its session cookie.
+    pub fn signed_out(self) -> Cookie<'static> {
+        self.build(String::new(), time::Duration::ZERO)
+    }
+}
+
+/// Starts a session for a user and returns the cookie that carries it.
+pub async fn start(
+    db: &Db,
+    cookies: SessionCookies,
+    user_id: &str,
+) -> Result<Cookie<'static>, ApiError> {
+    let secret = token::new_secret();
+    store::sessions::create(db, user_id, token::hash_secret(&secret), SESSION_LIFETIME)
+        .await
+        .map_err(|e| ApiError::internal("cannot store a session", e))?;
+    Ok(cookies.signed_in(secret))
+}
+
+/// Ends the session the request carries, if any.
+pub async fn end(db: &Db, req: &HttpRequest) -> Result<(), ApiError> {
+    if let Some(secret) = session_secret(req) {
+        store::sessions::delete(db, &token::hash_secret(&secret))
+            .await
+            .map_err(|e| ApiError::internal("cannot delete a session", e))?;
+    }
+    Ok(())
+}
+
+fn session_secret(req: &HttpRequest) -> Option<String> {
+    req.cookie(COOKIE_NAME)
+        .map(|cookie| cookie.value().to_owned())
+        .filter(|value| token::looks_like_secret(value))
+}
+
+/// The signed-in user behind a request: its id (the record key) and email.
+#[derive(Debug, Clone)]
+pub struct CurrentUser {
+    pub id: String,
+    pub email: String,
+}
+
+/// Looks up the session cookie of a request.
+pub async fn current_user(db: &Db, req: &HttpRequest) -> Result<Option<CurrentUser>, ApiError> {
+    let Some(secret) = session_secret(req) else {
+        return Ok(None);
+    };
+    let found = store::sessions::find_user(db, &token::hash_secret(&secret))
+        .await
+        .map_err(|e| ApiError::internal("cannot read a session", e))?;
+    Ok(found.map(|user| CurrentUser {
+        id: user.user_id,
+        email: user.email,
+    }))
+}
+
+fn database(req: &HttpRequest) -> Result<Db, ApiError> {
+    req.app_data::<web::Data<Db>>()
+        .map(|db| db.get_ref().clone())
+        .ok_or_else(|| ApiError::internal("session lookup", "the database is not registered"))
+}
+
+pub fn sign_in_required() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "sign_in_required",
+        "Please sign in to continue.",
+    )
+}
+
+/// A handler argument that answers 401 when nobody is signed in.
+impl FromRequest for CurrentUser {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, _payload: &mut actix_web::dev::Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let db = database(&req)?;
+            current_user(&db, &req).await?.ok_or_else(sign_in_required)
+        })
+    }
+}
+
+/// A handler argument for pages that serve visitors and members alike.
+pub struct MaybeUser(pub Option<CurrentUser>);
+
+impl FromRequest for MaybeUser {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, _payload: &mut actix_web::dev::Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let db = database(&req)?;
+            Ok(MaybeUser(current_user(&db, &req).await?))
+        })
+    }
+}

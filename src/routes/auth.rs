@@ -1,0 +1,327 @@
+//! `/api/auth/*`: sign-up, sign-in, sign-out, who am I, and password reset by mail.
+//! Every text a person reads is the product spec's (sections 5 and 8).
+
+use std::time::Duration;
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, get, post, web};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::{self, AuthThrottle, MaybeUser, SessionCookies, token};
+use crate::config::Settings;
+use crate::domain::analytics::EventName;
+use crate::domain::{Email, EmailError, NewPassword, PasswordError};
+use crate::mail::{MailKind, Mailer, OutgoingMail};
+use crate::routes::ApiError;
+use crate::routes::client::client_key;
+use crate::store::{self, Db};
+
+/// How long a reset link works.
+const RESET_LIFETIME: Duration = Duration::from_secs(3600);
+
+pub const INVALID_CREDENTIALS: &str = "Invalid email or password. If you signed up through our instant checkout, you may need to reset your password.";
+pub const TOO_MANY_ATTEMPTS: &str =
+    "Too many failed login attempts. Please try again later or reset your password.";
+pub const EMAIL_IN_USE: &str = "An account with this email already exists. Please sign in instead.";
+pub const RESET_SENT: &str = "Password reset email sent! Check your inbox for instructions to reset your password. If you don't see it, check your spam folder.";
+pub const NO_ACCOUNT_FOR_RESET: &str =
+    "No account found with this email address. Please check the email or sign up.";
+pub const RESET_LINK_INVALID: &str =
+    "This password reset link has expired or was already used. Please request a new one.";
+
+#[derive(Deserialize)]
+pub struct Credentials {
+    #[serde(default)]
+    email: Option<String>,
+    #[serde(default)]
+    password: Option<String>,
+}
+
+fn email_error(error: EmailError) -> ApiError {
+    ApiError::bad_request(error.code(), error.to_string())
+}
+
+fn password_error(error: PasswordError) -> ApiError {
+    ApiError::bad_request(error.code(), error.to_string())
+}
+
+fn user_body(id: &str, email: &str) -> serde_json::Value {
+    json!({ "user": { "id": id, "email": email } })
+}
+
+fn signed_in(cookie: actix_web::cookie::Cookie<'static>, id: &str, email: &str) -> HttpResponse {
+    HttpResponse::Ok().cookie(cookie).json(user_body(id, email))
+}
+
+fn too_many(message: &str) -> ApiError {
+    ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too_many_requests", message)
+}
+
+#[post("/auth/signup")]
+pub async fn signup(
+    req: HttpRequest,
+    db: web::Data<Db>,
+    settings: web::Data<Settings>,
+    cookies: web::Data<SessionCookies>,
+    throttle: web::Data<AuthThrottle>,
+    body: web::Json<Credentials>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.into_inner();
+    let email = Email::parse(body.email.as_deref().unwrap_or_default()).map_err(email_error)?;
+    let password = NewPassword::parse(body.password.unwrap_or_default()).map_err(password_error)?;
+    if !throttle.allow_signup(client_key(&req, settings.server.trust_forwarded_for)) {
+        return Err(too_many("Too many requests. Please try again later."));
+    }
+    let hash = auth::password::hash_password(password)
+        .await
+        .map_err(|e| ApiError::internal("cannot hash a password", e))?;
+    let id = match store::users::create(&db, &email, Some(hash)).await {
+        Ok(id) => id,
+        Err(store::users::CreateUserError::EmailTaken) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "email_in_use",
+                EMAIL_IN_USE,
+            ));
+        }
+        Err(error) => return Err(ApiError::internal("cannot create an account", error)),
+    };
+    store::analytics::record_server_event(
+        &db,
+        EventName::SIGN_UP,
+        Some(&id),
+        json!({"method": "password"}),
+    )
+    .await;
+    let cookie = auth::session::start(&db, **cookies, &id).await?;
+    Ok(HttpResponse::Created()
+        .cookie(cookie)
+        .json(user_body(&id, email.as_str())))
+}
+
+#[post("/auth/login")]
+pub async fn login(
+    req: HttpRequest,
+    db: web::Data<Db>,
+    settings: web::Data<Settings>,
+    cookies: web::Data<SessionCookies>,
+    throttle: web::Data<AuthThrottle>,
+    body: web::Json<Credentials>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.into_inner();
+    let email = Email::parse(body.email.as_deref().unwrap_or_default()).map_err(email_error)?;
+    let password = body.password.unwrap_or_default();
+    if password.is_empty() {
+        return Err(password_error(PasswordError::Missing));
+    }
+    if !throttle.allow_login(
+        &email,
+        client_key(&req, settings.server.trust_forwarded_for),
+    ) {
+        return Err(too_many(TOO_MANY_ATTEMPTS));
+    }
+    let account = store::users::credentials_by_email(&db, &email)
+        .await
+        .map_err(|e| ApiError::internal("cannot read an account", e))?;
+    let (id, stored_hash) = match account {
+        Some(account) => (Some(account.id), account.password_hash),
+        None => (None, None),
+    };
+    let matches = password.len() <= crate::domain::password::MAX_BYTES
+        && auth::password::verify_password(stored_hash, password)
+            .await
+            .map_err(|e| ApiError::internal("cannot verify a password", e))?;
+    let Some(id) = id.filter(|_| matches) else {
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid_credentials",
+            INVALID_CREDENTIALS,
+        ));
+    };
+    store::analytics::record_server_event(
+        &db,
+        EventName::LOGIN,
+        Some(&id),
+        json!({"method": "password"}),
+    )
+    .await;
+    let cookie = auth::session::start(&db, **cookies, &id).await?;
+    Ok(signed_in(cookie, &id, email.as_str()))
+}
+
+#[post("/auth/logout")]
+pub async fn logout(
+    req: HttpRequest,
+    db: web::Data<Db>,
+    cookies: web::Data<SessionCookies>,
+) -> Result<HttpResponse, ApiError> {
+    auth::session::end(&db, &req).await?;
+    Ok(HttpResponse::NoContent()
+        .cookie(cookies.signed_out())
+        .finish())
+}
+
+/// Who is signed in: `{user: {id, email}}`, or `{user: null}` for a visitor.
+#[get("/auth/me")]
+pub async fn me(user: MaybeUser) -> HttpResponse {
+    match user.0 {
+        Some(user) => HttpResponse::Ok().json(user_body(&user.id, &user.email)),
+        None => HttpResponse::Ok().json(json!({ "user": null })),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct ResetRequest {
+    #[serde(default)]
+    email: Option<String>,
+}
+
+/// Mails a reset link. The spec tells a person when no account has the address.
+#[post("/auth/reset")]
+pub async fn request_reset(
+    req: HttpRequest,
+    db: web::Data<Db>,
+    settings: web::Data<Settings>,
+    mailer: web::Data<Mailer>,
+    throttle: web::Data<AuthThrottle>,
+    body: web::Json<ResetRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let email =
+        Email::parse(body.email.as_deref().unwrap_or_default()).map_err(|error| match error {
+            EmailError::Missing => {
+                ApiError::bad_request(error.code(), "Please enter your email address")
+            }
+            EmailError::Invalid => ApiError::bad_request(
+                error.code(),
+                "Invalid email format. Please enter a valid email address.",
+            ),
+        })?;
+    if !throttle.allow_reset(
+        &email,
+        client_key(&req, settings.server.trust_forwarded_for),
+    ) {
+        return Err(too_many(
+            "Too many password reset requests. Please wait a few minutes and try again.",
+        ));
+    }
+    let account = store::users::credentials_by_email(&db, &email)
+        .await
+        .map_err(|e| ApiError::internal("cannot read an account", e))?;
+    let Some(account) = account else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "user_not_found",
+            NO_ACCOUNT_FOR_RESET,
+        ));
+    };
+    let secret = token::new_secret();
+    store::password_resets::create(
+        &db,
+        &account.id,
+        token::hash_secret(&secret),
+        RESET_LIFETIME,
+    )
+    .await
+    .map_err(|e| ApiError::internal("cannot store a reset link", e))?;
+    let mut link = settings
+        .server
+        .public_url
+        .join("/login")
+        .map_err(|e| ApiError::internal("reset link", e))?;
+    link.query_pairs_mut().append_pair("reset", &secret);
+    let product = &settings.product.name;
+    let text = format!(
+        "Hello,\n\nSomeone (we hope you) asked to reset the password of your {product} account.\n\n\
+         Choose a new password here (the link works once, for one hour):\n\n{link}\n\n\
+         If you did not ask for this, ignore this mail; your password stays as it is.\n\n\
+         The {product} team\n"
+    );
+    mailer
+        .send(OutgoingMail {
+            to: email.as_str().to_owned(),
+            subject: format!("Reset your {product} password"),
+            text,
+            kind: MailKind::PasswordReset,
+        })
+        .await
+        .map_err(|e| ApiError::internal("cannot send a reset mail", e))?;
+    Ok(HttpResponse::Ok().json(json!({ "message": RESET_SENT })))
+}
+
+#[derive(Deserialize)]
+pub struct ResetToken {
+    #[serde(default)]
+    token: Option<String>,
+}
+
+fn reset_token_hash(token: Option<&str>) -> Option<String> {
+    token
+        .filter(|value| token::looks_like_secret(value))
+        .map(token::hash_secret)
+}
+
+fn reset_link_invalid() -> ApiError {
+    ApiError::new(StatusCode::GONE, "reset_link_invalid", RESET_LINK_INVALID)
+}
+
+/// Whether a reset link still works, so the page can say so before a new password is typed.
+#[post("/auth/reset/check")]
+pub async fn check_reset(
+    db: web::Data<Db>,
+    body: web::Json<ResetToken>,
+) -> Result<HttpResponse, ApiError> {
+    let Some(hash) = reset_token_hash(body.token.as_deref()) else {
+        return Err(reset_link_invalid());
+    };
+    let usable = store::password_resets::is_usable(&db, &hash)
+        .await
+        .map_err(|e| ApiError::internal("cannot read a reset link", e))?;
+    if usable {
+        Ok(HttpResponse::Ok().json(json!({ "valid": true })))
+    } else {
+        Err(reset_link_invalid())
+    }
+}
+
+#[derive(Deserialize)]
+pub struct NewPasswordRequest {
+    #[serde(default)]
+    token: Option<String>,
+    #[serde(default)]
+    password: Option<String>,
+}
+
+/// Sets the new password, signs the account out everywhere, and signs this browser in.
+#[post("/auth/reset/confirm")]
+pub async fn confirm_reset(
+    db: web::Data<Db>,
+    cookies: web::Data<SessionCookies>,
+    body: web::Json<NewPasswordRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.into_inner();
+    let password = NewPassword::parse(body.password.unwrap_or_default()).map_err(password_error)?;
+    let Some(hash) = reset_token_hash(body.token.as_deref()) else {
+        return Err(reset_link_invalid());
+    };
+    // Hash first: the link is spent only when the new password can be stored.
+    let password_hash = auth::password::hash_password(password)
+        .await
+        .map_err(|e| ApiError::internal("cannot hash a password", e))?;
+    let user_id = store::password_resets::redeem(&db, &hash)
+        .await
+        .map_err(|e| ApiError::internal("cannot redeem a reset link", e))?
+        .ok_or_else(reset_link_invalid)?;
+    store::users::set_password(&db, &user_id, password_hash)
+        .await
+        .map_err(|e| ApiError::internal("cannot store a password", e))?;
+    store::sessions::delete_all_of(&db, &user_id)
+        .await
+        .map_err(|e| ApiError::internal("cannot end sessions", e))?;
+    let email = store::users::email_of(&db, &user_id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read an account", e))?
+        .unwrap_or_default();
+    let cookie = auth::session::start(&db, **cookies, &user_id).await?;
+    Ok(signed_in(cookie, &user_id, &email))
+}

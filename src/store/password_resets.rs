@@ -1,0 +1,53 @@
+//! The `password_reset` table: one row per reset mail, holding the link's hash. Redeeming is one
+//! conditional UPDATE, so a link works once even when it is clicked twice at the same moment.
+
+use std::time::Duration;
+
+use super::Db;
+
+pub async fn create(
+    db: &Db,
+    user_id: &str,
+    token_hash: String,
+    lifetime: Duration,
+) -> Result<(), surrealdb::Error> {
+    db.query(
+        "CREATE password_reset CONTENT { user: type::record('user', $user), token_hash: $hash, \
+         expires_at: time::now() + type::duration($lifetime) }",
+    )
+    .bind(("user", user_id.to_owned()))
+    .bind(("hash", token_hash))
+    .bind(("lifetime", format!("{}s", lifetime.as_secs())))
+    .await?
+    .check()?;
+    Ok(())
+}
+
+/// Marks an unused, unexpired reset used and returns its user; `None` for anything else.
+pub async fn redeem(db: &Db, token_hash: &str) -> Result<Option<String>, surrealdb::Error> {
+    let mut response = db
+        .query(
+            "UPDATE password_reset SET used_at = time::now() \
+             WHERE token_hash = $hash AND used_at = NONE AND expires_at > time::now() \
+             RETURN VALUE record::id(user)",
+        )
+        .bind(("hash", token_hash.to_owned()))
+        .await?
+        .check()?;
+    let users: Vec<String> = response.take(0)?;
+    Ok(users.into_iter().next())
+}
+
+/// Whether a reset link can still be used (the page asks before showing the form).
+pub async fn is_usable(db: &Db, token_hash: &str) -> Result<bool, surrealdb::Error> {
+    let mut response = db
+        .query(
+            "SELECT VALUE count() FROM password_reset \
+             WHERE token_hash = $hash AND used_at = NONE AND expires_at > time::now() GROUP ALL",
+        )
+        .bind(("hash", token_hash.to_owned()))
+        .await?
+        .check()?;
+    let count: Option<u64> = response.take(0)?;
+    Ok(count.unwrap_or(0) > 0)
+}

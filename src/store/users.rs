@@ -1,0 +1,80 @@
+//! The `user` table: accounts. Ids leave the store as the record key alone (`user:abc` -> `abc`).
+
+use surrealdb::types::SurrealValue;
+
+use super::Db;
+use crate::domain::Email;
+
+/// What sign-in needs of an account.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct Credentials {
+    pub id: String,
+    pub email: String,
+    pub password_hash: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CreateUserError {
+    #[error("an account with this email already exists")]
+    EmailTaken,
+    #[error(transparent)]
+    Database(#[from] surrealdb::Error),
+}
+
+/// Whether a failed write broke a unique index (two requests racing for one email, say).
+pub(crate) fn is_unique_violation(error: &surrealdb::Error) -> bool {
+    error.to_string().contains("already contains")
+}
+
+/// Creates an account; an email that already has one is `EmailTaken`, also under a race.
+pub async fn create(
+    db: &Db,
+    email: &Email,
+    password_hash: Option<String>,
+) -> Result<String, CreateUserError> {
+    let result = db
+        .query("CREATE user CONTENT { email: $email, password_hash: $hash } RETURN VALUE record::id(id)")
+        .bind(("email", email.as_str().to_owned()))
+        .bind(("hash", password_hash))
+        .await
+        .and_then(|response| response.check());
+    let mut response = match result {
+        Ok(response) => response,
+        Err(error) if is_unique_violation(&error) => return Err(CreateUserError::EmailTaken),
+        Err(error) => return Err(error.into()),
+    };
+    let id: Option<String> = response.take(0)?;
+    id.ok_or_else(|| surrealdb::Error::internal("CREATE returned no id".to_owned()).into())
+}
+
+pub async fn credentials_by_email(
+    db: &Db,
+    email: &Email,
+) -> Result<Option<Credentials>, surrealdb::Error> {
+    let mut response = db
+        .query("SELECT record::id(id) AS id, email, password_hash FROM user WHERE email = $email LIMIT 1")
+        .bind(("email", email.as_str().to_owned()))
+        .await?
+        .check()?;
+    let rows: Vec<Credentials> = response.take(0)?;
+    Ok(rows.into_iter().next())
+}
+
+pub async fn email_of(db: &Db, user_id: &str) -> Result<Option<String>, surrealdb::Error> {
+    let mut response = db
+        .query("SELECT VALUE email FROM type::record('user', $id)")
+        .bind(("id", user_id.to_owned()))
+        .await?
+        .check()?;
+    let emails: Vec<String> = response.take(0)?;
+    Ok(emails.into_iter().next())
+}
+
+pub async fn set_password(db: &Db, user_id: &str, hash: String) -> Result<(), surrealdb::Error> {
+    db.query("UPDATE type::record('user', $id) SET password_hash = $hash")
+        .bind(("id", user_id.to_owned()))
+        .bind(("hash", hash))
+        .await?
+        .check()?;
+    Ok(())
+}

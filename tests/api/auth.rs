@@ -1,0 +1,358 @@
+//! Accounts over HTTP: sign-up, sign-in, sign-out, the throttle, and password reset by mail.
+
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, spawn_app, spawn_app_with};
+
+/// The session cookie's `name=value` from a response, with its attributes.
+fn session_cookie(response: &reqwest::Response) -> (String, String) {
+    let header = response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find(|value| value.starts_with("helpnow_session="))
+        .expect("a session cookie")
+        .to_owned();
+    let pair = header.split(';').next().unwrap_or_default().to_owned();
+    (pair, header)
+}
+
+async fn post_with_cookie(
+    app: &TestApp,
+    path: &str,
+    cookie: &str,
+    body: &Value,
+) -> reqwest::Response {
+    app.client
+        .post(app.url(path))
+        .header("cookie", cookie)
+        .json(body)
+        .send()
+        .await
+        .expect("request reaches the server")
+}
+
+async fn me(app: &TestApp, cookie: &str) -> Value {
+    app.client
+        .get(app.url("/api/auth/me"))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .expect("request reaches the server")
+        .json()
+        .await
+        .expect("json")
+}
+
+async fn error_of(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("json error body"))
+}
+
+async fn sign_up(app: &TestApp, email: &str, password: &str) -> String {
+    let response = app
+        .post_json(
+            "/api/auth/signup",
+            &json!({"email": email, "password": password}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    session_cookie(&response).0
+}
+
+#[tokio::test]
+async fn a_new_account_is_signed_in_with_a_protected_cookie() {
+    let app = spawn_app().await;
+    let response = app
+        .post_json(
+            "/api/auth/signup",
+            &json!({"email": "  Ann@Example.com ", "password": "secret1"}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let (cookie, header) = session_cookie(&response);
+    assert!(header.contains("HttpOnly"), "{header}");
+    assert!(header.contains("SameSite=Lax"), "{header}");
+    assert!(header.contains("Path=/"), "{header}");
+    assert!(!header.contains("Secure"), "plain http locally: {header}");
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(body["user"]["email"], "ann@example.com");
+
+    let who = me(&app, &cookie).await;
+    assert_eq!(who["user"]["email"], "ann@example.com");
+    assert_eq!(who["user"]["id"], body["user"]["id"]);
+    assert_eq!(
+        me(&app, "helpnow_session=forged").await["user"],
+        Value::Null
+    );
+    assert_eq!(
+        helpnow::store::analytics::count_named(&app.db, "sign_up")
+            .await
+            .expect("count"),
+        1
+    );
+}
+
+#[tokio::test]
+async fn the_cookie_is_secure_behind_https() {
+    let app = spawn_app_with(|settings| {
+        settings.server.public_url = "https://helpnow.example".parse().expect("url");
+    })
+    .await;
+    let response = app
+        .post_json(
+            "/api/auth/signup",
+            &json!({"email": "ann@example.com", "password": "secret1"}),
+        )
+        .await;
+    let (_, header) = session_cookie(&response);
+    assert!(header.contains("Secure"), "{header}");
+}
+
+#[tokio::test]
+async fn sign_up_refuses_bad_input_in_the_specs_words() {
+    let app = spawn_app().await;
+    sign_up(&app, "ann@example.com", "secret1").await;
+    for (body, status, code, message) in [
+        (
+            json!({"email": "", "password": "secret1"}),
+            400,
+            "email_required",
+            "Please enter your email address",
+        ),
+        (
+            json!({"email": "ann@", "password": "secret1"}),
+            400,
+            "invalid_email",
+            "Please enter a valid email address.",
+        ),
+        (
+            json!({"email": "bob@example.com", "password": "12345"}),
+            400,
+            "weak_password",
+            "Password is too weak. Please use at least 6 characters.",
+        ),
+        (
+            json!({"email": "bob@example.com"}),
+            400,
+            "password_required",
+            "Password is required",
+        ),
+        (
+            json!({"email": "ANN@example.com", "password": "secret2"}),
+            409,
+            "email_in_use",
+            "An account with this email already exists. Please sign in instead.",
+        ),
+    ] {
+        let (got_status, error) = error_of(app.post_json("/api/auth/signup", &body).await).await;
+        assert_eq!(
+            (
+                got_status,
+                error["error"].as_str(),
+                error["message"].as_str()
+            ),
+            (status, Some(code), Some(message)),
+            "{body}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn sign_in_and_out() {
+    let app = spawn_app().await;
+    sign_up(&app, "ann@example.com", "secret1").await;
+
+    let invalid = "Invalid email or password. If you signed up through our instant checkout, you may need to reset your password.";
+    for body in [
+        json!({"email": "ann@example.com", "password": "wrong-one"}),
+        json!({"email": "nobody@example.com", "password": "secret1"}),
+    ] {
+        let (status, error) = error_of(app.post_json("/api/auth/login", &body).await).await;
+        assert_eq!(status, 401);
+        assert_eq!(
+            error["message"], invalid,
+            "the same answer whether or not the account exists"
+        );
+    }
+
+    let response = app
+        .post_json(
+            "/api/auth/login",
+            &json!({"email": "Ann@example.com", "password": "secret1"}),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let (cookie, _) = session_cookie(&response);
+    assert_eq!(me(&app, &cookie).await["user"]["email"], "ann@example.com");
+    assert_eq!(
+        helpnow::store::analytics::count_named(&app.db, "login")
+            .await
+            .expect("count"),
+        1
+    );
+
+    let response = post_with_cookie(&app, "/api/auth/logout", &cookie, &json!({})).await;
+    assert_eq!(response.status(), 204);
+    let (cleared, header) = session_cookie(&response);
+    assert_eq!(cleared, "helpnow_session=");
+    assert!(header.contains("Max-Age=0"), "{header}");
+    assert_eq!(
+        me(&app, &cookie).await["user"],
+        Value::Null,
+        "the old cookie is dead on the server too"
+    );
+}
+
+#[tokio::test]
+async fn guessing_a_password_is_throttled() {
+    let app = spawn_app().await;
+    sign_up(&app, "ann@example.com", "secret1").await;
+    for _ in 0..10 {
+        let response = app
+            .post_json(
+                "/api/auth/login",
+                &json!({"email": "ann@example.com", "password": "guess"}),
+            )
+            .await;
+        assert_eq!(response.status(), 401);
+    }
+    let (status, error) = error_of(
+        app.post_json(
+            "/api/auth/login",
+            &json!({"email": "ann@example.com", "password": "secret1"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 429);
+    assert_eq!(
+        error["message"],
+        "Too many failed login attempts. Please try again later or reset your password."
+    );
+}
+
+/// The reset link of the last mail to `recipient` in the outbox.
+async fn reset_token_mailed_to(app: &TestApp, recipient: &str) -> String {
+    let mut response = app
+        .db
+        .query("SELECT VALUE body FROM mail_outbox WHERE recipient = $to AND kind = 'password_reset' ORDER BY created_at DESC LIMIT 1")
+        .bind(("to", recipient.to_owned()))
+        .await
+        .expect("query");
+    let bodies: Vec<String> = response.take(0).expect("bodies");
+    let body = bodies.into_iter().next().expect("a reset mail");
+    let start = body.find("/login?reset=").expect("a reset link") + "/login?reset=".len();
+    body[start..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_password_is_reset_through_the_mailed_link_once() {
+    let app = spawn_app().await;
+    let old_session = sign_up(&app, "ann@example.com", "secret1").await;
+
+    let (status, error) = error_of(
+        app.post_json("/api/auth/reset", &json!({"email": "nobody@example.com"}))
+            .await,
+    )
+    .await;
+    assert_eq!(status, 404);
+    assert_eq!(
+        error["message"],
+        "No account found with this email address. Please check the email or sign up."
+    );
+    let (status, error) = error_of(
+        app.post_json("/api/auth/reset", &json!({"email": "nobody"}))
+            .await,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        error["message"],
+        "Invalid email format. Please enter a valid email address."
+    );
+    let (_, error) = error_of(app.post_json("/api/auth/reset", &json!({})).await).await;
+    assert_eq!(error["message"], "Please enter your email address");
+
+    let response = app
+        .post_json("/api/auth/reset", &json!({"email": "ann@example.com"}))
+        .await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(
+        body["message"],
+        "Password reset email sent! Check your inbox for instructions to reset your password. If you don't see it, check your spam folder."
+    );
+
+    let token = reset_token_mailed_to(&app, "ann@example.com").await;
+    let response = app
+        .post_json("/api/auth/reset/check", &json!({"token": token}))
+        .await;
+    assert_eq!(response.status(), 200);
+
+    let (status, error) = error_of(
+        app.post_json(
+            "/api/auth/reset/confirm",
+            &json!({"token": token, "password": "short"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (status, error["error"].as_str()),
+        (400, Some("weak_password"))
+    );
+
+    let response = app
+        .post_json(
+            "/api/auth/reset/confirm",
+            &json!({"token": token, "password": "new-secret"}),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let (new_session, _) = session_cookie(&response);
+    assert_eq!(
+        me(&app, &new_session).await["user"]["email"],
+        "ann@example.com"
+    );
+    assert_eq!(
+        me(&app, &old_session).await["user"],
+        Value::Null,
+        "other sessions end"
+    );
+
+    let (status, _) = error_of(
+        app.post_json(
+            "/api/auth/reset/confirm",
+            &json!({"token": token, "password": "third-one"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 410, "a link works once");
+    let (status, _) = error_of(
+        app.post_json("/api/auth/reset/check", &json!({"token": token}))
+            .await,
+    )
+    .await;
+    assert_eq!(status, 410);
+
+    let old = app
+        .post_json(
+            "/api/auth/login",
+            &json!({"email": "ann@example.com", "password": "secret1"}),
+        )
+        .await;
+    assert_eq!(old.status(), 401);
+    let new = app
+        .post_json(
+            "/api/auth/login",
+            &json!({"email": "ann@example.com", "password": "new-secret"}),
+        )
+        .await;
+    assert_eq!(new.status(), 200);
+}

@@ -1,0 +1,265 @@
+import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { Link, useNavigate, useSearchParams } from 'react-router';
+import { Button } from '../../components/Button';
+import { useSession } from '../../app/session';
+import { ApiError } from '../../lib/api';
+import { authApi } from './api';
+
+const NETWORK_ERROR = 'Network error. Please check your internet connection and try again.';
+const RESET_PROBLEM = 'There was a problem sending the password reset email. Please try again later.';
+
+function loginError(cause: unknown): string {
+  if (cause instanceof ApiError && ['invalid_credentials', 'too_many_requests'].includes(cause.code)) {
+    return cause.message;
+  }
+  const message = cause instanceof Error ? cause.message : String(cause);
+  return `Failed to log in: ${message}`;
+}
+
+function resetError(cause: unknown): string {
+  if (cause instanceof ApiError) {
+    if (['user_not_found', 'invalid_email', 'email_required', 'too_many_requests'].includes(cause.code)) {
+      return cause.message;
+    }
+    if (cause.code === 'network' || cause.code === 'timeout') return NETWORK_ERROR;
+  }
+  return RESET_PROBLEM;
+}
+
+function ForgotPassword({ initialEmail }: { initialEmail: string }) {
+  const [email, setEmail] = useState(initialEmail);
+  const [busy, setBusy] = useState(false);
+  const [result, setResult] = useState<{ ok: boolean; text: string } | null>(null);
+
+  async function handleSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    if (busy) return;
+    if (email.trim() === '') {
+      setResult({ ok: false, text: 'Please enter your email address' });
+      return;
+    }
+    setBusy(true);
+    setResult(null);
+    try {
+      const { message } = await authApi.requestReset(email.trim());
+      setResult({ ok: true, text: message });
+    } catch (cause) {
+      setResult({ ok: false, text: resetError(cause) });
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <form className="form auth-card__reset" onSubmit={handleSubmit} aria-label="Reset your password" noValidate>
+      <p className="auth-card__hint">Enter your email and we will send you a link to choose a new password.</p>
+      <div className="form__field">
+        <label htmlFor="reset-email">Email</label>
+        <input
+          id="reset-email"
+          type="email"
+          autoComplete="email"
+          value={email}
+          onChange={(event) => setEmail(event.target.value)}
+        />
+      </div>
+      {result && (
+        <p className={result.ok ? 'form__success' : 'form__error'} role={result.ok ? 'status' : 'alert'}>
+          {result.text}
+        </p>
+      )}
+      <Button type="submit" variant="secondary" className="form__submit" disabled={busy}>
+        {busy ? 'Sending...' : 'Send reset link'}
+      </Button>
+    </form>
+  );
+}
+
+/** The page a reset mail links to: `/login?reset=TOKEN`. */
+function ChooseNewPassword({ token, onInvalid }: { token: string; onInvalid: (message: string) => void }) {
+  const navigate = useNavigate();
+  const { signedIn } = useSession();
+  const [checked, setChecked] = useState(false);
+  const [password, setPassword] = useState('');
+  const [confirm, setConfirm] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const onInvalidRef = useRef(onInvalid);
+  onInvalidRef.current = onInvalid;
+
+  useEffect(() => {
+    let live = true;
+    authApi
+      .checkReset(token)
+      .then(() => live && setChecked(true))
+      .catch((cause) => live && onInvalidRef.current(cause instanceof Error ? cause.message : String(cause)));
+    return () => {
+      live = false;
+    };
+  }, [token]);
+
+  async function handleSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    if (busy) return;
+    if (password === '') return setError('Password is required');
+    if (password !== confirm) return setError('Passwords do not match');
+    setBusy(true);
+    setError(null);
+    try {
+      const { user } = await authApi.confirmReset(token, password);
+      signedIn(user);
+      navigate('/members');
+    } catch (cause) {
+      if (cause instanceof ApiError && cause.code === 'reset_link_invalid') return onInvalid(cause.message);
+      setError(cause instanceof Error ? cause.message : String(cause));
+      setBusy(false);
+    }
+  }
+
+  if (!checked) return <p role="status">Checking your reset link...</p>;
+  return (
+    <form className="form" onSubmit={handleSubmit} aria-label="Choose a new password" noValidate>
+      <div className="form__field">
+        <label htmlFor="new-password">New password</label>
+        <input
+          id="new-password"
+          type="password"
+          autoComplete="new-password"
+          value={password}
+          onChange={(event) => setPassword(event.target.value)}
+        />
+      </div>
+      <div className="form__field">
+        <label htmlFor="confirm-password">Confirm Password</label>
+        <input
+          id="confirm-password"
+          type="password"
+          autoComplete="new-password"
+          value={confirm}
+          onChange={(event) => setConfirm(event.target.value)}
+        />
+      </div>
+      {error && (
+        <p className="form__error" role="alert">
+          {error}
+        </p>
+      )}
+      <Button type="submit" className="form__submit" disabled={busy}>
+        {busy ? 'Saving...' : 'Save new password'}
+      </Button>
+    </form>
+  );
+}
+
+export function LoginPage() {
+  const navigate = useNavigate();
+  const [params, setParams] = useSearchParams();
+  const { user, signedIn, signOut } = useSession();
+  const resetToken = params.get('reset');
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [forgotOpen, setForgotOpen] = useState(false);
+  const [resetProblem, setResetProblem] = useState<string | null>(null);
+
+  async function handleSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    if (busy) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const answer = await authApi.login({ email: email.trim(), password });
+      signedIn(answer.user);
+      navigate('/members');
+    } catch (cause) {
+      setError(loginError(cause));
+      setBusy(false);
+    }
+  }
+
+  if (resetToken && !resetProblem) {
+    return (
+      <section className="card auth-card" aria-labelledby="login-title">
+        <h1 id="login-title" className="page-title">
+          Choose a new password
+        </h1>
+        <ChooseNewPassword
+          token={resetToken}
+          onInvalid={(message) => {
+            setResetProblem(message);
+            setForgotOpen(true);
+            setParams({}, { replace: true });
+          }}
+        />
+      </section>
+    );
+  }
+
+  return (
+    <section className="card auth-card" aria-labelledby="login-title">
+      <h1 id="login-title" className="page-title">
+        Sign in to your account
+      </h1>
+      {user && (
+        <div className="auth-card__signed-in" role="status">
+          <p>You are signed in as {user.email}.</p>
+          <p className="auth-card__actions">
+            <Link to="/" className="btn btn--primary">
+              Go to your account
+            </Link>
+            <Button variant="secondary" onClick={() => void signOut()}>
+              Sign out
+            </Button>
+          </p>
+        </div>
+      )}
+      {resetProblem && (
+        <p className="form__error" role="alert">
+          {resetProblem}
+        </p>
+      )}
+      <form className="form" onSubmit={handleSubmit} aria-busy={busy}>
+        <div className="form__field">
+          <label htmlFor="login-email">Email</label>
+          <input
+            id="login-email"
+            type="email"
+            autoComplete="email"
+            required
+            value={email}
+            onChange={(event) => setEmail(event.target.value)}
+          />
+        </div>
+        <div className="form__field">
+          <label htmlFor="login-password">Password</label>
+          <input
+            id="login-password"
+            type="password"
+            autoComplete="current-password"
+            required
+            value={password}
+            onChange={(event) => setPassword(event.target.value)}
+          />
+        </div>
+        {error && (
+          <p className="form__error" role="alert">
+            {error}
+          </p>
+        )}
+        <Button type="submit" className="form__submit" disabled={busy}>
+          {busy ? 'Signing in...' : 'Sign in'}
+        </Button>
+      </form>
+      <p className="auth-card__switch">
+        <Link to="/signup">Need an account? Sign up</Link>
+      </p>
+      <p className="auth-card__switch">
+        <Button variant="link" aria-expanded={forgotOpen} onClick={() => setForgotOpen((open) => !open)}>
+          Forgot password?
+        </Button>
+      </p>
+      {forgotOpen && <ForgotPassword initialEmail={email} />}
+    </section>
+  );
+}

@@ -1,0 +1,69 @@
+import { useState, type FormEvent, type RefObject } from 'react';
+import { useNavigate } from 'react-router';
+import { Button } from '../../components/Button';
+import { useSession } from '../../app/session';
+import { authApi } from './api';
+
+/** Email and password, 'Create Account' ('Creating account...' while busy); then /members. */
+export function SignupForm({ emailRef, idPrefix }: { emailRef?: RefObject<HTMLInputElement | null>; idPrefix: string }) {
+  const navigate = useNavigate();
+  const { signedIn } = useSession();
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [submitting, setSubmitting] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  async function handleSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    if (submitting) return;
+    setSubmitting(true);
+    setError(null);
+    try {
+      const { user } = await authApi.signup({ email: email.trim(), password });
+      signedIn(user);
+      navigate('/members');
+    } catch (cause) {
+      const message = cause instanceof Error ? cause.message : String(cause);
+      setError(`Failed to create an account: ${message}`);
+      setSubmitting(false);
+    }
+  }
+
+  return (
+    <form className="form" onSubmit={handleSubmit} aria-busy={submitting}>
+      <div className="form__field">
+        <label htmlFor={`${idPrefix}-email`}>Email</label>
+        <input
+          ref={emailRef}
+          id={`${idPrefix}-email`}
+          name="email"
+          type="email"
+          autoComplete="email"
+          required
+          value={email}
+          onChange={(event) => setEmail(event.target.value)}
+        />
+      </div>
+      <div className="form__field">
+        <label htmlFor={`${idPrefix}-password`}>Password</label>
+        <input
+          id={`${idPrefix}-password`}
+          name="password"
+          type="password"
+          autoComplete="new-password"
+          required
+          value={password}
+          onChange={(event) => setPassword(event.target.value)}
+        />
+      </div>
+      {error && (
+        <p className="form__error" role="alert">
+          {error}
+        </p>
+      )}
+      <Button type="submit" className="form__submit" disabled={submitting}>
+        {submitting ? 'Creating account...' : 'Create Account'}
+      </Button>
+    </form>
+  );
+}
