@@ -1,6 +1,7 @@
 //! The HelpNow server: configuration, store, accounts, HTTP routes and the real-time channel.
 
 pub mod auth;
+pub mod billing;
 pub mod config;
 pub mod content;
 pub mod domain;

@@ -13,7 +13,10 @@ use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpServer, web};
 
 use crate::auth::{AuthThrottle, SessionCookies};
-use crate::config::{RedactedUrl, Settings};
+use crate::billing::demo::DemoProvider;
+use crate::billing::stripe::StripeProvider;
+use crate::billing::{Billing, BillingError, PaymentProvider};
+use crate::config::{PaymentProviderKind, RedactedUrl, Settings};
 use crate::content::Content;
 use crate::mail::Mailer;
 use crate::metrics::{ConnectionGuard, Metrics, track_requests};
@@ -47,6 +50,8 @@ pub enum StartupError {
     Content(#[from] crate::content::ContentError),
     #[error(transparent)]
     Mail(#[from] crate::mail::MailError),
+    #[error(transparent)]
+    Payments(#[from] BillingError),
     #[error("metrics: {0}")]
     Metrics(#[from] prometheus::Error),
     #[error("cannot start the HTTP server: {0}")]
@@ -55,6 +60,10 @@ pub enum StartupError {
 
 impl Application {
     pub async fn build(settings: Settings) -> Result<Self, StartupError> {
+        // Two TLS crypto providers are compiled in (SurrealDB brings aws-lc, the HTTP clients ring),
+        // so rustls cannot pick one by itself; without this the Stripe client panics. A second call
+        // (tests build many applications in one process) finds it installed, which is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let content = Content::load(&settings.server.content_dir, &settings.product)?;
         let db = store::connect(&settings.database).await?;
         let address = settings.listen_address();
@@ -74,14 +83,24 @@ impl Application {
         let realtime = RealtimeServer::builder(realtime_config(&settings))
             .connection_gauge(metrics.realtime_connections.clone())
             .build();
+        let billing = Billing::new(
+            db.clone(),
+            payment_provider(&settings, db.clone())?,
+            mailer.clone(),
+            settings.server.public_url.clone(),
+            settings.product.name.clone(),
+        );
         let server = run(
             listener,
-            db.clone(),
             settings,
-            content,
-            metrics,
-            realtime.clone(),
-            mailer,
+            Services {
+                db: db.clone(),
+                content,
+                metrics,
+                realtime: realtime.clone(),
+                mailer,
+                billing,
+            },
         )
         .map_err(StartupError::Server)?;
         Ok(Self {
@@ -175,15 +194,30 @@ async fn wait_for_background_tasks(timeout: Duration) {
     }
 }
 
-fn run(
-    listener: TcpListener,
+/// What the handlers share, built once by `Application::build`.
+struct Services {
     db: Db,
-    settings: Settings,
     content: Content,
     metrics: Arc<Metrics>,
     realtime: RealtimeServer,
     mailer: Mailer,
+    billing: Billing,
+}
+
+fn run(
+    listener: TcpListener,
+    settings: Settings,
+    services: Services,
 ) -> Result<Server, std::io::Error> {
+    let Services {
+        db,
+        content,
+        metrics,
+        realtime,
+        mailer,
+        billing,
+    } = services;
+    let billing = web::Data::new(billing);
     let hsts = settings.server.public_url.scheme() == "https";
     let shutdown_timeout = settings.server.shutdown_timeout_secs;
     let static_dir = settings.server.static_dir.clone();
@@ -196,6 +230,7 @@ fn run(
     let session_cookies =
         web::Data::new(SessionCookies::for_public_url(&settings.server.public_url));
     let auth_throttle = web::Data::new(AuthThrottle::new());
+    let demo_payments = settings.payments.provider == PaymentProviderKind::Demo;
     let mailer = web::Data::new(mailer);
     let connections = metrics.open_connections.clone();
 
@@ -209,6 +244,7 @@ fn run(
             .app_data(session_cookies.clone())
             .app_data(auth_throttle.clone())
             .app_data(mailer.clone())
+            .app_data(billing.clone())
             .app_data(
                 web::JsonConfig::default()
                     .limit(JSON_LIMIT_BYTES)
@@ -232,6 +268,24 @@ fn run(
                     .service(routes::auth::request_reset)
                     .service(routes::auth::check_reset)
                     .service(routes::auth::confirm_reset)
+                    .service(routes::account::redeem_token)
+                    .service(routes::account::setup_status)
+                    .service(routes::account::setup)
+                    .service(routes::billing::create_checkout)
+                    .service(routes::billing::checkout_success)
+                    .service(routes::billing::check_subscription)
+                    .service(routes::billing::webhook_test)
+                    .service(routes::billing::stripe_webhook)
+                    .service(routes::billing::portal)
+                    .service(routes::billing::refund_fee)
+                    .configure(|cfg| {
+                        // The demo checkout exists only while it is the provider.
+                        if demo_payments {
+                            cfg.service(routes::billing::demo_checkout)
+                                .service(routes::billing::complete_demo_checkout)
+                                .service(routes::billing::cancel_demo_checkout);
+                        }
+                    })
                     .default_service(web::to(routes::error::api_not_found)),
             )
             .configure(|cfg| routes::web_app::configure(cfg, &static_dir))
@@ -245,6 +299,14 @@ fn run(
     .listen(listener)?
     .run();
     Ok(server)
+}
+
+/// The payment provider `payments.provider` names.
+fn payment_provider(settings: &Settings, db: Db) -> Result<Arc<dyn PaymentProvider>, BillingError> {
+    Ok(match settings.payments.provider {
+        PaymentProviderKind::Demo => Arc::new(DemoProvider::new(db)),
+        PaymentProviderKind::Stripe => Arc::new(StripeProvider::new(&settings.stripe)?),
+    })
 }
 
 /// The real-time channel's settings. Browsers may connect from the public URL's origin and from

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::{self, AuthThrottle, MaybeUser, SessionCookies, token};
+use crate::billing::Billing;
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::domain::{Email, EmailError, NewPassword, PasswordError};
@@ -162,13 +163,55 @@ pub async fn logout(
         .finish())
 }
 
-/// Who is signed in: `{user: {id, email}}`, or `{user: null}` for a visitor.
+/// Who is signed in, with what access: `{user: {id, email, hasPassword, access, pendingSetup}}`,
+/// or `{user: null}` for a visitor. `pendingSetup` names the checkout of an account that a
+/// checkout created and that has no password yet (the page shows 'Complete Your Account Setup').
 #[get("/auth/me")]
-pub async fn me(user: MaybeUser) -> HttpResponse {
-    match user.0 {
-        Some(user) => HttpResponse::Ok().json(user_body(&user.id, &user.email)),
-        None => HttpResponse::Ok().json(json!({ "user": null })),
-    }
+pub async fn me(user: MaybeUser, billing: web::Data<Billing>) -> Result<HttpResponse, ApiError> {
+    let Some(user) = user.0 else {
+        return Ok(HttpResponse::Ok().json(json!({ "user": null })));
+    };
+    let facts = store::billing::access_facts(billing.db(), &user.id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read an account", e))?;
+    let check = billing
+        .check(&user.id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read access", e))?;
+    let has_password = facts.as_ref().is_none_or(|facts| facts.has_password);
+    let pending_setup = if has_password {
+        None
+    } else {
+        store::billing::latest_fulfilled_checkout_of(billing.db(), &user.id)
+            .await
+            .map_err(|e| ApiError::internal("cannot read a checkout", e))?
+            .map(|checkout| {
+                json!({
+                    "email": user.email,
+                    "session": checkout.tracking_id,
+                    "paymentSessionId": checkout.provider_session_id,
+                })
+            })
+    };
+    let access = check.map(|check| {
+        json!({
+            "hasAccess": check.trial_active || check.has_active_subscription,
+            "trialActive": check.trial_active,
+            "hasActiveSubscription": check.has_active_subscription,
+            "trialEndDate": check.trial_end_date,
+        })
+    });
+    Ok(HttpResponse::Ok().json(json!({
+        "user": {
+            "id": user.id,
+            "email": user.email,
+            "hasPassword": has_password,
+            "access": access.unwrap_or_else(|| json!({
+                "hasAccess": false, "trialActive": false, "hasActiveSubscription": false, "trialEndDate": null
+            })),
+            "pendingSetup": pending_setup,
+        }
+    })))
 }
 
 #[derive(Deserialize)]

@@ -1,6 +1,8 @@
 //! HTTP handlers by area, one module each.
 
+pub mod account;
 pub mod auth;
+pub mod billing;
 pub mod client;
 pub mod content;
 pub mod error;

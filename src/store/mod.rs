@@ -5,6 +5,7 @@
 //! `sync=every`, grouped under concurrency), so a write the API acknowledged survives `kill -9`.
 
 pub mod analytics;
+pub mod billing;
 mod migrate;
 pub mod password_resets;
 pub mod sessions;
@@ -73,6 +74,24 @@ pub async fn connect(settings: &DatabaseSettings) -> Result<Db, StoreError> {
         .await?;
     migrate(&db).await?;
     Ok(db)
+}
+
+/// Like `check()`, but for a `BEGIN ... COMMIT` script: when one statement fails, every other
+/// statement reports only "not executed due to a failed transaction", so the error that explains
+/// the failure (a THROW, a conflict, a broken unique index) is looked for among all of them.
+pub(crate) fn check_transaction(
+    mut response: surrealdb::IndexedResults,
+) -> Result<surrealdb::IndexedResults, surrealdb::Error> {
+    let mut errors: Vec<(usize, surrealdb::Error)> = response.take_errors().into_iter().collect();
+    if errors.is_empty() {
+        return Ok(response);
+    }
+    errors.sort_by_key(|(index, _)| *index);
+    let decisive = errors
+        .iter()
+        .position(|(_, error)| !error.to_string().contains("failed transaction"))
+        .unwrap_or(0);
+    Err(errors.swap_remove(decisive).1)
 }
 
 /// How long `/health` waits for the database before calling it unavailable.

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use crate::helpers::{TestApp, spawn_app, spawn_app_with};
 
 /// The session cookie's `name=value` from a response, with its attributes.
-fn session_cookie(response: &reqwest::Response) -> (String, String) {
+pub(crate) fn session_cookie(response: &reqwest::Response) -> (String, String) {
     let header = response
         .headers()
         .get_all("set-cookie")
@@ -33,7 +33,7 @@ async fn post_with_cookie(
         .expect("request reaches the server")
 }
 
-async fn me(app: &TestApp, cookie: &str) -> Value {
+pub(crate) async fn me(app: &TestApp, cookie: &str) -> Value {
     app.client
         .get(app.url("/api/auth/me"))
         .header("cookie", cookie)
@@ -45,12 +45,12 @@ async fn me(app: &TestApp, cookie: &str) -> Value {
         .expect("json")
 }
 
-async fn error_of(response: reqwest::Response) -> (u16, Value) {
+pub(crate) async fn error_of(response: reqwest::Response) -> (u16, Value) {
     let status = response.status().as_u16();
     (status, response.json().await.expect("json error body"))
 }
 
-async fn sign_up(app: &TestApp, email: &str, password: &str) -> String {
+pub(crate) async fn sign_up(app: &TestApp, email: &str, password: &str) -> String {
     let response = app
         .post_json(
             "/api/auth/signup",

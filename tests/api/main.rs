@@ -1,11 +1,16 @@
 //! The one integration-test binary: each module drives the real server over HTTP.
 
 mod auth;
+mod billing;
 mod content;
 mod durability;
 mod events;
 mod health;
 mod helpers;
+mod lifecycle;
 mod mail;
 mod realtime;
+mod stripe;
+mod stripe_mock;
+mod stripe_routes;
 mod web_app;

@@ -32,7 +32,8 @@ describe('router', () => {
 
     expect(await screen.findByRole('link', { name: 'FixItNow' })).toBeTruthy();
     expect((await screen.findByRole('link', { name: 'Login' })).getAttribute('href')).toBe('/login');
-    expect(screen.getByRole('link', { name: 'Subscribe' }).getAttribute('href')).toBe('/landing');
+    // The members page opens the trial prompt for this parameter.
+    expect(screen.getByRole('link', { name: 'Subscribe' }).getAttribute('href')).toBe('/?subscribe=true');
   });
 
   it('shows the signed-in email and Logout instead', async () => {

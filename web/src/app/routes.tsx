@@ -2,9 +2,12 @@ import { Navigate, type RouteObject } from 'react-router';
 import { AppLayout, type RouteHandle } from './AppLayout';
 import { LandingPage } from '../features/landing/LandingPage';
 import { ComingSoonPage } from '../features/coming-soon/ComingSoonPage';
-import { MembersPlaceholder } from '../features/members/MembersPlaceholder';
+import { MembersPage } from '../features/members/MembersPage';
 import { LoginPage } from '../features/auth/LoginPage';
 import { SignupPage } from '../features/auth/SignupPage';
+import { AccountSetupPage } from '../features/account-setup/AccountSetupPage';
+import { CheckoutSuccessPage } from '../features/checkout/CheckoutSuccessPage';
+import { DemoCheckoutPage } from '../features/checkout/DemoCheckoutPage';
 
 function comingSoon(path: string, title: string, handle: RouteHandle = {}): RouteObject {
   return {
@@ -20,7 +23,7 @@ export const routes: RouteObject[] = [
   {
     element: <AppLayout />,
     children: [
-      { path: '/', element: <MembersPlaceholder /> },
+      { path: '/', element: <MembersPage /> },
       {
         path: '/landing',
         caseSensitive: true,
@@ -47,10 +50,25 @@ export const routes: RouteObject[] = [
       },
       // Where sign-up and sign-in lead: the members page itself.
       { path: '/members', caseSensitive: true, element: <Navigate to="/" replace /> },
-      comingSoon('/account-setup', 'Account Setup'),
-      comingSoon('/checkout-success', 'Checkout'),
+      {
+        path: '/account-setup',
+        caseSensitive: true,
+        element: <AccountSetupPage />,
+        handle: { title: 'Account Setup' } satisfies RouteHandle,
+      },
+      {
+        path: '/checkout-success',
+        caseSensitive: true,
+        element: <CheckoutSuccessPage />,
+        handle: { title: 'Checkout' } satisfies RouteHandle,
+      },
       comingSoon('/checkout-debug', 'Checkout Debug'),
-      comingSoon('/demo-checkout/:id', 'Demo Checkout'),
+      {
+        path: '/demo-checkout/:id',
+        caseSensitive: true,
+        element: <DemoCheckoutPage />,
+        handle: { title: 'Demo Checkout' } satisfies RouteHandle,
+      },
       { path: '*', element: <Navigate to="/" replace /> },
     ],
   },

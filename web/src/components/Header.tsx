@@ -38,7 +38,8 @@ export function Header() {
                 <Link to="/login" className="site-header__link">
                   Login
                 </Link>
-                <Link to="/landing" className="site-header__link site-header__link--cta">
+                {/* The members page opens the trial prompt for this parameter. */}
+                <Link to="/?subscribe=true" className="site-header__link site-header__link--cta">
                   Subscribe
                 </Link>
               </>

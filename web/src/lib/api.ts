@@ -19,6 +19,8 @@ type RequestOptions = {
   method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   body?: unknown;
   signal?: AbortSignal;
+  /** Overrides the 8 s time-out (the spec gives the checkout-success call 15 s). */
+  timeoutMs?: number;
 };
 
 function isErrorBody(value: unknown): value is { error: string; message: string } {
@@ -42,7 +44,7 @@ async function readJson(response: Response): Promise<unknown> {
 
 export async function apiRequest<T>(path: string, options: RequestOptions = {}): Promise<T> {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), REQUEST_TIMEOUT_MS);
+  const timer = setTimeout(() => controller.abort(), options.timeoutMs ?? REQUEST_TIMEOUT_MS);
   const forwardAbort = () => controller.abort();
   options.signal?.addEventListener('abort', forwardAbort);
 
@@ -76,7 +78,7 @@ export async function apiRequest<T>(path: string, options: RequestOptions = {}):
 }
 
 export const api = {
-  get: <T>(path: string, signal?: AbortSignal) => apiRequest<T>(path, { signal }),
+  get: <T>(path: string, signal?: AbortSignal, timeoutMs?: number) => apiRequest<T>(path, { signal, timeoutMs }),
   post: <T>(path: string, body: unknown, signal?: AbortSignal) =>
     apiRequest<T>(path, { method: 'POST', body, signal }),
 };

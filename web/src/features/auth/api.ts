@@ -1,6 +1,27 @@
 import { api } from '../../lib/api';
 
-export type User = { id: string; email: string };
+/** What the server decides about access (DESIGN 6): the client only shows it. */
+export type Access = {
+  hasAccess: boolean;
+  trialActive: boolean;
+  hasActiveSubscription: boolean;
+  trialEndDate: string | null;
+};
+
+/** The checkout that created an account which has no password yet. */
+export type PendingSetup = { email: string; session: string; paymentSessionId: string };
+
+/**
+ * Sign-in and sign-up answers carry only `id` and `email`; `GET /api/auth/me` adds the rest,
+ * so a page that needs access asks the session to refresh after a sign-in.
+ */
+export type User = {
+  id: string;
+  email: string;
+  hasPassword?: boolean;
+  access?: Access;
+  pendingSetup?: PendingSetup | null;
+};
 type UserAnswer = { user: User };
 
 export type Credentials = { email: string; password: string };

@@ -1,0 +1,100 @@
+//! Payments and access. A `PaymentProvider` (the built-in demo checkout, or Stripe) runs the hosted
+//! checkout; everything that grants access happens here, on the server, from verified payment
+//! events: fulfilment of a paid checkout, subscription changes, and the access rule.
+
+pub mod demo;
+pub mod model;
+pub mod service;
+pub mod stripe;
+
+use std::collections::BTreeMap;
+
+use futures_util::future::BoxFuture;
+
+use crate::store::billing::StoredCheckout;
+use model::{CheckoutSource, CompletedCheckout, SubscriptionSnapshot};
+pub use service::Billing;
+
+/// What the provider needs to open a hosted checkout. Prices are the server's: the request only
+/// says whether today's refundable fee is charged.
+#[derive(Debug, Clone)]
+pub struct CheckoutRequest {
+    pub source: CheckoutSource,
+    pub refundable_fee: bool,
+    /// Prefills the checkout's email (a signed-in member's address).
+    pub customer_email: Option<String>,
+    /// Our id for the checkout (`trackingSessionId`), also Stripe's client_reference_id.
+    pub tracking_id: String,
+    /// Attribution and the tracking id; copied to the subscription too.
+    pub metadata: BTreeMap<String, String>,
+    /// Absolute; for Stripe it contains the literal `{CHECKOUT_SESSION_ID}` placeholder.
+    pub success_url: String,
+    pub cancel_url: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatedCheckout {
+    pub provider_session_id: String,
+    /// Where the browser goes to pay (absolute, or a path on this server for the demo).
+    pub url: String,
+}
+
+/// A checkout as the provider sees it now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckoutStatus {
+    /// Not paid (yet).
+    Open,
+    /// Paid: the facts fulfilment needs.
+    Complete(CompletedCheckout),
+    /// Abandoned or canceled.
+    Expired,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BillingError {
+    /// The provider refused or could not be reached; the text is for the log.
+    #[error("payment provider: {0}")]
+    Provider(String),
+    #[error("the payment provider does not know {0}")]
+    NotFound(String),
+    #[error("nothing to refund: {0}")]
+    NothingToRefund(String),
+    #[error("database: {0}")]
+    Database(#[from] surrealdb::Error),
+}
+
+/// A hosted checkout and billing service: the built-in demo, or Stripe.
+pub trait PaymentProvider: Send + Sync + 'static {
+    /// `demo` or `stripe`, as stored with each checkout.
+    fn name(&self) -> &'static str;
+
+    fn create_checkout<'a>(
+        &'a self,
+        request: &'a CheckoutRequest,
+    ) -> BoxFuture<'a, Result<CreatedCheckout, BillingError>>;
+
+    /// Asks the provider (never the browser) whether a checkout was paid.
+    fn checkout_status<'a>(
+        &'a self,
+        provider_session_id: &'a str,
+    ) -> BoxFuture<'a, Result<CheckoutStatus, BillingError>>;
+
+    /// The subscription as the provider has it now; `None` when it does not exist.
+    fn subscription<'a>(
+        &'a self,
+        subscription_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<SubscriptionSnapshot>, BillingError>>;
+
+    /// A page where the customer manages (and cancels) the subscription.
+    fn portal_url<'a>(
+        &'a self,
+        customer_id: &'a str,
+        return_url: &'a str,
+    ) -> BoxFuture<'a, Result<String, BillingError>>;
+
+    /// Pays back today's refundable fee of a checkout.
+    fn refund_fee<'a>(
+        &'a self,
+        checkout: &'a StoredCheckout,
+    ) -> BoxFuture<'a, Result<(), BillingError>>;
+}

@@ -1,0 +1,574 @@
+//! `Billing`: the one place that turns checkouts and payment events into access. Routes call it;
+//! it calls the provider and the store.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use super::model::{
+    Access, Attribution, BillingEvent, CheckoutSource, CompletedCheckout, SubscriptionSnapshot,
+    trial_end,
+};
+use super::{BillingError, CheckoutRequest, CheckoutStatus, PaymentProvider};
+use crate::auth::token;
+use crate::domain::analytics::EventName;
+use crate::mail::{MailKind, Mailer, OutgoingMail};
+use crate::store::billing::{
+    self as billing_store, FulfilOutcome, NewCheckout, StoredSubscription,
+};
+use crate::store::{self, Db};
+
+/// How long a one-time sign-in token works.
+pub const SIGN_IN_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
+/// The spec's subscription check throttle: one fresh answer per user per 15 s.
+pub const CHECK_THROTTLE: Duration = Duration::from_secs(15);
+
+pub struct Billing {
+    db: Db,
+    provider: Arc<dyn PaymentProvider>,
+    mailer: Mailer,
+    public_url: url::Url,
+    product_name: String,
+    checks: Mutex<HashMap<String, (Instant, SubscriptionCheck)>>,
+}
+
+/// A checkout to open, as the route parsed it.
+#[derive(Debug, Clone)]
+pub struct StartCheckout {
+    pub source: CheckoutSource,
+    pub attribution: Attribution,
+    /// The signed-in member, if any: prefills the email.
+    pub user: Option<(String, String)>,
+    pub visitor_id: Option<String>,
+    /// A path on this site to come back to when the checkout is canceled.
+    pub cancel_path: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct StartedCheckout {
+    pub provider_session_id: String,
+    pub tracking_id: String,
+    pub url: String,
+}
+
+/// A paid checkout the success page asked about.
+#[derive(Debug, Clone)]
+pub struct ConfirmedCheckout {
+    pub user_id: String,
+    pub email: String,
+    pub tracking_id: String,
+    pub provider_session_id: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfirmError {
+    #[error("no such checkout")]
+    Unknown,
+    #[error("the checkout is not paid")]
+    NotPaid,
+    #[error(transparent)]
+    Billing(#[from] BillingError),
+}
+
+/// The spec's subscription check answer.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionCheck {
+    pub has_active_subscription: bool,
+    pub trial_active: bool,
+    pub trial_end_date: Option<DateTime<Utc>>,
+    pub subscription: Option<SubscriptionView>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionView {
+    pub id: String,
+    pub status: String,
+    pub plan_id: Option<String>,
+    pub current_period_end: Option<DateTime<Utc>>,
+    pub cancel_at_period_end: bool,
+}
+
+/// How a payment event was handled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventOutcome {
+    Processed(String),
+    /// Seen and processed before: nothing was done again.
+    Duplicate,
+    /// A type the product does not act on.
+    Ignored,
+}
+
+impl Billing {
+    pub fn new(
+        db: Db,
+        provider: Arc<dyn PaymentProvider>,
+        mailer: Mailer,
+        public_url: url::Url,
+        product_name: String,
+    ) -> Self {
+        Self {
+            db,
+            provider,
+            mailer,
+            public_url,
+            product_name,
+            checks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn provider(&self) -> &dyn PaymentProvider {
+        self.provider.as_ref()
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    fn absolute(&self, path: &str) -> String {
+        let base = self.public_url.as_str().trim_end_matches('/');
+        format!("{base}{path}")
+    }
+
+    /// Opens a hosted checkout and records it; the browser is sent to `url`.
+    pub async fn start_checkout(
+        &self,
+        start: StartCheckout,
+    ) -> Result<StartedCheckout, BillingError> {
+        let tracking_id = format!("hn_{}", &token::new_secret()[..24]);
+        let refundable_fee = start.source.charges_refundable_fee();
+        let attribution = Attribution {
+            source: Some(start.source.as_str().to_owned()),
+            ..start.attribution
+        };
+        let mut metadata = BTreeMap::new();
+        metadata.insert("tracking_id".to_owned(), tracking_id.clone());
+        if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(&attribution) {
+            for (key, value) in fields {
+                if let serde_json::Value::String(text) = value {
+                    // Stripe's limit for a metadata value.
+                    metadata.insert(key, text.chars().take(500).collect());
+                }
+            }
+        }
+        let request = CheckoutRequest {
+            source: start.source,
+            refundable_fee,
+            customer_email: start.user.as_ref().map(|(_, email)| email.clone()),
+            tracking_id: tracking_id.clone(),
+            metadata,
+            success_url: self.absolute(&format!(
+                "/checkout-success?session_id={{CHECKOUT_SESSION_ID}}&session={tracking_id}"
+            )),
+            cancel_url: self.absolute(&start.cancel_path),
+        };
+        let created = self.provider.create_checkout(&request).await?;
+        billing_store::create_checkout(
+            &self.db,
+            NewCheckout {
+                provider: self.provider.name().to_owned(),
+                provider_session_id: created.provider_session_id.clone(),
+                tracking_id: tracking_id.clone(),
+                source: start.source.as_str().to_owned(),
+                refundable_fee,
+                email: request.customer_email.clone(),
+                attribution: serde_json::to_value(&attribution).unwrap_or_default(),
+                success_url: request.success_url.clone(),
+                cancel_url: request.cancel_url.clone(),
+            },
+            start.user.as_ref().map(|(id, _)| id.as_str()),
+            start.visitor_id.as_deref(),
+        )
+        .await?;
+        store::analytics::record_server_event(
+            &self.db,
+            EventName::BEGIN_CHECKOUT,
+            start.user.as_ref().map(|(id, _)| id.as_str()),
+            json!({
+                "source": start.source.as_str(),
+                "value": if refundable_fee { 1 } else { 0 },
+                "currency": "USD",
+                "trackingSessionId": tracking_id,
+            }),
+        )
+        .await;
+        Ok(StartedCheckout {
+            provider_session_id: created.provider_session_id,
+            tracking_id,
+            url: created.url,
+        })
+    }
+
+    /// Handles one payment event once: stored by id first, then applied. A repeat of a processed
+    /// event does nothing; a repeat of one whose handling failed half-way is handled again (each
+    /// step is idempotent).
+    pub async fn process_event(
+        &self,
+        source: &str,
+        event_id: &str,
+        event_type: &str,
+        payload: serde_json::Value,
+        event: Option<BillingEvent>,
+    ) -> Result<EventOutcome, BillingError> {
+        let first_time = record_event(&self.db, source, event_id, event_type, payload).await?;
+        if !first_time {
+            return Ok(EventOutcome::Duplicate);
+        }
+        let outcome = match event {
+            Some(event) => EventOutcome::Processed(self.apply(event).await?),
+            None => EventOutcome::Ignored,
+        };
+        let label = match &outcome {
+            EventOutcome::Processed(text) => text.clone(),
+            EventOutcome::Ignored => "ignored".to_owned(),
+            EventOutcome::Duplicate => "duplicate".to_owned(),
+        };
+        self.db
+            .query("UPDATE webhook_event SET processed_at = time::now(), outcome = $outcome WHERE event_id = $id")
+            .bind(("id", event_id.to_owned()))
+            .bind(("outcome", label))
+            .await?
+            .check()?;
+        Ok(outcome)
+    }
+
+    async fn apply(&self, event: BillingEvent) -> Result<String, BillingError> {
+        match event {
+            BillingEvent::CheckoutCompleted(completed) => match self.fulfil(completed).await? {
+                FulfilOutcome::Fulfilled { user_id, .. } => {
+                    Ok(format!("fulfilled for user {user_id}"))
+                }
+                FulfilOutcome::AlreadyFulfilled { .. } => Ok("already fulfilled".to_owned()),
+            },
+            BillingEvent::SubscriptionChanged(snapshot) => {
+                let stored =
+                    billing_store::record_subscription(&self.db, self.provider.name(), &snapshot)
+                        .await?;
+                Ok(if stored {
+                    format!(
+                        "subscription {} is {}",
+                        snapshot.id,
+                        snapshot.status.as_str()
+                    )
+                } else {
+                    "older than the stored subscription".to_owned()
+                })
+            }
+            BillingEvent::TrialWillEnd(snapshot) => {
+                billing_store::record_subscription(&self.db, self.provider.name(), &snapshot)
+                    .await?;
+                self.remind_trial_ending(&snapshot).await
+            }
+            BillingEvent::InvoicePaid {
+                customer_id,
+                subscription_id,
+                amount_paid,
+                billing_reason,
+            } => {
+                // The first charge after the trial is where the subscription really starts.
+                if billing_reason.as_deref() == Some("subscription_cycle") && amount_paid > 0 {
+                    let user = self
+                        .user_of(customer_id.as_deref(), subscription_id.as_deref())
+                        .await?;
+                    store::analytics::record_server_event(
+                        &self.db,
+                        EventName::SUBSCRIPTION_START,
+                        user.as_deref(),
+                        json!({ "value": amount_paid as f64 / 100.0, "currency": "USD" }),
+                    )
+                    .await;
+                    return Ok("subscription payment".to_owned());
+                }
+                Ok(format!("invoice paid ({amount_paid} cents)"))
+            }
+            BillingEvent::InvoicePaymentFailed {
+                customer_id,
+                amount_due,
+                ..
+            } => {
+                tracing::warn!(customer = ?customer_id, amount_due, "a subscription payment failed");
+                Ok("payment failed".to_owned())
+            }
+        }
+    }
+
+    /// The user a customer or subscription belongs to.
+    async fn user_of(
+        &self,
+        customer_id: Option<&str>,
+        subscription_id: Option<&str>,
+    ) -> Result<Option<String>, BillingError> {
+        let mut response = self
+            .db
+            .query(
+                "SELECT VALUE record::id(id) FROM user WHERE \
+                 ($customer != NONE AND payment_customer_id = $customer) OR \
+                 ($subscription != NONE AND subscription_id = $subscription) LIMIT 1",
+            )
+            .bind(("customer", customer_id.map(str::to_owned)))
+            .bind(("subscription", subscription_id.map(str::to_owned)))
+            .await?
+            .check()?;
+        let ids: Vec<String> = response.take(0)?;
+        Ok(ids.into_iter().next())
+    }
+
+    async fn remind_trial_ending(
+        &self,
+        snapshot: &SubscriptionSnapshot,
+    ) -> Result<String, BillingError> {
+        let Some(trial_end) = snapshot.trial_end else {
+            return Ok("no trial end".to_owned());
+        };
+        // Claim the reminder for this trial end: exactly one event handler sends it.
+        let mut response = self
+            .db
+            .query(
+                "UPDATE type::record('subscription', $id) SET trial_reminder_sent_for = $end \
+                 WHERE trial_reminder_sent_for != $end RETURN VALUE customer_id",
+            )
+            .bind(("id", snapshot.id.clone()))
+            .bind(("end", trial_end))
+            .await?
+            .check()?;
+        let claimed: Vec<Option<String>> = response.take(0)?;
+        if claimed.is_empty() {
+            return Ok("reminder already sent".to_owned());
+        }
+        let Some(user_id) = self
+            .user_of(snapshot.customer_id.as_deref(), Some(&snapshot.id))
+            .await?
+        else {
+            return Ok("no account for this subscription yet".to_owned());
+        };
+        let Some(email) = store::users::email_of(&self.db, &user_id).await? else {
+            return Ok("no email".to_owned());
+        };
+        let product = &self.product_name;
+        let date = trial_end.format("%B %-d, %Y");
+        let text = format!(
+            "Hello,\n\nYour {product} trial ends on {date}. After that your subscription continues at \
+             $20/month, and you keep unlimited help from your personal assistant.\n\n\
+             Nothing to do if you want to stay. To cancel before you are charged, sign in at {} and \
+             choose Manage subscription.\n\nThe {product} team\n",
+            self.absolute("/login")
+        );
+        self.mailer
+            .send(OutgoingMail {
+                to: email,
+                subject: format!("Your {product} trial ends on {date}"),
+                text,
+                kind: MailKind::TrialEnding,
+            })
+            .await
+            .map_err(|error| BillingError::Provider(format!("trial reminder mail: {error}")))?;
+        Ok("trial reminder sent".to_owned())
+    }
+
+    /// Fulfils a paid checkout (idempotent): the account, the 7-day trial, attribution, a welcome
+    /// mail with a one-time sign-in link.
+    pub async fn fulfil(
+        &self,
+        completed: CompletedCheckout,
+    ) -> Result<FulfilOutcome, BillingError> {
+        let secret = token::new_secret();
+        let link = self.absolute(&format!("/?success=true&jwt={secret}"));
+        let product = &self.product_name;
+        let trial_end = trial_end(completed.completed_at);
+        let welcome_text = format!(
+            "Welcome to {product}!\n\nYour 7-day trial has started. It runs until {}. After that \
+             your subscription is $20/month; cancel anytime. Any setup fee you paid today is \
+             refundable at any time.\n\nSign in with this link (it works once, for one hour):\n\n{link}\n\n\
+             Later, sign in at {} with your email and the password you choose.\n\nThe {product} team\n",
+            trial_end.format("%B %-d, %Y"),
+            self.absolute("/login"),
+        );
+        let expires = Utc::now()
+            + chrono::Duration::from_std(SIGN_IN_TOKEN_LIFETIME)
+                .unwrap_or(chrono::Duration::hours(1));
+        let outcome = billing_store::fulfil(
+            &self.db,
+            billing_store::Fulfilment {
+                provider_session_id: completed.provider_session_id.clone(),
+                email: completed.email.trim().to_lowercase(),
+                customer_id: completed.customer_id,
+                subscription_id: completed.subscription_id,
+                payment_intent_id: completed.payment_intent_id,
+                completed_at: completed.completed_at,
+                trial_end,
+                mail_token_hash: token::hash_secret(&secret),
+                token_expires_at: expires,
+                welcome_subject: format!("Welcome to {product}: your trial has started"),
+                welcome_text,
+            },
+        )
+        .await
+        .map_err(|error| match error {
+            billing_store::FulfilError::UnknownCheckout(id) => BillingError::NotFound(id),
+            billing_store::FulfilError::Database(error) => BillingError::Database(error),
+        })?;
+        if matches!(outcome, FulfilOutcome::Fulfilled { .. }) {
+            // The welcome mail was queued in the same transaction; deliver it now rather than at
+            // the retry worker's next pass.
+            let mailer = self.mailer.clone();
+            tokio::spawn(async move {
+                if let Err(error) = mailer.retry_unsent().await {
+                    tracing::warn!(%error, "cannot deliver queued mail");
+                }
+            });
+        }
+        Ok(outcome)
+    }
+
+    /// The success page's question: was this checkout paid? Asks the provider (never the
+    /// browser), and fulfils it if the webhook has not yet.
+    pub async fn confirm_checkout(
+        &self,
+        provider_session_id: &str,
+    ) -> Result<ConfirmedCheckout, ConfirmError> {
+        let stored = billing_store::checkout(&self.db, provider_session_id)
+            .await
+            .map_err(BillingError::from)?
+            .ok_or(ConfirmError::Unknown)?;
+        let outcome = if stored.fulfilled_at.is_some() {
+            None
+        } else {
+            match self.provider.checkout_status(provider_session_id).await? {
+                CheckoutStatus::Complete(completed) => Some(self.fulfil(completed).await?),
+                CheckoutStatus::Open | CheckoutStatus::Expired => {
+                    return Err(ConfirmError::NotPaid);
+                }
+            }
+        };
+        let (user_id, email) = match outcome {
+            Some(FulfilOutcome::Fulfilled { user_id, email })
+            | Some(FulfilOutcome::AlreadyFulfilled { user_id, email }) => (user_id, email),
+            None => (
+                stored.user_id.unwrap_or_default(),
+                stored.email.unwrap_or_default(),
+            ),
+        };
+        Ok(ConfirmedCheckout {
+            user_id,
+            email,
+            tracking_id: stored.tracking_id,
+            provider_session_id: stored.provider_session_id,
+        })
+    }
+
+    /// A user's access now, from the store.
+    pub async fn check(&self, user_id: &str) -> Result<Option<SubscriptionCheck>, BillingError> {
+        let Some(facts) = billing_store::access_facts(&self.db, user_id).await? else {
+            return Ok(None);
+        };
+        let subscription = facts.subscription.as_ref();
+        let access = Access::compute(
+            facts.trial_end_date,
+            subscription.and_then(StoredSubscription::status),
+            Utc::now(),
+        );
+        Ok(Some(SubscriptionCheck {
+            has_active_subscription: access.subscription_active,
+            trial_active: access.trial_active,
+            trial_end_date: facts.trial_end_date,
+            subscription: subscription.map(|sub| SubscriptionView {
+                id: sub.id.clone(),
+                status: sub.status.clone(),
+                plan_id: sub.price_id.clone(),
+                current_period_end: sub.current_period_end,
+                cancel_at_period_end: sub.cancel_at_period_end,
+            }),
+        }))
+    }
+
+    /// The spec's `check-subscription`: at most one fresh answer per user per 15 s, which also
+    /// asks the provider for the subscription (so a lost webhook heals); in between, the last answer.
+    pub async fn throttled_check(
+        &self,
+        user_id: &str,
+    ) -> Result<Option<SubscriptionCheck>, BillingError> {
+        if let Some(cached) = self.cached_check(user_id) {
+            return Ok(Some(cached));
+        }
+        // A checkout this member paid whose webhook never came is fulfilled now, asking the
+        // provider (never the browser) whether it was paid.
+        for checkout in billing_store::unfulfilled_checkouts_of(&self.db, user_id).await? {
+            if let Ok(CheckoutStatus::Complete(completed)) = self
+                .provider
+                .checkout_status(&checkout.provider_session_id)
+                .await
+            {
+                self.fulfil(completed).await?;
+            }
+        }
+        if let Some(facts) = billing_store::access_facts(&self.db, user_id).await?
+            && let Some(subscription) = facts.subscription
+            && let Ok(Some(mut fresh)) = self.provider.subscription(&subscription.id).await
+        {
+            fresh.event_created = Utc::now().timestamp();
+            billing_store::record_subscription(&self.db, self.provider.name(), &fresh).await?;
+        }
+        let answer = self.check(user_id).await?;
+        if let Some(answer) = &answer
+            && let Ok(mut checks) = self.checks.lock()
+        {
+            if checks.len() > 10_000 {
+                checks.retain(|_, (at, _)| at.elapsed() < CHECK_THROTTLE);
+            }
+            checks.insert(user_id.to_owned(), (Instant::now(), answer.clone()));
+        }
+        Ok(answer)
+    }
+
+    fn cached_check(&self, user_id: &str) -> Option<SubscriptionCheck> {
+        let checks = self.checks.lock().ok()?;
+        checks
+            .get(user_id)
+            .filter(|(at, _)| at.elapsed() < CHECK_THROTTLE)
+            .map(|(_, answer)| answer.clone())
+    }
+
+    /// Forgets a cached check (after something changed that the user must see at once).
+    pub fn forget_check(&self, user_id: &str) {
+        if let Ok(mut checks) = self.checks.lock() {
+            checks.remove(user_id);
+        }
+    }
+}
+
+/// Stores an event by id; false when it was stored and processed before.
+async fn record_event(
+    db: &Db,
+    source: &str,
+    event_id: &str,
+    event_type: &str,
+    payload: serde_json::Value,
+) -> Result<bool, BillingError> {
+    let result = db
+        .query(
+            "CREATE webhook_event CONTENT { event_id: $id, event_type: $type, payload: $payload, source: $source }",
+        )
+        .bind(("id", event_id.to_owned()))
+        .bind(("type", event_type.to_owned()))
+        .bind(("payload", payload))
+        .bind(("source", source.to_owned()))
+        .await
+        .and_then(|response| response.check());
+    match result {
+        Ok(_) => Ok(true),
+        Err(error) if store::users::is_unique_violation(&error) => {
+            let mut response = db
+                .query("SELECT VALUE processed_at FROM webhook_event WHERE event_id = $id")
+                .bind(("id", event_id.to_owned()))
+                .await?
+                .check()?;
+            let processed: Vec<Option<DateTime<Utc>>> = response.take(0)?;
+            Ok(processed.into_iter().next().flatten().is_none())
+        }
+        Err(error) => Err(error.into()),
+    }
+}

@@ -1,0 +1,243 @@
+//! After a checkout: `/api/account/setup` (choose a password, or confirm the existing one) and
+//! `/api/auth/token` (redeem a one-time sign-in token: the welcome mail's link, or the checkout
+//! cookie the success page set).
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, get, post, web};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::{self, CurrentUser, MaybeUser, SessionCookies, token};
+use crate::billing::Billing;
+use crate::domain::analytics::EventName;
+use crate::domain::{Email, NewPassword, PasswordError};
+use crate::routes::ApiError;
+use crate::routes::billing::{CHECKOUT_COOKIE, clear_checkout_cookie};
+use crate::store::{self, Db};
+
+pub const NO_SESSION: &str = "No session information found. Please contact support.";
+pub const WRONG_PASSWORD: &str = "Incorrect password for existing account";
+pub const TOKEN_INVALID: &str = "This sign-in link has expired or was already used. Please sign in with your email and password.";
+
+fn no_session() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "no_session", NO_SESSION)
+}
+
+/// The hash of the checkout cookie's token, if the request carries a plausible one.
+fn checkout_token_hash(req: &HttpRequest) -> Option<String> {
+    req.cookie(CHECKOUT_COOKIE)
+        .map(|cookie| cookie.value().to_owned())
+        .filter(|value| token::looks_like_secret(value))
+        .map(|value| token::hash_secret(&value))
+}
+
+/// Whose account setup this request may do: the checkout cookie's (spent on success), or a
+/// signed-in member's whose account a checkout created without a password.
+struct SetupRight {
+    user_id: String,
+    email: String,
+    /// The checkout cookie's token, to spend; `None` for a signed-in member.
+    token_hash: Option<String>,
+}
+
+async fn setup_right(
+    req: &HttpRequest,
+    db: &Db,
+    user: Option<CurrentUser>,
+) -> Result<SetupRight, ApiError> {
+    if let Some(hash) = checkout_token_hash(req)
+        && let Some(owner) = store::billing::peek_sign_in_token(db, &hash)
+            .await
+            .map_err(|e| ApiError::internal("cannot read a sign-in token", e))?
+    {
+        return Ok(SetupRight {
+            user_id: owner.user_id,
+            email: owner.email,
+            token_hash: Some(hash),
+        });
+    }
+    if let Some(user) = user {
+        let has_password = store::billing::access_facts(db, &user.id)
+            .await
+            .map_err(|e| ApiError::internal("cannot read an account", e))?
+            .is_none_or(|facts| facts.has_password);
+        if !has_password {
+            return Ok(SetupRight {
+                user_id: user.id,
+                email: user.email,
+                token_hash: None,
+            });
+        }
+    }
+    Err(no_session())
+}
+
+/// `GET /api/account/setup`: whose checkout this browser finished, and whether that account
+/// already has a password.
+#[get("/account/setup")]
+pub async fn setup_status(
+    req: HttpRequest,
+    billing: web::Data<Billing>,
+    user: MaybeUser,
+) -> Result<HttpResponse, ApiError> {
+    let owner = setup_right(&req, billing.db(), user.0).await?;
+    let facts = store::billing::access_facts(billing.db(), &owner.user_id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read an account", e))?
+        .ok_or_else(no_session)?;
+    let check = billing
+        .check(&owner.user_id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read access", e))?;
+    Ok(HttpResponse::Ok().json(json!({
+        "email": owner.email,
+        "hasPassword": facts.has_password,
+        "trialActive": check.as_ref().is_some_and(|c| c.trial_active),
+        "trialEndDate": check.and_then(|c| c.trial_end_date),
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct SetupRequest {
+    #[serde(default)]
+    email: Option<String>,
+    #[serde(default)]
+    password: Option<String>,
+}
+
+/// `POST /api/account/setup {email, password}`: for the account the checkout created, sets the
+/// first password, or checks the existing one; either way signs this browser in, once.
+#[post("/account/setup")]
+pub async fn setup(
+    req: HttpRequest,
+    billing: web::Data<Billing>,
+    cookies: web::Data<SessionCookies>,
+    user: MaybeUser,
+    body: web::Json<SetupRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let db = billing.db();
+    let body = body.into_inner();
+    let email_text = body.email.unwrap_or_default();
+    if email_text.trim().is_empty() {
+        return Err(ApiError::bad_request("email_required", "Email is required"));
+    }
+    let email = Email::parse(&email_text)
+        .map_err(|error| ApiError::bad_request(error.code(), error.to_string()))?;
+    let password = body.password.unwrap_or_default();
+    if password.is_empty() {
+        return Err(ApiError::bad_request(
+            "password_required",
+            "Password is required",
+        ));
+    }
+    let owner = setup_right(&req, db, user.0).await?;
+    if owner.email != email.as_str() {
+        return Err(ApiError::bad_request(
+            "email_mismatch",
+            format!(
+                "Please use the email address you paid with: {}",
+                owner.email
+            ),
+        ));
+    }
+    let account = store::users::credentials_by_email(db, &email)
+        .await
+        .map_err(|e| ApiError::internal("cannot read an account", e))?
+        .ok_or_else(no_session)?;
+    let new_hash = match account.password_hash {
+        Some(existing) => {
+            let matches = auth::password::verify_password(Some(existing), password)
+                .await
+                .map_err(|e| ApiError::internal("cannot verify a password", e))?;
+            if !matches {
+                return Err(ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "wrong_password",
+                    WRONG_PASSWORD,
+                ));
+            }
+            None
+        }
+        None => {
+            let password = NewPassword::parse(password).map_err(|error: PasswordError| {
+                ApiError::bad_request(error.code(), error.to_string())
+            })?;
+            Some(
+                auth::password::hash_password(password)
+                    .await
+                    .map_err(|e| ApiError::internal("cannot hash a password", e))?,
+            )
+        }
+    };
+    // Spend the token before anything changes: of two racing requests, one sets up the account.
+    if let Some(hash) = &owner.token_hash {
+        store::billing::redeem_sign_in_token(db, hash)
+            .await
+            .map_err(|e| ApiError::internal("cannot redeem a sign-in token", e))?
+            .ok_or_else(no_session)?;
+    }
+    if let Some(new_hash) = new_hash {
+        store::users::set_password(db, &account.id, new_hash)
+            .await
+            .map_err(|e| ApiError::internal("cannot store a password", e))?;
+    }
+    store::analytics::record_server_event(
+        db,
+        EventName::ACCOUNT_SETUP,
+        Some(&account.id),
+        json!({}),
+    )
+    .await;
+    let trial_active = billing
+        .check(&account.id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read access", e))?
+        .is_some_and(|check| check.trial_active);
+    let session = auth::session::start(db, **cookies, &account.id).await?;
+    Ok(HttpResponse::Ok()
+        .cookie(session)
+        .cookie(clear_checkout_cookie(**cookies))
+        .json(json!({
+            "user": { "id": account.id, "email": account.email },
+            "trialActive": trial_active,
+        })))
+}
+
+#[derive(Deserialize)]
+pub struct TokenRequest {
+    #[serde(default)]
+    token: Option<String>,
+}
+
+/// `POST /api/auth/token {token?}`: signs in with a one-time token, from the body (the welcome
+/// mail's link) or else from the checkout cookie. Works once; concurrent tries get one session.
+#[post("/auth/token")]
+pub async fn redeem_token(
+    req: HttpRequest,
+    db: web::Data<Db>,
+    cookies: web::Data<SessionCookies>,
+    body: web::Json<TokenRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let invalid = || ApiError::new(StatusCode::UNAUTHORIZED, "invalid_token", TOKEN_INVALID);
+    let hash = match body.into_inner().token {
+        Some(value) if token::looks_like_secret(&value) => token::hash_secret(&value),
+        Some(_) => return Err(invalid()),
+        None => checkout_token_hash(&req).ok_or_else(invalid)?,
+    };
+    let owner = store::billing::redeem_sign_in_token(&db, &hash)
+        .await
+        .map_err(|e| ApiError::internal("cannot redeem a sign-in token", e))?
+        .ok_or_else(invalid)?;
+    store::analytics::record_server_event(
+        &db,
+        EventName::LOGIN,
+        Some(&owner.user_id),
+        json!({"method": "token"}),
+    )
+    .await;
+    let session = auth::session::start(&db, **cookies, &owner.user_id).await?;
+    Ok(HttpResponse::Ok()
+        .cookie(session)
+        .cookie(clear_checkout_cookie(**cookies))
+        .json(json!({ "user": { "id": owner.user_id, "email": owner.email } })))
+}

@@ -1,0 +1,753 @@
+//! The spec's checkout endpoints (`/api/create-checkout.js`, `/api/checkout-success`,
+//! `/api/check-subscription.js`) and the demo checkout's own API. The client says where a checkout
+//! comes from; the server decides prices, and only a paid checkout, as the provider reports it,
+//! grants anything.
+
+use actix_web::cookie::{Cookie, SameSite, time};
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, get, post, web};
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::{CurrentUser, MaybeUser, SessionCookies, token};
+use crate::billing::demo::{self, check_card};
+use crate::billing::model::{
+    Attribution, BillingEvent, CheckoutSource, MONTHLY_PRICE_CENTS, REFUNDABLE_FEE_CENTS,
+    SubscriptionSnapshot, SubscriptionStatus, TRIAL_DAYS, trial_end,
+};
+use crate::billing::service::{ConfirmError, SIGN_IN_TOKEN_LIFETIME, StartCheckout};
+use crate::billing::{Billing, BillingError};
+use crate::domain::{Email, EmailError};
+use crate::routes::ApiError;
+use crate::store;
+
+/// The cookie that proves a finished checkout to the account-setup endpoints: a one-time sign-in
+/// token, HttpOnly and sent only to `/api`, so no script ever reads it.
+pub const CHECKOUT_COOKIE: &str = "helpnow_checkout";
+
+pub const MISSING_SESSION: &str = "Missing required session parameters";
+
+fn billing_error(context: &str, error: BillingError) -> ApiError {
+    match error {
+        BillingError::NotFound(_) => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_checkout",
+            "Error processing checkout success",
+        ),
+        other => ApiError::internal(context, other),
+    }
+}
+
+/// Keeps short attribution texts only.
+fn clean(value: Option<String>) -> Option<String> {
+    value
+        .map(|text| text.trim().chars().take(200).collect::<String>())
+        .filter(|text| !text.is_empty())
+}
+
+/// A path on this site (`/x?y`), or the spec's default: a cancel URL never leaves the site.
+fn local_path(value: Option<&str>, public_url: &url::Url) -> String {
+    let default = "/?canceled=true".to_owned();
+    let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return default;
+    };
+    match url::Url::parse(value) {
+        Ok(absolute) if absolute.origin() == public_url.origin() => {
+            let mut path = absolute.path().to_owned();
+            if let Some(query) = absolute.query() {
+                path.push('?');
+                path.push_str(query);
+            }
+            path
+        }
+        Ok(_) => default,
+        Err(_) if value.starts_with('/') && !value.starts_with("//") && !value.contains('\\') => {
+            value.to_owned()
+        }
+        Err(_) => default,
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateCheckoutRequest {
+    #[serde(default)]
+    source: Option<String>,
+    #[serde(default)]
+    campaignid: Option<String>,
+    #[serde(default)]
+    keyword: Option<String>,
+    #[serde(default)]
+    headline: Option<String>,
+    #[serde(default)]
+    cancel_url: Option<String>,
+    #[serde(default, rename = "utm_source")]
+    utm_source: Option<String>,
+    #[serde(default, rename = "utm_medium")]
+    utm_medium: Option<String>,
+    #[serde(default, rename = "utm_campaign")]
+    utm_campaign: Option<String>,
+    #[serde(default)]
+    gclid: Option<String>,
+    // The spec's client also sends priceId, isTrial, refundableFee, refundableFeePrice and
+    // subscriptionPrice. They are accepted and ignored: what is charged is the server's decision.
+}
+
+/// `POST /api/create-checkout.js` -> `{sessionId, trackingSessionId, url}`.
+#[post("/create-checkout.js")]
+pub async fn create_checkout(
+    req: HttpRequest,
+    billing: web::Data<Billing>,
+    settings: web::Data<crate::config::Settings>,
+    user: MaybeUser,
+    body: web::Json<CreateCheckoutRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.into_inner();
+    let source = body
+        .source
+        .as_deref()
+        .and_then(CheckoutSource::parse)
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_source",
+                "source must be one of help_funnel, chat_funnel, refundable_fee_funnel, chat_trial_prompt, direct_signup",
+            )
+        })?;
+    let started = billing
+        .start_checkout(StartCheckout {
+            source,
+            attribution: Attribution {
+                source: None,
+                campaignid: clean(body.campaignid),
+                keyword: clean(body.keyword),
+                headline: clean(body.headline),
+                utm_source: clean(body.utm_source),
+                utm_medium: clean(body.utm_medium),
+                utm_campaign: clean(body.utm_campaign),
+                gclid: clean(body.gclid),
+            },
+            user: user.0.map(|user| (user.id, user.email)),
+            visitor_id: req
+                .cookie("vid")
+                .map(|cookie| cookie.value().to_owned())
+                .filter(|value| {
+                    value.len() <= 64
+                        && value
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                }),
+            cancel_path: local_path(body.cancel_url.as_deref(), &settings.server.public_url),
+        })
+        .await
+        .map_err(|error| ApiError::internal("cannot start a checkout", error))?;
+    Ok(HttpResponse::Ok().json(json!({
+        "sessionId": started.provider_session_id,
+        "trackingSessionId": started.tracking_id,
+        "url": started.url,
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct SuccessQuery {
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(default)]
+    session: Option<String>,
+}
+
+fn checkout_cookie(cookies: SessionCookies, secret: String) -> Cookie<'static> {
+    let seconds = i64::try_from(SIGN_IN_TOKEN_LIFETIME.as_secs()).unwrap_or(3600);
+    Cookie::build(CHECKOUT_COOKIE, secret)
+        .path("/api")
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .secure(cookies.secure)
+        .max_age(time::Duration::seconds(seconds))
+        .finish()
+}
+
+pub fn clear_checkout_cookie(cookies: SessionCookies) -> Cookie<'static> {
+    Cookie::build(CHECKOUT_COOKIE, "")
+        .path("/api")
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .secure(cookies.secure)
+        .max_age(time::Duration::ZERO)
+        .finish()
+}
+
+/// `GET /api/checkout-success?session_id=..&session=..`: confirms the payment with the provider,
+/// fulfils it if the webhook has not, and hands this browser a one-time sign-in token in an
+/// HttpOnly cookie (within the token's hour after payment).
+#[get("/checkout-success")]
+pub async fn checkout_success(
+    billing: web::Data<Billing>,
+    cookies: web::Data<SessionCookies>,
+    query: web::Query<SuccessQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let query = query.into_inner();
+    let provider_session_id = match (clean(query.session_id), clean(query.session)) {
+        (Some(id), _) => id,
+        (None, Some(tracking)) => store::billing::checkout_by_tracking_id(billing.db(), &tracking)
+            .await
+            .map_err(|e| ApiError::internal("cannot read a checkout", e))?
+            .map(|checkout| checkout.provider_session_id)
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "unknown_checkout",
+                    "Error processing checkout success",
+                )
+            })?,
+        (None, None) => return Err(ApiError::bad_request("missing_session", MISSING_SESSION)),
+    };
+    let confirmed = match billing.confirm_checkout(&provider_session_id).await {
+        Ok(confirmed) => confirmed,
+        Err(ConfirmError::Unknown) => {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "unknown_checkout",
+                "Error processing checkout success",
+            ));
+        }
+        Err(ConfirmError::NotPaid) => {
+            return Err(ApiError::new(
+                StatusCode::PAYMENT_REQUIRED,
+                "not_paid",
+                "Your payment has not been completed. Please try the checkout again.",
+            ));
+        }
+        Err(ConfirmError::Billing(error)) => {
+            return Err(billing_error("cannot confirm a checkout", error));
+        }
+    };
+    let check = billing
+        .check(&confirmed.user_id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read access", e))?;
+    let facts = store::billing::access_facts(billing.db(), &confirmed.user_id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read access", e))?;
+    let stored = store::billing::checkout(billing.db(), &provider_session_id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read a checkout", e))?;
+    let mut response = HttpResponse::Ok();
+    // Only within the hour after payment: a success URL found later in a browser history
+    // signs nobody in.
+    let fresh = stored
+        .and_then(|checkout| checkout.completed_at)
+        .is_some_and(|paid| Utc::now() - paid < chrono::Duration::hours(1));
+    if fresh {
+        let secret = token::new_secret();
+        let expires = Utc::now() + chrono::Duration::hours(1);
+        store::billing::create_sign_in_token(
+            billing.db(),
+            &confirmed.user_id,
+            &confirmed.email,
+            &provider_session_id,
+            token::hash_secret(&secret),
+            "checkout",
+            expires,
+        )
+        .await
+        .map_err(|e| ApiError::internal("cannot issue a sign-in token", e))?;
+        response.cookie(checkout_cookie(**cookies, secret));
+    }
+    Ok(response.json(json!({
+        "email": confirmed.email,
+        "sessionId": confirmed.tracking_id,
+        "paymentSessionId": confirmed.provider_session_id,
+        "hasPassword": facts.map(|f| f.has_password).unwrap_or(false),
+        "trialActive": check.as_ref().is_some_and(|c| c.trial_active),
+        "trialEndDate": check.and_then(|c| c.trial_end_date),
+    })))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckRequest {
+    #[serde(default)]
+    user_id: Option<String>,
+}
+
+/// `POST /api/check-subscription.js {userId}`: a member's own access; anyone else's id is 404.
+#[post("/check-subscription.js")]
+pub async fn check_subscription(
+    billing: web::Data<Billing>,
+    user: CurrentUser,
+    body: web::Json<CheckRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let Some(user_id) = body.into_inner().user_id.filter(|id| !id.trim().is_empty()) else {
+        return Err(ApiError::bad_request("missing_user", "No userId provided"));
+    };
+    if user_id != user.id {
+        return Err(ApiError::not_found());
+    }
+    let check = billing
+        .throttled_check(&user.id)
+        .await
+        .map_err(|e| ApiError::internal("cannot check a subscription", e))?
+        .ok_or_else(ApiError::not_found)?;
+    Ok(HttpResponse::Ok().json(check))
+}
+
+fn demo_only(billing: &Billing) -> Result<(), ApiError> {
+    if billing.provider().name() == "demo" {
+        Ok(())
+    } else {
+        Err(ApiError::not_found())
+    }
+}
+
+async fn demo_checkout_of(
+    billing: &Billing,
+    id: &str,
+) -> Result<store::billing::StoredCheckout, ApiError> {
+    demo_only(billing)?;
+    store::billing::checkout(billing.db(), id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read a checkout", e))?
+        .filter(|checkout| checkout.provider == "demo")
+        .ok_or_else(ApiError::not_found)
+}
+
+/// The checkout page's status: `open`, `complete` (paid) or `canceled`.
+fn demo_status(checkout: &store::billing::StoredCheckout) -> &'static str {
+    if checkout.completed_at.is_some() {
+        "complete"
+    } else if checkout.status == "canceled" {
+        "canceled"
+    } else {
+        "open"
+    }
+}
+
+/// A same-site path from an absolute URL of ours (the page navigates to it).
+fn as_path(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(parsed) => {
+            let mut path = parsed.path().to_owned();
+            if let Some(query) = parsed.query() {
+                path.push('?');
+                path.push_str(query);
+            }
+            path
+        }
+        Err(_) => "/".to_owned(),
+    }
+}
+
+#[get("/demo-checkout/{id}")]
+pub async fn demo_checkout(
+    billing: web::Data<Billing>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let checkout = demo_checkout_of(&billing, &id).await?;
+    Ok(HttpResponse::Ok().json(json!({
+        "sessionId": checkout.provider_session_id,
+        "status": demo_status(&checkout),
+        "email": checkout.email,
+        "source": checkout.source,
+        "refundableFee": checkout.refundable_fee,
+        "todayCents": if checkout.refundable_fee { REFUNDABLE_FEE_CENTS } else { 0 },
+        "trialDays": TRIAL_DAYS,
+        "monthlyCents": MONTHLY_PRICE_CENTS,
+        "cancelUrl": as_path(&checkout.cancel_url),
+    })))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DemoPayment {
+    #[serde(default)]
+    email: Option<String>,
+    #[serde(default)]
+    card_number: Option<String>,
+}
+
+/// The demo's "payment": records it on the checkout, then hands the provider's events to the same
+/// handling as Stripe's webhook (checkout completed, subscription created in trial).
+#[post("/demo-checkout/{id}/complete")]
+pub async fn complete_demo_checkout(
+    billing: web::Data<Billing>,
+    id: web::Path<String>,
+    body: web::Json<DemoPayment>,
+) -> Result<HttpResponse, ApiError> {
+    let checkout = demo_checkout_of(&billing, &id).await?;
+    let redirect = as_path(
+        &checkout
+            .success_url
+            .replace("{CHECKOUT_SESSION_ID}", &checkout.provider_session_id),
+    );
+    if checkout.completed_at.is_some() {
+        return Ok(HttpResponse::Ok().json(json!({ "redirect": redirect })));
+    }
+    if checkout.status == "canceled" {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "checkout_closed",
+            "This checkout was canceled. Please start again.",
+        ));
+    }
+    let body = body.into_inner();
+    let email =
+        Email::parse(body.email.as_deref().unwrap_or_default()).map_err(|error| match error {
+            EmailError::Missing | EmailError::Invalid => {
+                ApiError::bad_request("invalid_email", "Please enter a valid email address.")
+            }
+        })?;
+    if let Err(error) = check_card(body.card_number.as_deref().unwrap_or_default()) {
+        let status = if error == demo::CardError::Declined {
+            StatusCode::PAYMENT_REQUIRED
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        return Err(ApiError::new(status, error.code(), error.to_string()));
+    }
+    let paid_at = Utc::now();
+    let customer_id = demo::demo_id("cus");
+    let subscription_id = demo::demo_id("sub");
+    // Record the payment once: a double click pays once.
+    let mut response = billing
+        .db()
+        .query(
+            "UPDATE checkout_session SET completed_at = $paid, email = $email, customer_id = $customer, \
+             subscription_id = $subscription, payment_intent_id = $intent \
+             WHERE provider_session_id = $id AND completed_at = NONE AND status = 'open' RETURN VALUE id",
+        )
+        .bind(("paid", paid_at))
+        .bind(("email", email.as_str().to_owned()))
+        .bind(("customer", customer_id.clone()))
+        .bind(("subscription", subscription_id.clone()))
+        .bind(("intent", checkout.refundable_fee.then(|| demo::demo_id("pi"))))
+        .bind(("id", checkout.provider_session_id.clone()))
+        .await
+        .map_err(|e| ApiError::internal("cannot record a demo payment", e))?;
+    let updated: Vec<surrealdb::types::RecordId> = response
+        .take(0)
+        .map_err(|e| ApiError::internal("cannot record a demo payment", e))?;
+    if updated.is_empty() {
+        // Another request paid it a moment ago.
+        return Ok(HttpResponse::Ok().json(json!({ "redirect": redirect })));
+    }
+    let status = billing
+        .provider()
+        .checkout_status(&checkout.provider_session_id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read a demo payment", e))?;
+    let crate::billing::CheckoutStatus::Complete(completed) = status else {
+        return Err(ApiError::internal(
+            "demo checkout",
+            "a recorded payment is not complete",
+        ));
+    };
+    let trial_end = trial_end(paid_at);
+    let events = [
+        (
+            "checkout.session.completed",
+            BillingEvent::CheckoutCompleted(completed),
+        ),
+        (
+            "customer.subscription.created",
+            BillingEvent::SubscriptionChanged(SubscriptionSnapshot {
+                id: subscription_id.clone(),
+                customer_id: Some(customer_id.clone()),
+                status: SubscriptionStatus::Trialing,
+                price_id: Some("demo_price_monthly".to_owned()),
+                current_period_end: Some(trial_end),
+                trial_end: Some(trial_end),
+                cancel_at_period_end: false,
+                event_created: paid_at.timestamp(),
+            }),
+        ),
+    ];
+    for (event_type, event) in events {
+        let event_id = demo::demo_id("evt");
+        let payload = json!({
+            "id": event_id,
+            "type": event_type,
+            "checkout": checkout.provider_session_id,
+            "customer": customer_id,
+            "subscription": subscription_id,
+        });
+        billing
+            .process_event("demo", &event_id, event_type, payload, Some(event))
+            .await
+            .map_err(|e| ApiError::internal("cannot process a demo payment", e))?;
+    }
+    Ok(HttpResponse::Ok().json(json!({ "redirect": redirect })))
+}
+
+#[post("/demo-checkout/{id}/cancel")]
+pub async fn cancel_demo_checkout(
+    billing: web::Data<Billing>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let checkout = demo_checkout_of(&billing, &id).await?;
+    store::billing::cancel_checkout(billing.db(), &checkout.provider_session_id)
+        .await
+        .map_err(|e| ApiError::internal("cannot cancel a checkout", e))?;
+    Ok(HttpResponse::Ok().json(json!({ "redirect": as_path(&checkout.cancel_url) })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancel_urls_stay_on_the_site() {
+        let public: url::Url = "https://help.example".parse().expect("url");
+        assert_eq!(local_path(None, &public), "/?canceled=true");
+        assert_eq!(
+            local_path(Some("/chat-help?x=1"), &public),
+            "/chat-help?x=1"
+        );
+        assert_eq!(
+            local_path(Some("https://help.example/get-help?k=a"), &public),
+            "/get-help?k=a"
+        );
+        for hostile in [
+            "https://evil.example/",
+            "//evil.example",
+            "javascript:alert(1)",
+            "/\\evil.example",
+        ] {
+            assert_eq!(
+                local_path(Some(hostile), &public),
+                "/?canceled=true",
+                "{hostile}"
+            );
+        }
+    }
+}
+
+/// Whether the signed-in user may use the debug tools: they must be on (`security.debug_tools`)
+/// and the account listed in `admin.emails`. Anyone else gets a plain 404, as if they did not exist.
+pub fn require_debug_admin(
+    settings: &crate::config::Settings,
+    user: Option<&crate::auth::CurrentUser>,
+) -> Result<(), ApiError> {
+    let admin = user.is_some_and(|user| {
+        settings
+            .admin
+            .emails
+            .iter()
+            .any(|email| email.trim().eq_ignore_ascii_case(&user.email))
+    });
+    if settings.security.debug_tools && admin {
+        Ok(())
+    } else {
+        Err(ApiError::not_found())
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookTest {
+    #[serde(default, rename = "type")]
+    event_type: Option<String>,
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(default)]
+    payment_session_id: Option<String>,
+    #[serde(default)]
+    email: Option<String>,
+}
+
+/// `POST /api/webhook-test.js` (debug tools, admins only): simulates checkout.session.completed
+/// for a checkout started here, through the same event handling as a real webhook.
+#[post("/webhook-test.js")]
+pub async fn webhook_test(
+    billing: web::Data<Billing>,
+    settings: web::Data<crate::config::Settings>,
+    user: MaybeUser,
+    body: web::Json<WebhookTest>,
+) -> Result<HttpResponse, ApiError> {
+    require_debug_admin(&settings, user.0.as_ref())?;
+    let body = body.into_inner();
+    if body.event_type.as_deref() != Some("checkout.session.completed") {
+        return Err(ApiError::bad_request(
+            "unsupported_event",
+            "Only checkout.session.completed can be simulated.",
+        ));
+    }
+    let email = Email::parse(body.email.as_deref().unwrap_or_default())
+        .map_err(|error| ApiError::bad_request(error.code(), error.to_string()))?;
+    let checkout = match (clean(body.payment_session_id), clean(body.session_id)) {
+        (Some(id), _) => store::billing::checkout(billing.db(), &id).await,
+        (None, Some(tracking)) => {
+            store::billing::checkout_by_tracking_id(billing.db(), &tracking).await
+        }
+        (None, None) => return Err(ApiError::bad_request("missing_session", MISSING_SESSION)),
+    }
+    .map_err(|e| ApiError::internal("cannot read a checkout", e))?
+    .ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_checkout",
+            "Error simulating webhook: no such checkout",
+        )
+    })?;
+    let event_id = demo::demo_id("evt_sim");
+    let completed = crate::billing::model::CompletedCheckout {
+        provider_session_id: checkout.provider_session_id.clone(),
+        email: email.as_str().to_owned(),
+        customer_id: checkout.customer_id.clone(),
+        subscription_id: checkout.subscription_id.clone(),
+        payment_intent_id: checkout.payment_intent_id.clone(),
+        completed_at: checkout.completed_at.unwrap_or_else(Utc::now),
+    };
+    let outcome = billing
+        .process_event(
+            "simulation",
+            &event_id,
+            "checkout.session.completed",
+            json!({ "id": event_id, "type": "checkout.session.completed", "checkout": checkout.provider_session_id, "email": email.as_str() }),
+            Some(BillingEvent::CheckoutCompleted(completed)),
+        )
+        .await
+        .map_err(|e| ApiError::internal("Error simulating webhook", e))?;
+    Ok(HttpResponse::Ok().json(json!({ "eventId": event_id, "outcome": format!("{outcome:?}") })))
+}
+
+/// `POST /api/webhooks/stripe`: Stripe's signed events. The signature is checked on the raw body
+/// before anything is read; a bad or stale one changes nothing. Each event is handled once by id;
+/// a failure answers 500 so that Stripe delivers it again.
+#[post("/webhooks/stripe")]
+pub async fn stripe_webhook(
+    req: HttpRequest,
+    billing: web::Data<Billing>,
+    settings: web::Data<crate::config::Settings>,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    use secrecy::ExposeSecret;
+    let Some(secret) = settings
+        .stripe
+        .webhook_secret
+        .as_ref()
+        .filter(|_| billing.provider().name() == "stripe")
+    else {
+        return Err(ApiError::not_found());
+    };
+    let header = req
+        .headers()
+        .get("stripe-signature")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    if let Err(error) = crate::billing::stripe::verify_signature(
+        &body,
+        header,
+        secret.expose_secret(),
+        Utc::now().timestamp(),
+    ) {
+        tracing::warn!(%error, "a Stripe webhook was refused");
+        return Err(ApiError::bad_request(
+            "invalid_signature",
+            format!("Webhook signature check failed: {error}"),
+        ));
+    }
+    let parsed = crate::billing::stripe::parse_event(&body).map_err(|error| {
+        ApiError::bad_request("invalid_event", format!("Cannot read the event: {error}"))
+    })?;
+    let payload: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let outcome = billing
+        .process_event(
+            "stripe",
+            &parsed.id,
+            &parsed.event_type,
+            payload,
+            parsed.event,
+        )
+        .await
+        .map_err(|e| ApiError::internal("cannot process a Stripe event", e))?;
+    Ok(HttpResponse::Ok().json(json!({ "received": true, "outcome": format!("{outcome:?}") })))
+}
+
+/// `POST /api/billing/portal` -> `{url}`: where a member manages or cancels the subscription.
+#[post("/billing/portal")]
+pub async fn portal(
+    billing: web::Data<Billing>,
+    settings: web::Data<crate::config::Settings>,
+    user: CurrentUser,
+) -> Result<HttpResponse, ApiError> {
+    let facts = store::billing::access_facts(billing.db(), &user.id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read an account", e))?;
+    let Some(customer) = facts.and_then(|facts| facts.payment_customer_id) else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no_subscription",
+            "There is no subscription on this account yet.",
+        ));
+    };
+    let return_url = settings
+        .server
+        .public_url
+        .join("/")
+        .map_err(|e| ApiError::internal("portal", e))?;
+    let url = billing
+        .provider()
+        .portal_url(&customer, return_url.as_str())
+        .await
+        .map_err(|e| ApiError::internal("cannot open the billing portal", e))?;
+    Ok(HttpResponse::Ok().json(json!({ "url": url })))
+}
+
+/// `POST /api/billing/refund-fee`: pays back the $1 setup fee of the member's latest checkout, once.
+#[post("/billing/refund-fee")]
+pub async fn refund_fee(
+    billing: web::Data<Billing>,
+    user: CurrentUser,
+) -> Result<HttpResponse, ApiError> {
+    let checkout = store::billing::latest_fulfilled_checkout_of(billing.db(), &user.id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read a checkout", e))?
+        .filter(|checkout| checkout.refundable_fee)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "nothing_to_refund",
+                "There is no setup fee to refund on this account.",
+            )
+        })?;
+    // Claim the refund first, so two clicks refund once.
+    let mut response = billing
+        .db()
+        .query(
+            "UPDATE checkout_session SET fee_refunded_at = time::now() \
+             WHERE provider_session_id = $id AND fee_refunded_at = NONE RETURN VALUE id",
+        )
+        .bind(("id", checkout.provider_session_id.clone()))
+        .await
+        .map_err(|e| ApiError::internal("cannot claim a refund", e))?;
+    let claimed: Vec<surrealdb::types::RecordId> = response
+        .take(0)
+        .map_err(|e| ApiError::internal("cannot claim a refund", e))?;
+    if claimed.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "already_refunded",
+            "Your $1 setup fee was already refunded. It reaches your card in 5-7 business days.",
+        ));
+    }
+    if let Err(error) = billing.provider().refund_fee(&checkout).await {
+        // Give the claim back, so the member can ask again.
+        let _ = billing
+            .db()
+            .query("UPDATE checkout_session SET fee_refunded_at = NONE WHERE provider_session_id = $id")
+            .bind(("id", checkout.provider_session_id.clone()))
+            .await;
+        return Err(match error {
+            BillingError::NothingToRefund(_) => ApiError::new(
+                StatusCode::NOT_FOUND,
+                "nothing_to_refund",
+                "There is no setup fee to refund on this account.",
+            ),
+            other => ApiError::internal("cannot refund the fee", other),
+        });
+    }
+    Ok(HttpResponse::Ok().json(json!({
+        "message": "Your $1 setup fee has been refunded. It reaches your card in 5-7 business days."
+    })))
+}

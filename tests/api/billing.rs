@@ -1,0 +1,680 @@
+//! The money path on the demo provider: checkout, payment, fulfilment, account setup, one-time
+//! sign-in tokens, and the subscription check.
+
+use std::collections::HashSet;
+
+use serde_json::{Value, json};
+
+use crate::auth::{error_of, me, session_cookie, sign_up};
+use crate::helpers::{TestApp, spawn_app};
+
+/// A cookie's `name=value` from a response, if it sets one.
+fn cookie_named(response: &reqwest::Response, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find(|value| value.starts_with(&format!("{name}=")))
+        .map(|value| value.split(';').next().unwrap_or_default().to_owned())
+}
+
+async fn start_checkout(app: &TestApp, body: Value) -> Value {
+    let response = app.post_json("/api/create-checkout.js", &body).await;
+    assert_eq!(response.status(), 200);
+    response.json().await.expect("json")
+}
+
+async fn pay(app: &TestApp, session_id: &str, email: &str) -> String {
+    let response = app
+        .post_json(
+            &format!("/api/demo-checkout/{session_id}/complete"),
+            &json!({"email": email, "cardNumber": "4242 4242 4242 4242"}),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.expect("json");
+    body["redirect"].as_str().expect("a redirect").to_owned()
+}
+
+async fn get_with_cookie(app: &TestApp, path: &str, cookie: &str) -> reqwest::Response {
+    app.client
+        .get(app.url(path))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .expect("request reaches the server")
+}
+
+async fn post_with_cookie(
+    app: &TestApp,
+    path: &str,
+    cookie: &str,
+    body: &Value,
+) -> reqwest::Response {
+    app.client
+        .post(app.url(path))
+        .header("cookie", cookie)
+        .json(body)
+        .send()
+        .await
+        .expect("request reaches the server")
+}
+
+async fn count(app: &TestApp, sql: &str) -> u64 {
+    let mut response = app.db.query(sql).await.expect("query");
+    let value: Option<u64> = response.take(0).expect("count");
+    value.unwrap_or(0)
+}
+
+/// The success page's API call for a redirect path; returns its answer and the checkout cookie.
+async fn confirm(app: &TestApp, redirect: &str) -> (Value, Option<String>) {
+    let query = redirect.split_once('?').map(|(_, q)| q).unwrap_or_default();
+    let response = app.get(&format!("/api/checkout-success?{query}")).await;
+    let status = response.status();
+    let cookie = cookie_named(&response, "helpnow_checkout");
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(status, 200, "{body}");
+    (body, cookie)
+}
+
+#[tokio::test]
+async fn a_funnel_visitor_pays_one_dollar_and_sets_up_a_trial_account() {
+    let app = spawn_app().await;
+    let started = start_checkout(
+        &app,
+        json!({
+            "source": "chat_funnel", "keyword": "outlook email", "campaignid": "12345",
+            "headline": "Need Outlook Email Assistance?", "utm_source": "google",
+            "priceId": "price_free", "refundableFee": false, "subscriptionPrice": 0,
+            "cancelUrl": "https://evil.example/"
+        }),
+    )
+    .await;
+    let session_id = started["sessionId"].as_str().expect("sessionId");
+    assert!(session_id.starts_with("demo_cs_"), "{started}");
+    assert_eq!(started["url"], format!("/demo-checkout/{session_id}"));
+    assert!(
+        started["trackingSessionId"]
+            .as_str()
+            .expect("tracking")
+            .starts_with("hn_")
+    );
+
+    // The page shows what is charged: the server's prices, whatever the request said.
+    let page: Value = app
+        .get(&format!("/api/demo-checkout/{session_id}"))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(page["todayCents"], 100);
+    assert_eq!(page["monthlyCents"], 2000);
+    assert_eq!(page["trialDays"], 7);
+    assert_eq!(page["status"], "open");
+    assert_eq!(
+        page["cancelUrl"], "/?canceled=true",
+        "a cancel URL never leaves the site"
+    );
+
+    let declined = app
+        .post_json(
+            &format!("/api/demo-checkout/{session_id}/complete"),
+            &json!({"email": "ann@example.com", "cardNumber": "4000 0000 0000 0002"}),
+        )
+        .await;
+    let (status, error) = error_of(declined).await;
+    assert_eq!(
+        (status, error["error"].as_str()),
+        (402, Some("card_declined"))
+    );
+
+    // Not paid yet: the success page gets no account and no trial.
+    let unpaid = app
+        .get(&format!("/api/checkout-success?session_id={session_id}"))
+        .await;
+    assert_eq!(unpaid.status(), 402);
+    assert_eq!(
+        count(&app, "RETURN count(SELECT VALUE id FROM user)").await,
+        0
+    );
+
+    let redirect = pay(&app, session_id, "Ann@Example.com").await;
+    assert!(
+        redirect.starts_with(&format!(
+            "/checkout-success?session_id={session_id}&session=hn_"
+        )),
+        "{redirect}"
+    );
+
+    let (answer, checkout_cookie) = confirm(&app, &redirect).await;
+    assert_eq!(answer["email"], "ann@example.com");
+    assert_eq!(answer["hasPassword"], false);
+    assert_eq!(answer["trialActive"], true);
+    assert_eq!(answer["paymentSessionId"], session_id);
+    let checkout_cookie = checkout_cookie.expect("the success page sets the checkout cookie");
+
+    // The user document carries the trial, the attribution and the history.
+    let mut response = app
+        .db
+        .query("SELECT trial_started, trial_used, checkout_completed, acquisition, trial_attribution, array::len(trial_history) AS trials, payment_session_id FROM user")
+        .await
+        .expect("query");
+    let users: Vec<Value> = response.take(0).expect("users");
+    assert_eq!(users.len(), 1);
+    let user = &users[0];
+    assert_eq!(user["trial_started"], true);
+    assert_eq!(user["trials"], 1);
+    assert_eq!(user["acquisition"]["keyword"], "outlook email");
+    assert_eq!(user["acquisition"]["source"], "google");
+    assert_eq!(user["acquisition"]["medium"], "none");
+    assert_eq!(user["trial_attribution"]["campaignid"], "12345");
+    assert_eq!(user["trial_attribution"]["funnel_type"], "chat_funnel");
+    for event in ["begin_checkout", "purchase", "begin_trial"] {
+        assert_eq!(
+            helpnow::store::analytics::count_named(&app.db, event)
+                .await
+                .expect("count"),
+            1,
+            "{event}"
+        );
+    }
+    assert_eq!(
+        count(
+            &app,
+            "RETURN count(SELECT VALUE id FROM mail_outbox WHERE kind = 'welcome')"
+        )
+        .await,
+        1
+    );
+
+    let status: Value = get_with_cookie(&app, "/api/account/setup", &checkout_cookie)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(status["email"], "ann@example.com");
+    assert_eq!(status["hasPassword"], false);
+
+    let (code, error) = error_of(
+        post_with_cookie(
+            &app,
+            "/api/account/setup",
+            &checkout_cookie,
+            &json!({"email": "bob@example.com", "password": "secret1"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (code, error["error"].as_str()),
+        (400, Some("email_mismatch"))
+    );
+    let (_, error) = error_of(
+        post_with_cookie(
+            &app,
+            "/api/account/setup",
+            &checkout_cookie,
+            &json!({"email": "", "password": "secret1"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(error["message"], "Email is required");
+    let (_, error) = error_of(
+        post_with_cookie(
+            &app,
+            "/api/account/setup",
+            &checkout_cookie,
+            &json!({"email": "ann@example.com"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(error["message"], "Password is required");
+
+    let response = post_with_cookie(
+        &app,
+        "/api/account/setup",
+        &checkout_cookie,
+        &json!({"email": "ann@example.com", "password": "secret1"}),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    let (session, _) = session_cookie(&response);
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(body["trialActive"], true);
+    let who = me(&app, &session).await;
+    assert_eq!(who["user"]["email"], "ann@example.com");
+    assert_eq!(
+        helpnow::store::analytics::count_named(&app.db, "account_setup")
+            .await
+            .expect("count"),
+        1
+    );
+
+    let user_id = who["user"]["id"].as_str().expect("id");
+    let check: Value = post_with_cookie(
+        &app,
+        "/api/check-subscription.js",
+        &session,
+        &json!({"userId": user_id}),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(check["trialActive"], true);
+    assert_eq!(check["hasActiveSubscription"], true);
+    assert_eq!(check["subscription"]["status"], "trialing");
+    assert_eq!(check["subscription"]["planId"], "demo_price_monthly");
+
+    // The checkout cookie was single use.
+    let again = post_with_cookie(
+        &app,
+        "/api/account/setup",
+        &checkout_cookie,
+        &json!({"email": "ann@example.com", "password": "secret1"}),
+    )
+    .await;
+    assert_eq!(again.status(), 404);
+
+    // And the password works for a normal sign-in.
+    let login = app
+        .post_json(
+            "/api/auth/login",
+            &json!({"email": "ann@example.com", "password": "secret1"}),
+        )
+        .await;
+    assert_eq!(login.status(), 200);
+}
+
+#[tokio::test]
+async fn an_existing_account_must_give_its_own_password() {
+    let app = spawn_app().await;
+    sign_up(&app, "ann@example.com", "original1").await;
+    let started = start_checkout(&app, json!({"source": "chat_trial_prompt"})).await;
+    let redirect = pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "ann@example.com",
+    )
+    .await;
+    let (answer, cookie) = confirm(&app, &redirect).await;
+    assert_eq!(answer["hasPassword"], true);
+    let cookie = cookie.expect("checkout cookie");
+    let (status, error) = error_of(
+        post_with_cookie(
+            &app,
+            "/api/account/setup",
+            &cookie,
+            &json!({"email": "ann@example.com", "password": "guessing"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 401);
+    assert_eq!(error["message"], "Incorrect password for existing account");
+    let ok = post_with_cookie(
+        &app,
+        "/api/account/setup",
+        &cookie,
+        &json!({"email": "ann@example.com", "password": "original1"}),
+    )
+    .await;
+    assert_eq!(ok.status(), 200);
+    assert_eq!(
+        count(&app, "RETURN count(SELECT VALUE id FROM user)").await,
+        1,
+        "no second account"
+    );
+}
+
+#[tokio::test]
+async fn success_pages_racing_on_one_paid_checkout_make_one_user_and_one_trial() {
+    let app = spawn_app().await;
+    let started = start_checkout(&app, json!({"source": "help_funnel"})).await;
+    let session_id = started["sessionId"].as_str().expect("id").to_owned();
+    // The payment is recorded, but nobody has fulfilled it yet.
+    app.db
+        .query("UPDATE checkout_session SET completed_at = time::now(), email = 'race@example.com', customer_id = 'demo_cus_race', subscription_id = 'demo_sub_race' WHERE provider_session_id = $id")
+        .bind(("id", session_id.clone()))
+        .await
+        .expect("query");
+    let calls = (0..12).map(|_| {
+        let url = app.url(&format!("/api/checkout-success?session_id={session_id}"));
+        let client = app.client.clone();
+        async move {
+            client
+                .get(url)
+                .send()
+                .await
+                .expect("sent")
+                .status()
+                .as_u16()
+        }
+    });
+    let statuses = futures_util::future::join_all(calls).await;
+    assert!(statuses.iter().all(|status| *status == 200), "{statuses:?}");
+    assert_eq!(
+        count(&app, "RETURN count(SELECT VALUE id FROM user)").await,
+        1
+    );
+    assert_eq!(
+        count(
+            &app,
+            "RETURN math::sum(SELECT VALUE array::len(trial_history) FROM user)"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        count(
+            &app,
+            "RETURN count(SELECT VALUE id FROM mail_outbox WHERE kind = 'welcome')"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        helpnow::store::analytics::count_named(&app.db, "purchase")
+            .await
+            .expect("count"),
+        1
+    );
+}
+
+/// The one-time token in the newest welcome mail.
+async fn welcome_token(app: &TestApp) -> String {
+    let mut response = app
+        .db
+        .query("SELECT VALUE body FROM mail_outbox WHERE kind = 'welcome' ORDER BY created_at DESC LIMIT 1")
+        .await
+        .expect("query");
+    let bodies: Vec<String> = response.take(0).expect("bodies");
+    let body = bodies.into_iter().next().expect("a welcome mail");
+    let start = body.find("jwt=").expect("a sign-in link") + 4;
+    body[start..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_sign_in_token_works_once_even_when_redeemed_twenty_times_at_once() {
+    let app = spawn_app().await;
+    let started = start_checkout(&app, json!({"source": "refundable_fee_funnel"})).await;
+    pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "tok@example.com",
+    )
+    .await;
+    let token = welcome_token(&app).await;
+
+    let calls = (0..20).map(|_| {
+        let url = app.url("/api/auth/token");
+        let client = app.client.clone();
+        let token = token.clone();
+        async move {
+            client
+                .post(url)
+                .json(&json!({"token": token}))
+                .send()
+                .await
+                .expect("sent")
+                .status()
+                .as_u16()
+        }
+    });
+    let statuses = futures_util::future::join_all(calls).await;
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 401).count(),
+        19,
+        "{statuses:?}"
+    );
+
+    let later = app
+        .post_json("/api/auth/token", &json!({"token": token}))
+        .await;
+    assert_eq!(later.status(), 401);
+    let forged = app
+        .post_json("/api/auth/token", &json!({"token": "x".repeat(43)}))
+        .await;
+    assert_eq!(forged.status(), 401);
+    let (_, error) = error_of(app.post_json("/api/auth/token", &json!({})).await).await;
+    assert_eq!(error["error"], "invalid_token");
+    // Tokens are stored hashed: the table never holds what the mail holds.
+    let mut response = app
+        .db
+        .query("SELECT VALUE token_hash FROM sign_in_token")
+        .await
+        .expect("query");
+    let hashes: HashSet<String> = response
+        .take::<Vec<String>>(0)
+        .expect("hashes")
+        .into_iter()
+        .collect();
+    assert!(!hashes.contains(&token));
+}
+
+#[tokio::test]
+async fn nobody_reads_another_members_subscription() {
+    let app = spawn_app().await;
+    let ann = sign_up(&app, "ann@example.com", "secret1").await;
+    let bob = sign_up(&app, "bob@example.com", "secret1").await;
+    let ann_id = me(&app, &ann).await["user"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+
+    let response = post_with_cookie(
+        &app,
+        "/api/check-subscription.js",
+        &bob,
+        &json!({"userId": ann_id}),
+    )
+    .await;
+    assert_eq!(response.status(), 404);
+    let anonymous = app
+        .post_json("/api/check-subscription.js", &json!({"userId": ann_id}))
+        .await;
+    assert_eq!(anonymous.status(), 401);
+    let (_, error) =
+        error_of(post_with_cookie(&app, "/api/check-subscription.js", &ann, &json!({})).await)
+            .await;
+    assert_eq!(error["message"], "No userId provided");
+
+    let own: Value = post_with_cookie(
+        &app,
+        "/api/check-subscription.js",
+        &ann,
+        &json!({"userId": ann_id}),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(own["hasActiveSubscription"], false);
+    assert_eq!(own["trialActive"], false);
+    assert_eq!(own["subscription"], Value::Null);
+}
+
+#[tokio::test]
+async fn no_client_call_starts_a_trial() {
+    let app = spawn_app().await;
+    let ann = sign_up(&app, "ann@example.com", "secret1").await;
+    let ann_id = me(&app, &ann).await["user"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let started = start_checkout(
+        &app,
+        json!({"source": "chat_trial_prompt", "isTrial": true}),
+    )
+    .await;
+    let session_id = started["sessionId"].as_str().expect("id");
+
+    for path in [
+        format!("/api/checkout-success?session_id={session_id}"),
+        format!(
+            "/api/checkout-success?session={}",
+            started["trackingSessionId"].as_str().expect("tracking")
+        ),
+        "/api/checkout-success?session_id=demo_cs_forged".to_owned(),
+    ] {
+        let response = get_with_cookie(&app, &path, &ann).await;
+        assert!(
+            matches!(response.status().as_u16(), 402 | 404),
+            "{path}: {}",
+            response.status()
+        );
+    }
+    let (_, error) = error_of(app.get("/api/checkout-success").await).await;
+    assert_eq!(error["message"], "Missing required session parameters");
+    for (path, body) in [
+        (
+            "/api/account/setup",
+            json!({"email": "ann@example.com", "password": "secret1"}),
+        ),
+        ("/api/auth/token", json!({})),
+        (
+            "/api/webhook-test.js",
+            json!({"type": "checkout.session.completed", "sessionId": session_id, "email": "ann@example.com"}),
+        ),
+    ] {
+        let response = post_with_cookie(&app, path, &ann, &body).await;
+        assert!(
+            response.status().is_client_error(),
+            "{path}: {}",
+            response.status()
+        );
+    }
+    let check: Value = post_with_cookie(
+        &app,
+        "/api/check-subscription.js",
+        &ann,
+        &json!({"userId": ann_id}),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(check["trialActive"], false);
+    assert_eq!(check["hasActiveSubscription"], false);
+}
+
+#[tokio::test]
+async fn a_member_signed_in_by_the_mail_link_finishes_setup_from_the_banner() {
+    let app = spawn_app().await;
+    let started = start_checkout(&app, json!({"source": "help_funnel"})).await;
+    pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "link@example.com",
+    )
+    .await;
+    let response = app
+        .post_json(
+            "/api/auth/token",
+            &json!({"token": welcome_token(&app).await}),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let (session, _) = session_cookie(&response);
+
+    let who = me(&app, &session).await;
+    assert_eq!(who["user"]["hasPassword"], false);
+    assert_eq!(who["user"]["access"]["hasAccess"], true);
+    assert_eq!(who["user"]["access"]["trialActive"], true);
+    assert_eq!(who["user"]["pendingSetup"]["email"], "link@example.com");
+    assert_eq!(
+        who["user"]["pendingSetup"]["paymentSessionId"],
+        started["sessionId"]
+    );
+    assert_eq!(
+        who["user"]["pendingSetup"]["session"],
+        started["trackingSessionId"]
+    );
+
+    let status: Value = get_with_cookie(&app, "/api/account/setup", &session)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(status["email"], "link@example.com");
+    let done = post_with_cookie(
+        &app,
+        "/api/account/setup",
+        &session,
+        &json!({"email": "link@example.com", "password": "chosen1"}),
+    )
+    .await;
+    assert_eq!(done.status(), 200);
+    let who = me(&app, &session).await;
+    assert_eq!(who["user"]["hasPassword"], true);
+    assert_eq!(who["user"]["pendingSetup"], Value::Null);
+    // With a password, the signed-in route into setup is closed.
+    let again = get_with_cookie(&app, "/api/account/setup", &session).await;
+    assert_eq!(again.status(), 404);
+}
+
+#[tokio::test]
+async fn the_webhook_simulation_is_for_admins_with_debug_tools_only() {
+    let app = crate::helpers::spawn_app_with(|settings| {
+        settings.admin.emails = vec!["admin@example.com".to_owned()];
+    })
+    .await;
+    let admin = sign_up(&app, "admin@example.com", "secret1").await;
+    let member = sign_up(&app, "member@example.com", "secret1").await;
+    let started = start_checkout(&app, json!({"source": "chat_funnel"})).await;
+    let body = json!({
+        "type": "checkout.session.completed",
+        "paymentSessionId": started["sessionId"],
+        "email": "buyer@example.com",
+    });
+    for cookie in ["", member.as_str()] {
+        let response = post_with_cookie(&app, "/api/webhook-test.js", cookie, &body).await;
+        assert_eq!(response.status(), 404);
+    }
+    assert_eq!(
+        count(
+            &app,
+            "RETURN count(SELECT VALUE id FROM user WHERE email = 'buyer@example.com')"
+        )
+        .await,
+        0
+    );
+
+    let response = post_with_cookie(&app, "/api/webhook-test.js", &admin, &body).await;
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.expect("json");
+    assert!(
+        answer["eventId"]
+            .as_str()
+            .expect("eventId")
+            .starts_with("demo_evt_sim_")
+    );
+    assert_eq!(count(&app, "RETURN count(SELECT VALUE id FROM user WHERE email = 'buyer@example.com' AND trial_started = true)").await, 1);
+
+    let off = crate::helpers::spawn_app_with(|settings| {
+        settings.admin.emails = vec!["admin@example.com".to_owned()];
+        settings.security.debug_tools = false;
+    })
+    .await;
+    let admin = sign_up(&off, "admin@example.com", "secret1").await;
+    let started = start_checkout(&off, json!({"source": "chat_funnel"})).await;
+    let response = post_with_cookie(
+        &off,
+        "/api/webhook-test.js",
+        &admin,
+        &json!({"type": "checkout.session.completed", "paymentSessionId": started["sessionId"], "email": "x@example.com"}),
+    )
+    .await;
+    assert_eq!(response.status(), 404, "no debug tools in production");
+}

@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { DESKTOP, PHONE, openPage, resultsDir, setUp } from './harness.mjs';
+import path from 'node:path';
+
+let env;
+before(async () => {
+  env = await setUp();
+});
+after(async () => {
+  await env?.close();
+});
+
+describe('checkout on the demo provider', () => {
+  test('trial prompt -> demo checkout -> checkout success -> account setup -> members page with an active trial', async () => {
+    const { page, context, problems } = await openPage(env.browser, DESKTOP);
+    const email = 'buyer@example.com';
+
+    await page.goto(`${env.baseUrl}/?subscribe=true`);
+    const prompt = page.getByRole('dialog', { name: 'Get Unlimited AI Access!' });
+    await prompt.getByText('Navigate the web with your own personal AI assistant.').waitFor();
+    assert.equal(await prompt.getByRole('link', { name: 'Login to Continue' }).getAttribute('href'), '/login');
+    await prompt.getByRole('button', { name: 'Start Your Trial for $1' }).click();
+
+    await page.waitForURL((url) => url.pathname.startsWith('/demo-checkout/'));
+    await page.getByText('$1.00 due today').waitFor();
+    await page.getByText('7-day trial, then $20.00/month').waitFor();
+    await page.screenshot({ path: path.join(resultsDir, 'demo-checkout.png'), fullPage: true });
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Card number').fill('4000 0000 0000 0002');
+    await page.getByRole('button', { name: 'Start trial' }).click();
+    await page.getByText('Your card was declined. Use the test card 4242 4242 4242 4242.').waitFor();
+    await page.getByLabel('Card number').fill('4242 4242 4242 4242');
+    await page.getByRole('button', { name: 'Start trial' }).click();
+
+    // Checkout success hands over to account setup with its parameters.
+    await page.waitForURL((url) => url.pathname === '/account-setup');
+    const params = new URL(page.url()).searchParams;
+    assert.equal(params.get('success'), 'true');
+    assert.equal(params.get('email'), email);
+    assert.ok(params.get('session')?.startsWith('hn_'), page.url());
+    assert.ok(params.get('session_id')?.startsWith('demo_cs_'), page.url());
+    await page.getByRole('heading', { name: 'Choose a password' }).waitFor();
+    assert.equal(await page.getByLabel('Email').inputValue(), email);
+    assert.equal(await page.getByLabel('Email').isEditable(), false, 'the email is locked');
+    // The one-time token is in an HttpOnly cookie: the page cannot read it.
+    assert.equal(await page.evaluate(() => document.cookie), '');
+
+    await page.getByLabel('Password', { exact: true }).fill('buyer-secret');
+    await page.getByLabel('Confirm Password').fill('buyer-secreT');
+    await page.getByRole('button', { name: 'Access Account' }).click();
+    await page.getByText('Passwords do not match').waitFor();
+    await page.getByLabel('Confirm Password').fill('buyer-secret');
+    await page.getByRole('button', { name: 'Access Account' }).click();
+    await page.getByText('Trial Active').first().waitFor();
+
+    // Three seconds later: the members page, signed in, with the trial.
+    await page.waitForURL((url) => url.pathname === '/' && url.search === '', { timeout: 10_000 });
+    await page.getByRole('navigation', { name: 'Account' }).getByText(email).waitFor();
+    await page.getByText('Trial Active').first().waitFor();
+    await page.getByText(/Your trial runs until/).waitFor();
+    await page.screenshot({ path: path.join(resultsDir, 'members-trial.png'), fullPage: true });
+
+    // Signed out and in again, the trial is still there.
+    await page.getByRole('link', { name: 'Logout' }).click();
+    await page.waitForURL((url) => url.pathname === '/login');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill('buyer-secret');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL((url) => url.pathname === '/');
+    await page.getByText(/Your trial runs until/).waitFor();
+
+    const expected = /Failed to load resource: the server responded with a status of 402/;
+    assert.deepEqual(problems.filter((problem) => !expected.test(problem)), []);
+    await context.close();
+  });
+
+  test('a canceled checkout comes back to a calm notice', async () => {
+    const { page, context, problems } = await openPage(env.browser, PHONE);
+    await page.goto(`${env.baseUrl}/?subscribe=true`);
+    await page
+      .getByRole('dialog', { name: 'Get Unlimited AI Access!' })
+      .getByRole('button', { name: 'Start Your Trial for $1' })
+      .click();
+    await page.waitForURL((url) => url.pathname.startsWith('/demo-checkout/'));
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.waitForURL((url) => url.pathname === '/');
+    await page.getByText(/canceled/i).first().waitFor();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
+    assert.equal(overflow, false);
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+});

@@ -1,0 +1,220 @@
+import { useEffect, useState, type FormEvent } from 'react';
+import { Link, useNavigate, useSearchParams } from 'react-router';
+import { Button } from '../../components/Button';
+import { usePublicConfig } from '../../app/public-config';
+import { useSession } from '../../app/session';
+import { ApiError } from '../../lib/api';
+import { accountSetupApi, type AccountSetupStatus } from './api';
+
+const INVALID_ACCESS = 'Invalid access. This page is for checkout completion only.';
+/** The spec's pause on the success screen before the members page. */
+const REDIRECT_DELAY_MS = 3000;
+
+type Phase =
+  | { phase: 'checking' }
+  /** `status` is null when the server knows no checkout for this browser (another device, say). */
+  | { phase: 'setup'; status: AccountSetupStatus | null }
+  | { phase: 'success'; trialActive: boolean };
+
+type Failure = { text: string; noSession: boolean };
+
+function ReturnHome() {
+  const navigate = useNavigate();
+  return <Button onClick={() => navigate('/')}>Return to Home</Button>;
+}
+
+function SetupForm({
+  status,
+  queryEmail,
+  onDone,
+}: {
+  status: AccountSetupStatus | null;
+  queryEmail: string;
+  onDone: (trialActive: boolean) => void;
+}) {
+  const { signedIn } = useSession();
+  const knownEmail = status?.email || queryEmail;
+  const locked = knownEmail !== '';
+  // Someone who already has an account proves it with the password they know; asking for it twice
+  // would only add a chance to mistype, and a mistyped one is answered by the server anyway
+  // ('Incorrect password for existing account'). So the confirmation is for new passwords only.
+  const existingAccount = status?.hasPassword === true;
+  const [email, setEmail] = useState(knownEmail);
+  const [password, setPassword] = useState('');
+  const [confirm, setConfirm] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [failure, setFailure] = useState<Failure | null>(null);
+
+  function refuse(text: string) {
+    setFailure({ text, noSession: false });
+  }
+
+  async function handleSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    if (busy) return;
+    if (email.trim() === '') return refuse('Email is required');
+    if (password === '') return refuse('Password is required');
+    if (!existingAccount && password !== confirm) return refuse('Passwords do not match');
+    setBusy(true);
+    setFailure(null);
+    try {
+      const answer = await accountSetupApi.setUp({ email: email.trim(), password });
+      signedIn(answer.user);
+      onDone(answer.trialActive);
+    } catch (cause) {
+      setFailure({
+        text: cause instanceof Error ? cause.message : String(cause),
+        noSession: cause instanceof ApiError && cause.code === 'no_session',
+      });
+      setBusy(false);
+    }
+  }
+
+  return (
+    <>
+      <p className="auth-card__lead">
+        {existingAccount
+          ? 'You already have an account with this email. Enter your existing password to continue.'
+          : 'Your payment went through. Choose a password so you can sign in to your account.'}
+      </p>
+      <form className="form" onSubmit={handleSubmit} aria-busy={busy} noValidate>
+        <div className="form__field">
+          <label htmlFor="setup-email">Email</label>
+          <input
+            id="setup-email"
+            type="email"
+            autoComplete="email"
+            readOnly={locked}
+            aria-describedby={locked ? 'setup-email-hint' : undefined}
+            value={email}
+            onChange={(event) => setEmail(event.target.value)}
+          />
+          {locked && (
+            <p id="setup-email-hint" className="form__hint">
+              The email you used at checkout.
+            </p>
+          )}
+        </div>
+        <div className="form__field">
+          <label htmlFor="setup-password">Password</label>
+          <input
+            id="setup-password"
+            type="password"
+            autoComplete={existingAccount ? 'current-password' : 'new-password'}
+            value={password}
+            onChange={(event) => setPassword(event.target.value)}
+          />
+        </div>
+        {!existingAccount && (
+          <div className="form__field">
+            <label htmlFor="setup-confirm">Confirm Password</label>
+            <input
+              id="setup-confirm"
+              type="password"
+              autoComplete="new-password"
+              value={confirm}
+              onChange={(event) => setConfirm(event.target.value)}
+            />
+          </div>
+        )}
+        {failure && (
+          <div className="form__error" role="alert">
+            <p className="account-setup__error-text">{failure.text}</p>
+            {failure.noSession && (
+              <p className="account-setup__error-hint">
+                If you already paid, open the sign-in link in your welcome email, or use{' '}
+                <Link to="/login">Forgot password?</Link> on the sign-in page to choose a password.
+              </p>
+            )}
+          </div>
+        )}
+        <Button type="submit" className="form__submit" disabled={busy}>
+          {busy ? 'Creating Account...' : 'Access Account'}
+        </Button>
+      </form>
+    </>
+  );
+}
+
+function SetupSuccess({ trialActive }: { trialActive: boolean }) {
+  const navigate = useNavigate();
+  const { productName } = usePublicConfig();
+
+  useEffect(() => {
+    const timer = setTimeout(() => navigate('/'), REDIRECT_DELAY_MS);
+    return () => clearTimeout(timer);
+  }, [navigate]);
+
+  return (
+    <section className="card auth-card account-setup account-setup--done" aria-labelledby="account-setup-title">
+      {trialActive && <p className="trial-badge">Trial Active</p>}
+      <h1 id="account-setup-title" className="page-title">
+        Welcome to {productName}!
+      </h1>
+      <p className="account-setup__welcome" role="status">
+        Your account is ready. We are taking you to {productName} in a few seconds.
+      </p>
+      <Button className="form__submit" onClick={() => navigate('/')}>
+        Start Using {productName}
+      </Button>
+    </section>
+  );
+}
+
+/** `/account-setup?success=true&email=..&session=..&session_id=..`: a password after checkout. */
+export function AccountSetupPage() {
+  const [params] = useSearchParams();
+  const cameFromCheckout = params.get('success') === 'true';
+  const queryEmail = params.get('email')?.trim() ?? '';
+  const [state, setState] = useState<Phase>({ phase: 'checking' });
+
+  useEffect(() => {
+    if (!cameFromCheckout) return undefined;
+    const controller = new AbortController();
+    accountSetupApi
+      .status(controller.signal)
+      .then((status) => setState({ phase: 'setup', status }))
+      .catch(() => {
+        // Without the checkout's cookie (no_session) or an answer at all, the form still works
+        // from the query's email; submitting then brings the server's own explanation.
+        if (!controller.signal.aborted) setState({ phase: 'setup', status: null });
+      });
+    return () => controller.abort();
+  }, [cameFromCheckout]);
+
+  if (!cameFromCheckout) {
+    return (
+      <section className="card auth-card account-setup" aria-labelledby="account-setup-title">
+        <h1 id="account-setup-title" className="page-title">
+          Account Setup
+        </h1>
+        <p className="form__error" role="alert">
+          {INVALID_ACCESS}
+        </p>
+        <p className="account-setup__actions">
+          <ReturnHome />
+        </p>
+      </section>
+    );
+  }
+  if (state.phase === 'success') return <SetupSuccess trialActive={state.trialActive} />;
+
+  return (
+    <section className="card auth-card account-setup" aria-labelledby="account-setup-title">
+      <h1 id="account-setup-title" className="page-title">
+        Choose a password
+      </h1>
+      {state.phase === 'checking' ? (
+        <p className="account-setup__checking" role="status">
+          <span className="spinner" aria-hidden="true" /> Checking your subscription status...
+        </p>
+      ) : (
+        <SetupForm
+          status={state.status}
+          queryEmail={queryEmail}
+          onDone={(trialActive) => setState({ phase: 'success', trialActive })}
+        />
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,82 @@
+import { useEffect, useState } from 'react';
+import { useLocation, useNavigate, useSearchParams } from 'react-router';
+import { Button } from '../../components/Button';
+import { ApiError } from '../../lib/api';
+import { checkoutApi, type CheckoutSuccess } from './api';
+
+const MISSING_SESSION = 'Missing required session parameters';
+const PROCESSING_FAILED = 'Error processing checkout success';
+const CHECKOUT_FAILED = 'An error occurred while processing your checkout.';
+
+/**
+ * The spec's three texts: what the server said; 'Error processing checkout success' when it
+ * answered without saying; the general fallback when no answer came (offline, time-out).
+ */
+function failureText(cause: unknown): string {
+  if (cause instanceof ApiError && cause.status > 0) {
+    return cause.code === 'http_error' ? PROCESSING_FAILED : cause.message || PROCESSING_FAILED;
+  }
+  return CHECKOUT_FAILED;
+}
+
+function accountSetupPath(answer: CheckoutSuccess): string {
+  const query = new URLSearchParams({
+    success: 'true',
+    session: answer.sessionId,
+    session_id: answer.paymentSessionId,
+    email: answer.email,
+  });
+  return `/account-setup?${query}`;
+}
+
+/** `/checkout-success`: where the payment provider sends the browser after a paid checkout. */
+export function CheckoutSuccessPage() {
+  const navigate = useNavigate();
+  const { search } = useLocation();
+  const [params] = useSearchParams();
+  const hasSession = Boolean(params.get('session_id') || params.get('session'));
+  const [failure, setFailure] = useState<string | null>(null);
+
+  useEffect(() => {
+    if (!hasSession) return undefined;
+    const controller = new AbortController();
+    setFailure(null);
+    checkoutApi
+      .checkoutSuccess(search, controller.signal)
+      .then((answer) => {
+        if (!answer?.sessionId || !answer.paymentSessionId || !answer.email) throw new Error(CHECKOUT_FAILED);
+        navigate(accountSetupPath(answer), { replace: true });
+      })
+      .catch((cause) => {
+        if (!controller.signal.aborted) setFailure(failureText(cause));
+      });
+    return () => controller.abort();
+  }, [hasSession, search, navigate]);
+
+  const message = hasSession ? failure : MISSING_SESSION;
+  if (message === null) {
+    return (
+      <section className="card checkout-status" aria-labelledby="checkout-success-title" aria-busy="true">
+        <span className="spinner spinner--large" aria-hidden="true" />
+        <h1 id="checkout-success-title" className="page-title">
+          Processing your subscription...
+        </h1>
+        <p className="checkout-status__text">This can take a few seconds. Please keep this page open.</p>
+      </section>
+    );
+  }
+
+  return (
+    <section className="card checkout-status" aria-labelledby="checkout-success-title">
+      <h1 id="checkout-success-title" className="page-title">
+        Something went wrong
+      </h1>
+      <p className="form__error" role="alert">
+        {message}
+      </p>
+      <p className="checkout-status__actions">
+        <Button onClick={() => navigate('/')}>Return to Home</Button>
+      </p>
+    </section>
+  );
+}

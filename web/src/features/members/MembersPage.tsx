@@ -1,0 +1,236 @@
+import { useEffect, useRef, useState } from 'react';
+import { Link, useLocation, useNavigate } from 'react-router';
+import { Button } from '../../components/Button';
+import { usePublicConfig } from '../../app/public-config';
+import { useSession } from '../../app/session';
+import type { Access, User } from '../auth/api';
+import { AccessDialog } from '../access/AccessDialog';
+import { TrialPrompt } from '../trial/TrialPrompt';
+import { trialButtonLabel } from '../trial/labels';
+import { CheckoutNotice, type NoticeKind } from './CheckoutNotice';
+import { ExistingAccountDialog } from './ExistingAccountDialog';
+import { PendingSetupBanner } from './PendingSetupBanner';
+import { SignInPanel } from './SignInPanel';
+import { WelcomeDialog } from './WelcomeDialog';
+import { membersApi } from './api';
+import { formatTrialEnd } from './format';
+import { urlAction } from './url-actions';
+
+/** The spec's pause before the address loses the checkout parameters after the automatic sign-in. */
+export const URL_CLEANUP_DELAY_MS = 1000;
+
+type Overlay =
+  | { kind: 'trial' }
+  | { kind: 'welcome' }
+  | { kind: 'existing'; email: string }
+  | { kind: 'access'; session: string | null; startAt: 'checking' | 'login'; email: string };
+
+/** Who is looking, as far as this page cares. */
+type Viewer = 'loading' | 'visitor' | 'no-access' | 'member';
+
+/** `accessAsked`: the server was asked for this user's access facts and has answered (or failed). */
+function viewerOf(user: User | null | undefined, accessAsked: boolean): Viewer {
+  if (user === undefined) return 'loading';
+  if (user === null) return 'visitor';
+  if (user.access === undefined) return accessAsked ? 'no-access' : 'loading';
+  return user.access.hasAccess ? 'member' : 'no-access';
+}
+
+function TrialOffer({ signedIn, onStart }: { signedIn: boolean; onStart: () => void }) {
+  const { assistantName } = usePublicConfig();
+  return (
+    <section className="card members-offer" aria-labelledby="members-offer-title">
+      <h2 id="members-offer-title" className="members__card-title">
+        Unlimited help from {assistantName}
+      </h2>
+      <ul className="members-offer__points">
+        <li>Ask about email, passwords, video calls, your phone or your computer</li>
+        <li>Clear, step-by-step answers in plain language, any time of day</li>
+        <li>7 days for $1, then $20/month. Cancel anytime.</li>
+      </ul>
+      <Button className="members-offer__button" onClick={onStart}>
+        {trialButtonLabel(signedIn)}
+      </Button>
+    </section>
+  );
+}
+
+function MembershipStatus({ access }: { access: Access }) {
+  const trialEnd = access.trialActive && access.trialEndDate ? formatTrialEnd(access.trialEndDate) : null;
+  return (
+    <section className="card members-status" aria-labelledby="members-status-title">
+      <h2 id="members-status-title" className="members__card-title">
+        Your membership
+      </h2>
+      {access.trialActive && (
+        <>
+          <p className="trial-badge">Trial Active</p>
+          {trialEnd && <p className="members-status__text">Your trial runs until {trialEnd}</p>}
+        </>
+      )}
+      {access.hasActiveSubscription && <p className="members-status__text members-status__active">Subscription active</p>}
+    </section>
+  );
+}
+
+/** Where the chat goes (a later release); it says what this person can expect. */
+function ChatPlaceholder({ viewer }: { viewer: Viewer }) {
+  const { assistantName } = usePublicConfig();
+  const text = {
+    loading: `Chat with ${assistantName}, your personal assistant, about any computer question.`,
+    visitor: `Sign in or start your trial to chat with ${assistantName}, your personal assistant, about any computer question.`,
+    'no-access': `Once your trial starts, you can chat with ${assistantName}, your personal assistant, about any computer question right here.`,
+    member: `Your chat with ${assistantName}, your personal assistant, is coming soon to this page. You will be able to ask about any computer question right here.`,
+  }[viewer];
+  return (
+    <section className="card members-chat" aria-labelledby="members-chat-title" data-testid="chat-placeholder">
+      <h2 id="members-chat-title" className="members__card-title">
+        Chat with {assistantName}
+      </h2>
+      <p className="members-chat__text">{text}</p>
+      <p className="members-chat__text">In the meantime, pick the websites you use most and keep them one click away.</p>
+      <p>
+        <Link to="/landing" className="btn btn--secondary">
+          Choose your favorite sites
+        </Link>
+      </p>
+    </section>
+  );
+}
+
+/** `/`: the members page. Its query string carries what checkouts and mail links bring back. */
+export function MembersPage() {
+  const { productName, assistantName } = usePublicConfig();
+  const { user, signedIn, refresh } = useSession();
+  const location = useLocation();
+  const navigate = useNavigate();
+  const [overlay, setOverlay] = useState<Overlay | null>(null);
+  const [notice, setNotice] = useState<NoticeKind | null>(null);
+  const [signingIn, setSigningIn] = useState(false);
+  // Each address is handled once: sign-in tokens work only once, and React may run effects twice.
+  const handledKey = useRef<string | null>(null);
+  const cleanupTimer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  const accessRequestedFor = useRef<string | null>(null);
+  const [accessAnsweredFor, setAccessAnsweredFor] = useState<string | null>(null);
+  const viewer = viewerOf(user, user ? accessAnsweredFor === user.id : false);
+
+  useEffect(() => () => clearTimeout(cleanupTimer.current), []);
+
+  // Sign-in answers (this page's, the sign-in page's, a token's) carry no access facts; only
+  // `/api/auth/me` has them. Asked once per account, so an answer without them cannot loop.
+  useEffect(() => {
+    if (!user || user.access !== undefined || accessRequestedFor.current === user.id) return;
+    const id = user.id;
+    accessRequestedFor.current = id;
+    void refresh().finally(() => setAccessAnsweredFor(id));
+  }, [user, refresh]);
+
+  useEffect(() => {
+    // Most answers depend on whether someone is signed in, so wait until the server has said.
+    if (user === undefined || handledKey.current === location.key) return;
+    handledKey.current = location.key;
+    const action = urlAction(new URLSearchParams(location.search), {
+      signedIn: user !== null,
+      hasAccess: user?.access?.hasAccess === true,
+    });
+    const cleanUrl = () => navigate('/', { replace: true });
+
+    switch (action.kind) {
+      case 'none':
+        return;
+      case 'clean':
+        cleanUrl();
+        return;
+      case 'account-setup':
+        navigate(action.to, { replace: true });
+        return;
+      case 'notice':
+        setNotice(action.notice);
+        cleanUrl();
+        return;
+      case 'existing-account':
+        setOverlay({ kind: 'existing', email: action.email });
+        cleanUrl();
+        return;
+      case 'trial-prompt':
+        setOverlay({ kind: 'trial' });
+        cleanUrl();
+        return;
+      case 'access':
+        setOverlay({ kind: 'access', session: action.session, startAt: 'checking', email: '' });
+        cleanUrl();
+        return;
+      case 'token-sign-in':
+        setSigningIn(true);
+        membersApi
+          .redeemToken(action.jwt ?? undefined)
+          .then(({ user: tokenUser }) => {
+            signedIn(tokenUser);
+            setOverlay({ kind: 'welcome' });
+            if (action.jwt) cleanUrl();
+            else cleanupTimer.current = setTimeout(cleanUrl, URL_CLEANUP_DELAY_MS);
+          })
+          .catch(() => {
+            // No usable token (expired, used, another browser): the post-checkout sign-in.
+            setOverlay({ kind: 'access', session: null, startAt: 'login', email: action.email });
+            cleanUrl();
+          })
+          .finally(() => setSigningIn(false));
+        return;
+    }
+  }, [user, location.key, location.search, navigate, signedIn]);
+
+  const closeOverlay = () => setOverlay(null);
+  const openTrial = () => setOverlay({ kind: 'trial' });
+
+  return (
+    <div className="members">
+      {user?.pendingSetup && <PendingSetupBanner pending={user.pendingSetup} />}
+      {notice && (
+        <CheckoutNotice
+          kind={notice}
+          signedIn={Boolean(user)}
+          offerTrial={viewer !== 'member'}
+          onDismiss={() => setNotice(null)}
+        />
+      )}
+      <section className="members__intro" aria-labelledby="members-title">
+        <h1 id="members-title" className="page-title">
+          Welcome to {productName}
+        </h1>
+        <p className="members__lead">
+          {viewer === 'member'
+            ? `${assistantName}, your personal assistant, is here whenever you need help.`
+            : `Friendly, patient help from ${assistantName} with any computer or online question, day or night.`}
+        </p>
+        {(signingIn || viewer === 'loading') && (
+          <p className="members__loading" role="status">
+            <span className="spinner" aria-hidden="true" /> {signingIn ? 'Signing you in...' : 'Loading your account...'}
+          </p>
+        )}
+      </section>
+
+      {viewer === 'visitor' && !signingIn && (
+        <div className="members__columns">
+          <TrialOffer signedIn={false} onStart={openTrial} />
+          <SignInPanel />
+        </div>
+      )}
+      {viewer === 'no-access' && <TrialOffer signedIn onStart={openTrial} />}
+      {viewer === 'member' && user?.access && <MembershipStatus access={user.access} />}
+      <ChatPlaceholder viewer={viewer} />
+
+      {overlay?.kind === 'trial' && <TrialPrompt onClose={closeOverlay} />}
+      {overlay?.kind === 'welcome' && <WelcomeDialog onClose={closeOverlay} />}
+      {overlay?.kind === 'existing' && <ExistingAccountDialog email={overlay.email} onClose={closeOverlay} />}
+      {overlay?.kind === 'access' && (
+        <AccessDialog
+          session={overlay.session}
+          startAt={overlay.startAt}
+          initialEmail={overlay.email}
+          onClose={closeOverlay}
+        />
+      )}
+    </div>
+  );
+}

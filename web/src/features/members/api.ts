@@ -1,0 +1,11 @@
+import { api } from '../../lib/api';
+import type { User } from '../auth/api';
+
+export const membersApi = {
+  /**
+   * Signs in with a one-time token: the `jwt` of a link, or without one the HttpOnly cookie the
+   * checkout success page left (the browser sends it; this page cannot read it).
+   */
+  redeemToken: (token?: string) =>
+    api.post<{ user: User }>('/api/auth/token', token === undefined ? {} : { token }),
+};

@@ -1,0 +1,15 @@
+import { api } from '../../lib/api';
+
+/** The trial prompt's checkout: what is charged is the server's decision, not this request's. */
+export type TrialCheckoutRequest = {
+  source: 'chat_trial_prompt';
+  isTrial: true;
+  cancelUrl: string;
+};
+
+/** `url` is where the browser goes next: the provider's hosted page, or a same-site demo path. */
+export type CheckoutStart = { sessionId: string; trackingSessionId: string; url?: string | null };
+
+export const trialApi = {
+  createCheckout: (request: TrialCheckoutRequest) => api.post<CheckoutStart>('/api/create-checkout.js', request),
+};

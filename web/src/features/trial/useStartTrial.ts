@@ -1,0 +1,54 @@
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { trialApi } from './api';
+import { browserLocation } from './browser';
+
+/** Where the payment provider sends a person who cancels the checkout. */
+export const TRIAL_CANCEL_URL = '/?canceled=true';
+/** Still on this page this long after sending the browser away means the redirect did not happen. */
+export const REDIRECT_GRACE_MS = 5000;
+export const NO_REDIRECT = 'Failed to redirect to checkout page. Please try again.';
+
+function redirectFailure(cause: unknown): string {
+  const message = cause instanceof Error ? cause.message : String(cause);
+  return `Failed to redirect to checkout page: ${message}`;
+}
+
+/** Starts the trial checkout and follows it; the spec's two texts when that does not happen. */
+export function useStartTrial() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const busyRef = useRef(false);
+  const graceTimer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+
+  useEffect(() => () => clearTimeout(graceTimer.current), []);
+
+  const fail = useCallback((text: string) => {
+    busyRef.current = false;
+    setBusy(false);
+    setError(text);
+  }, []);
+
+  const start = useCallback(async () => {
+    if (busyRef.current) return;
+    busyRef.current = true;
+    setBusy(true);
+    setError(null);
+    try {
+      const { url } = await trialApi.createCheckout({
+        source: 'chat_trial_prompt',
+        isTrial: true,
+        cancelUrl: TRIAL_CANCEL_URL,
+      });
+      if (!url) {
+        fail(NO_REDIRECT);
+        return;
+      }
+      browserLocation.assign(url);
+      graceTimer.current = setTimeout(() => fail(NO_REDIRECT), REDIRECT_GRACE_MS);
+    } catch (cause) {
+      fail(redirectFailure(cause));
+    }
+  }, [fail]);
+
+  return { start, busy, error };
+}
