@@ -261,6 +261,9 @@ impl Settings {
             ConfigError::invalid(&key, problem)
         })?;
         settings.validate()?;
+        if env == AppEnv::Production {
+            settings.validate_for_production()?;
+        }
         Ok(settings)
     }
 
@@ -395,6 +398,25 @@ impl Settings {
         Ok(())
     }
 
+    /// What is fine on a developer's machine but not in front of customers: the demo checkout
+    /// gives trials away without a payment, and the outbox only logs mail (one-time links
+    /// included) instead of sending it.
+    fn validate_for_production(&self) -> Result<(), ConfigError> {
+        if self.payments.provider == PaymentProviderKind::Demo {
+            return Err(ConfigError::invalid(
+                "payments.provider",
+                "the demo checkout starts trials without a payment; use \"stripe\" in production",
+            ));
+        }
+        if self.mail.provider == MailProviderKind::Outbox {
+            return Err(ConfigError::invalid(
+                "mail.provider",
+                "the outbox only logs mail, reset links included; use \"smtp\" in production",
+            ));
+        }
+        Ok(())
+    }
+
     /// The address the server listens on, as `host:port`.
     pub fn listen_address(&self) -> String {
         format!("{}:{}", self.server.host, self.server.port)
@@ -495,12 +517,35 @@ mod tests {
         assert!((settings.ai.temperature - 0.7).abs() < f32::EPSILON);
     }
 
+    const PRODUCTION_KEYS: &[(&str, &str)] = &[
+        ("APP__PAYMENTS__PROVIDER", "stripe"),
+        ("APP__STRIPE__SECRET_KEY", "sk_live_x"),
+        ("APP__STRIPE__WEBHOOK_SECRET", "whsec_x"),
+        ("APP__STRIPE__SUBSCRIPTION_PRICE_ID", "price_month"),
+        ("APP__STRIPE__REFUNDABLE_FEE_PRICE_ID", "price_fee"),
+        ("APP__MAIL__PROVIDER", "smtp"),
+        ("APP__MAIL__SMTP_URL", "smtps://user:pass@mail.example:465"),
+    ];
+
     #[test]
     fn production_turns_debug_tools_off_and_logs_json() {
         let settings =
-            load(AppEnv::Production, &[]).expect("production loads without keys on the defaults");
+            load(AppEnv::Production, PRODUCTION_KEYS).expect("production loads with its keys");
         assert!(!settings.security.debug_tools);
         assert_eq!(settings.log.format, LogFormat::Json);
+    }
+
+    #[test]
+    fn production_refuses_the_demo_checkout_and_the_outbox() {
+        let error = load(AppEnv::Production, &[]).expect_err("the demo checkout in production");
+        assert!(error.to_string().contains("`payments.provider`"), "{error}");
+        let without_smtp: Vec<_> = PRODUCTION_KEYS
+            .iter()
+            .copied()
+            .filter(|(key, _)| !key.starts_with("APP__MAIL"))
+            .collect();
+        let error = load(AppEnv::Production, &without_smtp).expect_err("the outbox in production");
+        assert!(error.to_string().contains("`mail.provider`"), "{error}");
     }
 
     #[test]

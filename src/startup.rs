@@ -24,6 +24,9 @@ use crate::realtime::{OriginPolicy, RateLimit, RealtimeConfig, RealtimeServer};
 use crate::routes::{self, error::json_error_handler};
 use crate::store::{self, Db};
 
+/// How often the demo provider looks for trials that end within 3 days.
+const TRIAL_REMINDER_INTERVAL: Duration = Duration::from_secs(3600);
+
 /// How often mail that could not be delivered is tried again.
 const MAIL_RETRY_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -83,13 +86,14 @@ impl Application {
         let realtime = RealtimeServer::builder(realtime_config(&settings))
             .connection_gauge(metrics.realtime_connections.clone())
             .build();
-        let billing = Billing::new(
+        let billing = Arc::new(Billing::new(
             db.clone(),
             payment_provider(&settings, db.clone())?,
             mailer.clone(),
             settings.server.public_url.clone(),
             settings.product.name.clone(),
-        );
+        ));
+        billing.spawn_trial_reminders(TRIAL_REMINDER_INTERVAL);
         let server = run(
             listener,
             settings,
@@ -201,7 +205,7 @@ struct Services {
     metrics: Arc<Metrics>,
     realtime: RealtimeServer,
     mailer: Mailer,
-    billing: Billing,
+    billing: Arc<Billing>,
 }
 
 fn run(
@@ -217,7 +221,7 @@ fn run(
         mailer,
         billing,
     } = services;
-    let billing = web::Data::new(billing);
+    let billing = web::Data::from(billing);
     let hsts = settings.server.public_url.scheme() == "https";
     let shutdown_timeout = settings.server.shutdown_timeout_secs;
     let static_dir = settings.server.static_dir.clone();
@@ -275,9 +279,13 @@ fn run(
                     .service(routes::billing::checkout_success)
                     .service(routes::billing::check_subscription)
                     .service(routes::billing::webhook_test)
+                    .service(routes::admin::overview)
+                    .service(routes::admin::create_account)
+                    .service(routes::admin::reset_account)
                     .service(routes::billing::stripe_webhook)
                     .service(routes::billing::portal)
                     .service(routes::billing::refund_fee)
+                    .service(routes::billing::cancel_subscription)
                     .configure(|cfg| {
                         // The demo checkout exists only while it is the provider.
                         if demo_payments {

@@ -35,6 +35,7 @@ pub struct AuthThrottle {
     reset_per_account: DefaultKeyedRateLimiter<String>,
     reset_per_address: DefaultKeyedRateLimiter<IpAddr>,
     signup_per_address: DefaultKeyedRateLimiter<IpAddr>,
+    checkout_per_address: DefaultKeyedRateLimiter<IpAddr>,
 }
 
 impl AuthThrottle {
@@ -48,6 +49,8 @@ impl AuthThrottle {
             reset_per_account: limiter(3, Duration::from_secs(10 * 60)),
             reset_per_address: limiter(10, Duration::from_secs(60)),
             signup_per_address: limiter(10, Duration::from_secs(60)),
+            // Each checkout is a call to the payment provider.
+            checkout_per_address: limiter(20, Duration::from_secs(6)),
         }
     }
 
@@ -64,6 +67,10 @@ impl AuthThrottle {
 
     pub fn allow_signup(&self, address: Option<IpAddr>) -> bool {
         address.is_none_or(|ip| allow(&self.signup_per_address, &ip))
+    }
+
+    pub fn allow_checkout(&self, address: Option<IpAddr>) -> bool {
+        address.is_none_or(|ip| allow(&self.checkout_per_address, &ip))
     }
 }
 

@@ -197,6 +197,25 @@ impl PaymentProvider for DemoProvider {
         async move { Ok(return_url.to_owned()) }.boxed()
     }
 
+    /// The demo's "provider side" is the stored subscription: the cancellation is a newer
+    /// snapshot of it, which the caller records through the usual event handling.
+    fn cancel_at_period_end<'a>(
+        &'a self,
+        subscription_id: &'a str,
+    ) -> BoxFuture<'a, Result<SubscriptionSnapshot, BillingError>> {
+        async move {
+            let mut snapshot = self
+                .subscription(subscription_id)
+                .await?
+                .ok_or_else(|| BillingError::NotFound(subscription_id.to_owned()))?;
+            snapshot.cancel_at_period_end = true;
+            // Newer than the stored snapshot even within the same second, so it replaces it.
+            snapshot.event_created = Utc::now().timestamp().max(snapshot.event_created + 1);
+            Ok(snapshot)
+        }
+        .boxed()
+    }
+
     fn refund_fee<'a>(
         &'a self,
         checkout: &'a StoredCheckout,

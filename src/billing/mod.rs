@@ -59,6 +59,9 @@ pub enum BillingError {
     NotFound(String),
     #[error("nothing to refund: {0}")]
     NothingToRefund(String),
+    /// Another delivery of the same event is being handled right now.
+    #[error("event {0} is being handled by another delivery")]
+    EventInFlight(String),
     #[error("database: {0}")]
     Database(#[from] surrealdb::Error),
 }
@@ -91,6 +94,13 @@ pub trait PaymentProvider: Send + Sync + 'static {
         customer_id: &'a str,
         return_url: &'a str,
     ) -> BoxFuture<'a, Result<String, BillingError>>;
+
+    /// Cancels a subscription at the end of its period (the trial, or the paid month): the member
+    /// keeps what was paid for. Returns the subscription as it is afterwards.
+    fn cancel_at_period_end<'a>(
+        &'a self,
+        subscription_id: &'a str,
+    ) -> BoxFuture<'a, Result<SubscriptionSnapshot, BillingError>>;
 
     /// Pays back today's refundable fee of a checkout.
     fn refund_fee<'a>(

@@ -21,6 +21,8 @@ use crate::store::billing::{
 };
 use crate::store::{self, Db};
 
+const TRIAL_REMINDER_SENT: &str = "trial reminder sent";
+
 /// How long a one-time sign-in token works.
 pub const SIGN_IN_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
 /// The spec's subscription check throttle: one fresh answer per user per 15 s.
@@ -214,9 +216,10 @@ impl Billing {
         payload: serde_json::Value,
         event: Option<BillingEvent>,
     ) -> Result<EventOutcome, BillingError> {
-        let first_time = record_event(&self.db, source, event_id, event_type, payload).await?;
-        if !first_time {
-            return Ok(EventOutcome::Duplicate);
+        match claim_event(&self.db, source, event_id, event_type, payload).await? {
+            EventClaim::Claimed => {}
+            EventClaim::Processed => return Ok(EventOutcome::Duplicate),
+            EventClaim::InFlight => return Err(BillingError::EventInFlight(event_id.to_owned())),
         }
         let outcome = match event {
             Some(event) => EventOutcome::Processed(self.apply(event).await?),
@@ -228,7 +231,8 @@ impl Billing {
             EventOutcome::Duplicate => "duplicate".to_owned(),
         };
         self.db
-            .query("UPDATE webhook_event SET processed_at = time::now(), outcome = $outcome WHERE event_id = $id")
+            // The ids come from the indexed lookup, so the update touches one row, not the table.
+            .query("UPDATE (SELECT VALUE id FROM webhook_event WHERE event_id = $id) SET processed_at = time::now(), claimed_until = NONE, outcome = $outcome")
             .bind(("id", event_id.to_owned()))
             .bind(("outcome", label))
             .await?
@@ -304,17 +308,17 @@ impl Billing {
     ) -> Result<Option<String>, BillingError> {
         let mut response = self
             .db
+            // Two lookups rather than one OR: each of them uses its index.
             .query(
-                "SELECT VALUE record::id(id) FROM user WHERE \
-                 ($customer != NONE AND payment_customer_id = $customer) OR \
-                 ($subscription != NONE AND subscription_id = $subscription) LIMIT 1",
+                "RETURN (IF $customer { (SELECT VALUE record::id(id) FROM user WHERE payment_customer_id = $customer LIMIT 1)[0] }) \
+                 ?? (IF $subscription { (SELECT VALUE record::id(id) FROM user WHERE subscription_id = $subscription LIMIT 1)[0] })",
             )
             .bind(("customer", customer_id.map(str::to_owned)))
             .bind(("subscription", subscription_id.map(str::to_owned)))
             .await?
             .check()?;
-        let ids: Vec<String> = response.take(0)?;
-        Ok(ids.into_iter().next())
+        let id: Option<String> = response.take(0)?;
+        Ok(id)
     }
 
     async fn remind_trial_ending(
@@ -366,7 +370,53 @@ impl Billing {
             })
             .await
             .map_err(|error| BillingError::Provider(format!("trial reminder mail: {error}")))?;
-        Ok("trial reminder sent".to_owned())
+        Ok(TRIAL_REMINDER_SENT.to_owned())
+    }
+
+    /// The demo provider sends no `trial_will_end` events, so for demo subscriptions this pass
+    /// plays Stripe's part: every trial ending within 3 days gets its reminder, once. Returns
+    /// how many reminders went out.
+    pub async fn send_due_trial_reminders(&self) -> Result<usize, BillingError> {
+        if self.provider.name() != "demo" {
+            return Ok(0);
+        }
+        let mut response = self
+            .db
+            .query(
+                "SELECT VALUE record::id(id) FROM subscription WHERE provider = 'demo' \
+                 AND status = 'trialing' AND trial_end > time::now() AND trial_end < time::now() + 3d \
+                 AND (trial_reminder_sent_for = NONE OR trial_reminder_sent_for != trial_end) LIMIT 100",
+            )
+            .await?
+            .check()?;
+        let due: Vec<String> = response.take(0)?;
+        let mut sent = 0;
+        for id in due {
+            if let Some(snapshot) = self.provider.subscription(&id).await?
+                && self.remind_trial_ending(&snapshot).await? == TRIAL_REMINDER_SENT
+            {
+                sent += 1;
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Runs `send_due_trial_reminders` every `every` (demo provider only).
+    pub fn spawn_trial_reminders(self: &Arc<Self>, every: Duration) {
+        if self.provider.name() != "demo" {
+            return;
+        }
+        let billing = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                if let Err(error) = billing.send_due_trial_reminders().await {
+                    tracing::warn!(%error, "trial reminder pass failed");
+                }
+            }
+        });
     }
 
     /// Fulfils a paid checkout (idempotent): the account, the 7-day trial, attribution, a welcome
@@ -540,35 +590,66 @@ impl Billing {
     }
 }
 
-/// Stores an event by id; false when it was stored and processed before.
-async fn record_event(
+/// How long a handler owns an event it is processing; a delivery that finds it owned waits.
+const EVENT_LEASE_SECS: i64 = 120;
+
+enum EventClaim {
+    /// This call handles the event.
+    Claimed,
+    /// It was handled before.
+    Processed,
+    /// Another delivery is handling it right now.
+    InFlight,
+}
+
+/// Stores an event by id and leases it to this call. A repeat of a processed event is
+/// `Processed`; one whose handler is still within its lease is `InFlight`; one whose handler
+/// failed or died half-way is claimed again (each step is idempotent).
+async fn claim_event(
     db: &Db,
     source: &str,
     event_id: &str,
     event_type: &str,
     payload: serde_json::Value,
-) -> Result<bool, BillingError> {
+) -> Result<EventClaim, BillingError> {
+    let lease = format!("{EVENT_LEASE_SECS}s");
     let result = db
         .query(
-            "CREATE webhook_event CONTENT { event_id: $id, event_type: $type, payload: $payload, source: $source }",
+            "CREATE webhook_event CONTENT { event_id: $id, event_type: $type, payload: $payload, \
+             source: $source, claimed_until: time::now() + type::duration($lease) }",
         )
         .bind(("id", event_id.to_owned()))
         .bind(("type", event_type.to_owned()))
         .bind(("payload", payload))
         .bind(("source", source.to_owned()))
+        .bind(("lease", lease.clone()))
         .await
         .and_then(|response| response.check());
     match result {
-        Ok(_) => Ok(true),
-        Err(error) if store::users::is_unique_violation(&error) => {
-            let mut response = db
-                .query("SELECT VALUE processed_at FROM webhook_event WHERE event_id = $id")
-                .bind(("id", event_id.to_owned()))
-                .await?
-                .check()?;
-            let processed: Vec<Option<DateTime<Utc>>> = response.take(0)?;
-            Ok(processed.into_iter().next().flatten().is_none())
-        }
-        Err(error) => Err(error.into()),
+        Ok(_) => return Ok(EventClaim::Claimed),
+        Err(error) if !store::users::is_unique_violation(&error) => return Err(error.into()),
+        Err(_) => {}
     }
+    let mut response = db
+        .query(
+            "UPDATE (SELECT VALUE id FROM webhook_event WHERE event_id = $id) \
+             SET claimed_until = time::now() + type::duration($lease) \
+             WHERE processed_at = NONE \
+             AND (claimed_until = NONE OR claimed_until < time::now()) RETURN VALUE event_id;
+             SELECT VALUE processed_at FROM webhook_event WHERE event_id = $id;",
+        )
+        .bind(("id", event_id.to_owned()))
+        .bind(("lease", lease))
+        .await?
+        .check()?;
+    let claimed: Vec<String> = response.take(0)?;
+    if !claimed.is_empty() {
+        return Ok(EventClaim::Claimed);
+    }
+    let processed: Vec<Option<DateTime<Utc>>> = response.take(1)?;
+    Ok(if processed.into_iter().next().flatten().is_some() {
+        EventClaim::Processed
+    } else {
+        EventClaim::InFlight
+    })
 }

@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use stripe::{Client, ClientBuilder, IdempotencyKey, RequestStrategy, StripeError, StripeRequest};
 use stripe_billing::billing_portal_session::CreateBillingPortalSession;
 use stripe_billing::invoice_payment::{ListInvoicePayment, ListInvoicePaymentStatus};
-use stripe_billing::subscription::RetrieveSubscription;
+use stripe_billing::subscription::{RetrieveSubscription, UpdateSubscription};
 use stripe_billing::{Invoice, InvoiceBillingReason, Subscription};
 use stripe_checkout::checkout_session::{
     CreateCheckoutSession, CreateCheckoutSessionLineItems, CreateCheckoutSessionSubscriptionData,
@@ -282,6 +282,18 @@ impl StripeProvider {
         }
     }
 
+    async fn cancel_later(
+        &self,
+        subscription_id: &str,
+    ) -> Result<SubscriptionSnapshot, BillingError> {
+        let subscription = UpdateSubscription::new(subscription_id)
+            .cancel_at_period_end(true)
+            .send(&self.client)
+            .await
+            .map_err(|error| not_found_or(&error, subscription_id, "cancel subscription"))?;
+        snapshot(&subscription, Utc::now().timestamp())
+    }
+
     async fn portal(&self, customer_id: &str, return_url: &str) -> Result<String, BillingError> {
         let session = CreateBillingPortalSession::new()
             .customer(customer_id)
@@ -489,6 +501,13 @@ impl PaymentProvider for StripeProvider {
         return_url: &'a str,
     ) -> BoxFuture<'a, Result<String, BillingError>> {
         Box::pin(self.portal(customer_id, return_url))
+    }
+
+    fn cancel_at_period_end<'a>(
+        &'a self,
+        subscription_id: &'a str,
+    ) -> BoxFuture<'a, Result<SubscriptionSnapshot, BillingError>> {
+        Box::pin(self.cancel_later(subscription_id))
     }
 
     fn refund_fee<'a>(

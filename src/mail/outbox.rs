@@ -110,7 +110,7 @@ pub(super) async fn insert_claimed(
 ) -> Result<String, surrealdb::Error> {
     let mut response = db
         .query(
-            "CREATE mail_outbox SET recipient = $recipient, subject = $subject, body = $body, \
+            "CREATE mail_outbox SET pending = true, recipient = $recipient, subject = $subject, body = $body, \
              kind = $kind, claimed_until = time::now() + type::duration($lease) \
              RETURN VALUE record::id(id)",
         )
@@ -134,8 +134,9 @@ pub(super) async fn due(
 ) -> Result<Vec<OutboxEntry>, surrealdb::Error> {
     let mut response = db
         .query(format!(
+            // `pending` is indexed: the pass reads the queue, not every mail ever sent.
             "SELECT {ENTRY_FIELDS} FROM mail_outbox \
-             WHERE sent_at = NONE AND attempts < $max_attempts \
+             WHERE pending = true AND attempts < $max_attempts \
              AND (claimed_until = NONE OR claimed_until <= time::now()) \
              ORDER BY created_at LIMIT $limit"
         ))
@@ -176,7 +177,7 @@ pub(super) async fn claim(
 pub(super) async fn mark_sent(db: &Db, id: &str) -> Result<(), surrealdb::Error> {
     db.query(
         "UPDATE type::record('mail_outbox', $key) \
-         SET sent_at = time::now(), attempts += 1, last_error = NONE, claimed_until = NONE",
+         SET sent_at = time::now(), pending = false, attempts += 1, last_error = NONE, claimed_until = NONE",
     )
     .bind(("key", key_of(id).to_owned()))
     .await?

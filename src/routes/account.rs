@@ -7,12 +7,14 @@ use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::{self, CurrentUser, MaybeUser, SessionCookies, token};
+use crate::auth::{self, AuthThrottle, CurrentUser, MaybeUser, SessionCookies, token};
 use crate::billing::Billing;
+use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::domain::{Email, NewPassword, PasswordError};
 use crate::routes::ApiError;
 use crate::routes::billing::{CHECKOUT_COOKIE, clear_checkout_cookie};
+use crate::routes::client::client_key;
 use crate::store::{self, Db};
 
 pub const NO_SESSION: &str = "No session information found. Please contact support.";
@@ -111,6 +113,8 @@ pub struct SetupRequest {
 pub async fn setup(
     req: HttpRequest,
     billing: web::Data<Billing>,
+    settings: web::Data<Settings>,
+    throttle: web::Data<AuthThrottle>,
     cookies: web::Data<SessionCookies>,
     user: MaybeUser,
     body: web::Json<SetupRequest>,
@@ -130,7 +134,23 @@ pub async fn setup(
             "Password is required",
         ));
     }
-    let owner = setup_right(&req, db, user.0).await?;
+    // Without a checkout cookie (another device, or an account that existed before the
+    // checkout), setup is a sign-in: an account with a password may enter it here.
+    let owner = match setup_right(&req, db, user.0).await {
+        Ok(owner) => owner,
+        Err(no_right) => {
+            let account = store::users::credentials_by_email(db, &email)
+                .await
+                .map_err(|e| ApiError::internal("cannot read an account", e))?
+                .filter(|account| account.password_hash.is_some())
+                .ok_or(no_right)?;
+            SetupRight {
+                user_id: account.id,
+                email: account.email,
+                token_hash: None,
+            }
+        }
+    };
     if owner.email != email.as_str() {
         return Err(ApiError::bad_request(
             "email_mismatch",
@@ -146,6 +166,16 @@ pub async fn setup(
         .ok_or_else(no_session)?;
     let new_hash = match account.password_hash {
         Some(existing) => {
+            if !throttle.allow_login(
+                &email,
+                client_key(&req, settings.server.trust_forwarded_for),
+            ) {
+                return Err(ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too_many_requests",
+                    crate::routes::auth::TOO_MANY_ATTEMPTS,
+                ));
+            }
             let matches = auth::password::verify_password(Some(existing), password)
                 .await
                 .map_err(|e| ApiError::internal("cannot verify a password", e))?;

@@ -64,6 +64,7 @@ pub async fn signup(
     req: HttpRequest,
     db: web::Data<Db>,
     settings: web::Data<Settings>,
+    mailer: web::Data<Mailer>,
     cookies: web::Data<SessionCookies>,
     throttle: web::Data<AuthThrottle>,
     body: web::Json<Credentials>,
@@ -88,6 +89,31 @@ pub async fn signup(
         }
         Err(error) => return Err(ApiError::internal("cannot create an account", error)),
     };
+    let product = &settings.product.name;
+    let welcome = OutgoingMail {
+        to: email.as_str().to_owned(),
+        subject: format!("Welcome to {product}"),
+        text: format!(
+            "Welcome to {product}!\n\nYour account {email} is ready. Sign in any time at {}.\n\n\
+             Start your 7-day trial from your account page to get unlimited help from {}, your \
+             personal chat assistant.\n\nThe {product} team\n",
+            settings
+                .server
+                .public_url
+                .join("/login")
+                .map(|url| url.to_string())
+                .unwrap_or_default(),
+            settings.product.assistant_name,
+        ),
+        kind: MailKind::Welcome,
+    };
+    // Not awaited: sign-up does not wait for a mail server, and the account exists either way.
+    let mailer = mailer.get_ref().clone();
+    tokio::spawn(async move {
+        if let Err(error) = mailer.send(welcome).await {
+            tracing::warn!(%error, "cannot queue a welcome mail");
+        }
+    });
     store::analytics::record_server_event(
         &db,
         EventName::SIGN_UP,
@@ -258,15 +284,22 @@ pub async fn request_reset(
             NO_ACCOUNT_FOR_RESET,
         ));
     };
+    send_reset_mail(&db, &settings, &mailer, &account.id, &email).await?;
+    Ok(HttpResponse::Ok().json(json!({ "message": RESET_SENT })))
+}
+
+/// Stores a reset link for an account and mails it (also used by the checkout debug page).
+pub async fn send_reset_mail(
+    db: &Db,
+    settings: &Settings,
+    mailer: &Mailer,
+    user_id: &str,
+    email: &Email,
+) -> Result<(), ApiError> {
     let secret = token::new_secret();
-    store::password_resets::create(
-        &db,
-        &account.id,
-        token::hash_secret(&secret),
-        RESET_LIFETIME,
-    )
-    .await
-    .map_err(|e| ApiError::internal("cannot store a reset link", e))?;
+    store::password_resets::create(db, user_id, token::hash_secret(&secret), RESET_LIFETIME)
+        .await
+        .map_err(|e| ApiError::internal("cannot store a reset link", e))?;
     let mut link = settings
         .server
         .public_url
@@ -289,7 +322,7 @@ pub async fn request_reset(
         })
         .await
         .map_err(|e| ApiError::internal("cannot send a reset mail", e))?;
-    Ok(HttpResponse::Ok().json(json!({ "message": RESET_SENT })))
+    Ok(())
 }
 
 #[derive(Deserialize)]

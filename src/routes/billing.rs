@@ -28,6 +28,10 @@ pub const CHECKOUT_COOKIE: &str = "helpnow_checkout";
 
 pub const MISSING_SESSION: &str = "Missing required session parameters";
 
+/// Set by create-checkout: which checkout this browser started. Only that browser gets the
+/// checkout's sign-in cookie on the success page, so a success URL seen elsewhere signs nobody in.
+pub const CHECKOUT_START_COOKIE: &str = "helpnow_checkout_start";
+
 fn billing_error(context: &str, error: BillingError) -> ApiError {
     match error {
         BillingError::NotFound(_) => ApiError::new(
@@ -52,21 +56,34 @@ fn local_path(value: Option<&str>, public_url: &url::Url) -> String {
     let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
         return default;
     };
-    match url::Url::parse(value) {
-        Ok(absolute) if absolute.origin() == public_url.origin() => {
-            let mut path = absolute.path().to_owned();
-            if let Some(query) = absolute.query() {
-                path.push('?');
-                path.push_str(query);
-            }
-            path
-        }
-        Ok(_) => default,
-        Err(_) if value.starts_with('/') && !value.starts_with("//") && !value.contains('\\') => {
-            value.to_owned()
-        }
-        Err(_) => default,
+    let path = match url::Url::parse(value) {
+        Ok(absolute) if absolute.origin() == public_url.origin() => path_and_query(&absolute),
+        Ok(_) => return default,
+        Err(_) => value.to_owned(),
+    };
+    if is_same_site_path(&path) {
+        path
+    } else {
+        default
     }
+}
+
+/// A path a browser resolves on this site: one leading slash, no backslash (browsers read `/\x`
+/// as `//x`), no control characters (they strip them, turning `/\t/x` into `//x`).
+fn is_same_site_path(path: &str) -> bool {
+    path.starts_with('/')
+        && !path.starts_with("//")
+        && !path.contains('\\')
+        && !path.chars().any(char::is_control)
+}
+
+fn path_and_query(url: &url::Url) -> String {
+    let mut path = url.path().to_owned();
+    if let Some(query) = url.query() {
+        path.push('?');
+        path.push_str(query);
+    }
+    path
 }
 
 #[derive(Deserialize)]
@@ -100,9 +117,22 @@ pub async fn create_checkout(
     req: HttpRequest,
     billing: web::Data<Billing>,
     settings: web::Data<crate::config::Settings>,
+    cookies: web::Data<SessionCookies>,
+    throttle: web::Data<crate::auth::AuthThrottle>,
     user: MaybeUser,
     body: web::Json<CreateCheckoutRequest>,
 ) -> Result<HttpResponse, ApiError> {
+    // Every checkout is a call to the payment provider: a client may not spray them.
+    if !throttle.allow_checkout(crate::routes::client::client_key(
+        &req,
+        settings.server.trust_forwarded_for,
+    )) {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            "Too many requests. Please try again later.",
+        ));
+    }
     let body = body.into_inner();
     let source = body
         .source
@@ -141,7 +171,14 @@ pub async fn create_checkout(
         })
         .await
         .map_err(|error| ApiError::internal("cannot start a checkout", error))?;
-    Ok(HttpResponse::Ok().json(json!({
+    let start_cookie = Cookie::build(CHECKOUT_START_COOKIE, started.tracking_id.clone())
+        .path("/api")
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .secure(cookies.secure)
+        .max_age(time::Duration::days(1))
+        .finish();
+    Ok(HttpResponse::Ok().cookie(start_cookie).json(json!({
         "sessionId": started.provider_session_id,
         "trackingSessionId": started.tracking_id,
         "url": started.url,
@@ -182,12 +219,14 @@ pub fn clear_checkout_cookie(cookies: SessionCookies) -> Cookie<'static> {
 /// HttpOnly cookie (within the token's hour after payment).
 #[get("/checkout-success")]
 pub async fn checkout_success(
+    req: HttpRequest,
     billing: web::Data<Billing>,
     cookies: web::Data<SessionCookies>,
     query: web::Query<SuccessQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let query = query.into_inner();
-    let provider_session_id = match (clean(query.session_id), clean(query.session)) {
+    let tracking = clean(query.session);
+    let provider_session_id = match (clean(query.session_id), tracking.clone()) {
         (Some(id), _) => id,
         (None, Some(tracking)) => store::billing::checkout_by_tracking_id(billing.db(), &tracking)
             .await
@@ -231,14 +270,43 @@ pub async fn checkout_success(
         .map_err(|e| ApiError::internal("cannot read access", e))?;
     let stored = store::billing::checkout(billing.db(), &provider_session_id)
         .await
-        .map_err(|e| ApiError::internal("cannot read a checkout", e))?;
+        .map_err(|e| ApiError::internal("cannot read a checkout", e))?
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "unknown_checkout",
+                "Error processing checkout success",
+            )
+        })?;
+    if tracking
+        .as_deref()
+        .is_some_and(|tracking| tracking != stored.tracking_id)
+    {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_checkout",
+            "Error processing checkout success",
+        ));
+    }
+    let has_password = facts.as_ref().is_some_and(|f| f.has_password);
     let mut response = HttpResponse::Ok();
-    // Only within the hour after payment: a success URL found later in a browser history
-    // signs nobody in.
+    // The browser that started this checkout gets one sign-in token for it, within the hour after
+    // payment, and only for an account the checkout itself created that has no password yet:
+    // paying with someone else's address signs nobody into their account.
+    let started_here = req
+        .cookie(CHECKOUT_START_COOKIE)
+        .is_some_and(|cookie| cookie.value() == stored.tracking_id);
     let fresh = stored
-        .and_then(|checkout| checkout.completed_at)
+        .completed_at
         .is_some_and(|paid| Utc::now() - paid < chrono::Duration::hours(1));
-    if fresh {
+    let issue = started_here
+        && fresh
+        && stored.created_account
+        && !has_password
+        && !store::billing::checkout_token_issued(billing.db(), &provider_session_id)
+            .await
+            .map_err(|e| ApiError::internal("cannot read a sign-in token", e))?;
+    if issue {
         let secret = token::new_secret();
         let expires = Utc::now() + chrono::Duration::hours(1);
         store::billing::create_sign_in_token(
@@ -258,7 +326,7 @@ pub async fn checkout_success(
         "email": confirmed.email,
         "sessionId": confirmed.tracking_id,
         "paymentSessionId": confirmed.provider_session_id,
-        "hasPassword": facts.map(|f| f.has_password).unwrap_or(false),
+        "hasPassword": has_password,
         "trialActive": check.as_ref().is_some_and(|c| c.trial_active),
         "trialEndDate": check.and_then(|c| c.trial_end_date),
     })))
@@ -325,17 +393,11 @@ fn demo_status(checkout: &store::billing::StoredCheckout) -> &'static str {
 
 /// A same-site path from an absolute URL of ours (the page navigates to it).
 fn as_path(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(parsed) => {
-            let mut path = parsed.path().to_owned();
-            if let Some(query) = parsed.query() {
-                path.push('?');
-                path.push_str(query);
-            }
-            path
-        }
-        Err(_) => "/".to_owned(),
-    }
+    url::Url::parse(url)
+        .map(|parsed| path_and_query(&parsed))
+        .ok()
+        .filter(|path| is_same_site_path(path))
+        .unwrap_or_else(|| "/".to_owned())
 }
 
 #[get("/demo-checkout/{id}")]
@@ -409,24 +471,28 @@ pub async fn complete_demo_checkout(
     let customer_id = demo::demo_id("cus");
     let subscription_id = demo::demo_id("sub");
     // Record the payment once: a double click pays once.
-    let mut response = billing
-        .db()
-        .query(
-            "UPDATE checkout_session SET completed_at = $paid, email = $email, customer_id = $customer, \
-             subscription_id = $subscription, payment_intent_id = $intent \
-             WHERE provider_session_id = $id AND completed_at = NONE AND status = 'open' RETURN VALUE id",
-        )
-        .bind(("paid", paid_at))
-        .bind(("email", email.as_str().to_owned()))
-        .bind(("customer", customer_id.clone()))
-        .bind(("subscription", subscription_id.clone()))
-        .bind(("intent", checkout.refundable_fee.then(|| demo::demo_id("pi"))))
-        .bind(("id", checkout.provider_session_id.clone()))
-        .await
-        .map_err(|e| ApiError::internal("cannot record a demo payment", e))?;
-    let updated: Vec<surrealdb::types::RecordId> = response
-        .take(0)
-        .map_err(|e| ApiError::internal("cannot record a demo payment", e))?;
+    let intent = checkout.refundable_fee.then(|| demo::demo_id("pi"));
+    let updated: Vec<surrealdb::types::RecordId> = store::retry_on_conflict(|| async {
+        billing
+            .db()
+            .query(
+                "UPDATE (SELECT VALUE id FROM checkout_session WHERE provider_session_id = $id) \
+                 SET completed_at = $paid, email = $email, customer_id = $customer, \
+                 subscription_id = $subscription, payment_intent_id = $intent \
+                 WHERE completed_at = NONE AND status = 'open' RETURN VALUE id",
+            )
+            .bind(("paid", paid_at))
+            .bind(("email", email.as_str().to_owned()))
+            .bind(("customer", customer_id.clone()))
+            .bind(("subscription", subscription_id.clone()))
+            .bind(("intent", intent.clone()))
+            .bind(("id", checkout.provider_session_id.clone()))
+            .await?
+            .check()?
+            .take(0)
+    })
+    .await
+    .map_err(|e| ApiError::internal("cannot record a demo payment", e))?;
     if updated.is_empty() {
         // Another request paid it a moment ago.
         return Ok(HttpResponse::Ok().json(json!({ "redirect": redirect })));
@@ -512,6 +578,8 @@ mod tests {
             "//evil.example",
             "javascript:alert(1)",
             "/\\evil.example",
+            "https://help.example//evil.example",
+            "/\t/evil.example",
         ] {
             assert_eq!(
                 local_path(Some(hostile), &public),
@@ -608,7 +676,12 @@ pub async fn webhook_test(
         )
         .await
         .map_err(|e| ApiError::internal("Error simulating webhook", e))?;
-    Ok(HttpResponse::Ok().json(json!({ "eventId": event_id, "outcome": format!("{outcome:?}") })))
+    let outcome = match outcome {
+        crate::billing::service::EventOutcome::Processed(text) => text,
+        crate::billing::service::EventOutcome::Duplicate => "duplicate".to_owned(),
+        crate::billing::service::EventOutcome::Ignored => "ignored".to_owned(),
+    };
+    Ok(HttpResponse::Ok().json(json!({ "eventId": event_id, "outcome": outcome })))
 }
 
 /// `POST /api/webhooks/stripe`: Stripe's signed events. The signature is checked on the raw body
@@ -661,7 +734,8 @@ pub async fn stripe_webhook(
         )
         .await
         .map_err(|e| ApiError::internal("cannot process a Stripe event", e))?;
-    Ok(HttpResponse::Ok().json(json!({ "received": true, "outcome": format!("{outcome:?}") })))
+    let duplicate = outcome == crate::billing::service::EventOutcome::Duplicate;
+    Ok(HttpResponse::Ok().json(json!({ "received": true, "duplicate": duplicate })))
 }
 
 /// `POST /api/billing/portal` -> `{url}`: where a member manages or cancels the subscription.
@@ -694,6 +768,59 @@ pub async fn portal(
     Ok(HttpResponse::Ok().json(json!({ "url": url })))
 }
 
+/// `POST /api/billing/cancel`: cancels the member's subscription at the end of its period (cancel
+/// anytime; access lasts until then). The change is recorded as a payment event, like any other.
+#[post("/billing/cancel")]
+pub async fn cancel_subscription(
+    billing: web::Data<Billing>,
+    user: CurrentUser,
+) -> Result<HttpResponse, ApiError> {
+    let no_subscription = || {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no_subscription",
+            "There is no active subscription on this account.",
+        )
+    };
+    let facts = store::billing::access_facts(billing.db(), &user.id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read an account", e))?
+        .ok_or_else(no_subscription)?;
+    // The stored snapshot when there is one (it must still be running); else the subscription the
+    // checkout named, whose events may not have arrived yet.
+    let subscription_id = match facts.subscription {
+        Some(stored) if stored.status().is_some_and(|status| status.grants_access()) => stored.id,
+        Some(_) => return Err(no_subscription()),
+        None => facts.subscription_id.ok_or_else(no_subscription)?,
+    };
+    let snapshot = billing
+        .provider()
+        .cancel_at_period_end(&subscription_id)
+        .await
+        .map_err(|e| ApiError::internal("cannot cancel a subscription", e))?;
+    let ends = snapshot
+        .trial_end
+        .filter(|_| snapshot.status == SubscriptionStatus::Trialing)
+        .or(snapshot.current_period_end);
+    let event_id = demo::demo_id("evt_cancel");
+    billing
+        .process_event(
+            billing.provider().name(),
+            &event_id,
+            "customer.subscription.updated",
+            json!({ "id": event_id, "subscription": subscription_id, "cancel_at_period_end": true }),
+            Some(BillingEvent::SubscriptionChanged(snapshot)),
+        )
+        .await
+        .map_err(|e| ApiError::internal("cannot record a cancellation", e))?;
+    billing.forget_check(&user.id);
+    Ok(HttpResponse::Ok().json(json!({
+        "cancelAtPeriodEnd": true,
+        "accessUntil": ends,
+        "message": "Your subscription is canceled. You keep access until the end of the current period, and nothing more is charged.",
+    })))
+}
+
 /// `POST /api/billing/refund-fee`: pays back the $1 setup fee of the member's latest checkout, once.
 #[post("/billing/refund-fee")]
 pub async fn refund_fee(
@@ -712,18 +839,20 @@ pub async fn refund_fee(
             )
         })?;
     // Claim the refund first, so two clicks refund once.
-    let mut response = billing
-        .db()
-        .query(
-            "UPDATE checkout_session SET fee_refunded_at = time::now() \
-             WHERE provider_session_id = $id AND fee_refunded_at = NONE RETURN VALUE id",
-        )
-        .bind(("id", checkout.provider_session_id.clone()))
-        .await
-        .map_err(|e| ApiError::internal("cannot claim a refund", e))?;
-    let claimed: Vec<surrealdb::types::RecordId> = response
-        .take(0)
-        .map_err(|e| ApiError::internal("cannot claim a refund", e))?;
+    let claimed: Vec<surrealdb::types::RecordId> = store::retry_on_conflict(|| async {
+        billing
+            .db()
+            .query(
+                "UPDATE (SELECT VALUE id FROM checkout_session WHERE provider_session_id = $id) \
+                 SET fee_refunded_at = time::now() WHERE fee_refunded_at = NONE RETURN VALUE id",
+            )
+            .bind(("id", checkout.provider_session_id.clone()))
+            .await?
+            .check()?
+            .take(0)
+    })
+    .await
+    .map_err(|e| ApiError::internal("cannot claim a refund", e))?;
     if claimed.is_empty() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -731,21 +860,25 @@ pub async fn refund_fee(
             "Your $1 setup fee was already refunded. It reaches your card in 5-7 business days.",
         ));
     }
-    if let Err(error) = billing.provider().refund_fee(&checkout).await {
-        // Give the claim back, so the member can ask again.
-        let _ = billing
-            .db()
-            .query("UPDATE checkout_session SET fee_refunded_at = NONE WHERE provider_session_id = $id")
-            .bind(("id", checkout.provider_session_id.clone()))
-            .await;
-        return Err(match error {
-            BillingError::NothingToRefund(_) => ApiError::new(
-                StatusCode::NOT_FOUND,
-                "nothing_to_refund",
-                "There is no setup fee to refund on this account.",
-            ),
-            other => ApiError::internal("cannot refund the fee", other),
-        });
+    match billing.provider().refund_fee(&checkout).await {
+        Ok(()) => {}
+        // The provider has it refunded already (by us, or by hand in its dashboard).
+        Err(BillingError::NothingToRefund(_)) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "already_refunded",
+                "Your $1 setup fee was already refunded. It reaches your card in 5-7 business days.",
+            ));
+        }
+        Err(error) => {
+            // Give the claim back, so the member can ask again.
+            let _ = billing
+                .db()
+                .query("UPDATE checkout_session SET fee_refunded_at = NONE WHERE provider_session_id = $id")
+                .bind(("id", checkout.provider_session_id.clone()))
+                .await;
+            return Err(ApiError::internal("cannot refund the fee", error));
+        }
     }
     Ok(HttpResponse::Ok().json(json!({
         "message": "Your $1 setup fee has been refunded. It reaches your card in 5-7 business days."

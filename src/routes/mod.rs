@@ -1,6 +1,7 @@
 //! HTTP handlers by area, one module each.
 
 pub mod account;
+pub mod admin;
 pub mod auth;
 pub mod billing;
 pub mod client;

@@ -40,11 +40,10 @@ pub async fn create_checkout(
     visitor_id: Option<&str>,
 ) -> Result<(), surrealdb::Error> {
     db.query(
-        "CREATE checkout_session CONTENT $checkout; \
-         UPDATE checkout_session SET \
+        "LET $created = (CREATE checkout_session CONTENT $checkout RETURN VALUE id)[0]; \
+         UPDATE $created SET \
            user = IF $user THEN type::record('user', $user) ELSE NONE END, \
-           visitor = IF $visitor THEN type::record('visitor', $visitor) ELSE NONE END \
-         WHERE provider_session_id = $checkout.provider_session_id",
+           visitor = IF $visitor THEN type::record('visitor', $visitor) ELSE NONE END",
     )
     .bind(("checkout", checkout))
     .bind(("user", user_id.map(str::to_owned)))
@@ -75,12 +74,15 @@ pub struct StoredCheckout {
     pub completed_at: Option<DateTime<Utc>>,
     pub fulfilled_at: Option<DateTime<Utc>>,
     pub fee_refunded_at: Option<DateTime<Utc>>,
+    /// Whether fulfilling this checkout created the account.
+    pub created_account: bool,
 }
 
 const CHECKOUT_FIELDS: &str = "provider, provider_session_id, tracking_id, source, status, refundable_fee, \
      email, attribution, success_url, cancel_url, \
      IF user THEN record::id(user) ELSE NONE END AS user_id, customer_id, subscription_id, \
-     payment_intent_id, created_at, completed_at, fulfilled_at, fee_refunded_at";
+     payment_intent_id, created_at, completed_at, fulfilled_at, fee_refunded_at, \
+     created_account ?? false AS created_account";
 
 pub async fn checkout(
     db: &Db,
@@ -165,7 +167,7 @@ pub async fn recent_checkouts(
 
 /// Marks an open checkout canceled (the demo page's Cancel); a paid one stays paid.
 pub async fn cancel_checkout(db: &Db, provider_session_id: &str) -> Result<(), surrealdb::Error> {
-    db.query("UPDATE checkout_session SET status = 'canceled' WHERE provider_session_id = $id AND status = 'open'")
+    db.query("UPDATE (SELECT VALUE id FROM checkout_session WHERE provider_session_id = $id) SET status = 'canceled' WHERE status = 'open'")
         .bind(("id", provider_session_id.to_owned()))
         .await?
         .check()?;
@@ -217,11 +219,14 @@ LET $history = {
     startDate: $f.completed_at, endDate: $f.trial_end, status: 'active',
     paymentSessionId: $f.provider_session_id, attribution: $att
 };
+
+-- One trial per account: a later checkout of the same account starts no second one.
+LET $first_trial = !((SELECT VALUE trial_used FROM ONLY $uid) ?? false);
 UPDATE $uid SET
     trial_started = true,
     trial_used = true,
-    trial_start_date = IF trial_end_date = NONE OR trial_end_date < $f.trial_end { $f.completed_at } ELSE { trial_start_date },
-    trial_end_date = IF trial_end_date = NONE OR trial_end_date < $f.trial_end { $f.trial_end } ELSE { trial_end_date },
+    trial_start_date = IF $first_trial { $f.completed_at } ELSE { trial_start_date },
+    trial_end_date = IF $first_trial { $f.trial_end } ELSE { trial_end_date },
     checkout_session_id = $cs.tracking_id,
     checkout_completed = true,
     checkout_completed_at = $f.completed_at,
@@ -239,9 +244,9 @@ UPDATE $uid SET
         utm_source: $att.utm_source, utm_medium: $att.utm_medium, utm_campaign: $att.utm_campaign,
         funnel_type: $cs.source, funnel_timestamp: $cs.created_at, paymentSessionId: $f.provider_session_id
     },
-    trial_history += $history;
+    trial_history = IF $first_trial { array::append(trial_history ?? [], $history) } ELSE { trial_history };
 UPDATE $cs.id SET
-    status = 'complete', email = $f.email, user = $uid,
+    status = 'complete', email = $f.email, user = $uid, created_account = ($found = NONE),
     customer_id = $f.customer_id, subscription_id = $f.subscription_id,
     payment_intent_id = $f.payment_intent_id,
     completed_at = $f.completed_at, fulfilled_at = time::now();
@@ -250,10 +255,12 @@ CREATE sign_in_token CONTENT {
     token_hash: $f.mail_token_hash, user: $uid, email: $f.email, purpose: 'mail',
     checkout_session_id: $f.provider_session_id, expires_at: $f.token_expires_at
 };
-CREATE mail_outbox CONTENT { recipient: $f.email, subject: $f.welcome_subject, body: $f.welcome_text, kind: 'welcome' };
+CREATE mail_outbox CONTENT { recipient: $f.email, subject: $f.welcome_subject, body: $f.welcome_text, kind: 'welcome', pending: true };
 CREATE analytics_event CONTENT { name: 'purchase', user: $uid, properties: {
     source: $cs.source, value: IF $cs.refundable_fee { 1 } ELSE { 0 }, currency: 'USD', paymentSessionId: $f.provider_session_id } };
-CREATE analytics_event CONTENT { name: 'begin_trial', user: $uid, properties: { source: $cs.source, trial: '7_day' } };
+IF $first_trial {
+    CREATE analytics_event CONTENT { name: 'begin_trial', user: $uid, properties: { source: $cs.source, trial: '7_day' } };
+};
 COMMIT TRANSACTION;
 ";
 
@@ -390,7 +397,7 @@ pub async fn record_subscription(
             .query(
                 "BEGIN TRANSACTION;
                  LET $rid = type::record('subscription', $s.id);
-                 LET $old = (SELECT status, event_created FROM ONLY $rid);
+                 LET $old = (SELECT * FROM ONLY $rid);
                  LET $newer = $old = NONE OR (
                      $old.status NOT IN $final AND (
                          $s.event_created > $old.event_created
@@ -406,7 +413,6 @@ pub async fn record_subscription(
                          trial_reminder_sent_for: $old.trial_reminder_sent_for
                      };
                  };
-                 RETURN $newer;
                  COMMIT TRANSACTION;",
             )
             .bind(("s", params.clone()))
@@ -414,8 +420,17 @@ pub async fn record_subscription(
             .await
             .and_then(super::check_transaction);
         match result {
-            Ok(mut response) => {
-                let stored: Option<bool> = response.take(response.num_statements() - 1)?;
+            Ok(_) => {
+                // Whether this snapshot is the stored one now (the script's own answer is not
+                // reliably reachable among a transaction's statement results).
+                let mut response = db
+                    .query("SELECT VALUE status = $status AND event_created = $created FROM ONLY type::record('subscription', $id)")
+                    .bind(("status", params.status.clone()))
+                    .bind(("created", params.event_created))
+                    .bind(("id", params.id.clone()))
+                    .await?
+                    .check()?;
+                let stored: Option<bool> = response.take(0)?;
                 return Ok(stored.unwrap_or(false));
             }
             Err(error) if is_conflict(&error) && attempt < CONFLICT_RETRIES => {
@@ -453,6 +468,8 @@ pub struct AccessFacts {
     pub trial_end_date: Option<DateTime<Utc>>,
     pub payment_customer_id: Option<String>,
     pub payment_session_id: Option<String>,
+    /// The subscription the account's checkout named (it may have no stored snapshot yet).
+    pub subscription_id: Option<String>,
     pub has_password: bool,
     pub subscription: Option<StoredSubscription>,
 }
@@ -476,6 +493,7 @@ pub async fn access_facts(db: &Db, user_id: &str) -> Result<Option<AccessFacts>,
                  trial_end_date: $u.trial_end_date,
                  payment_customer_id: $u.payment_customer_id,
                  payment_session_id: $u.payment_session_id,
+                 subscription_id: $u.subscription_id,
                  has_password: $u.password_hash != NONE,
                  subscription: IF $sub { {
                      id: record::id($sub.id), customer_id: $sub.customer_id, status: $sub.status,
@@ -516,6 +534,23 @@ pub async fn create_sign_in_token(
     Ok(())
 }
 
+/// Whether the success page already handed out this checkout's browser token.
+pub async fn checkout_token_issued(
+    db: &Db,
+    provider_session_id: &str,
+) -> Result<bool, surrealdb::Error> {
+    let mut response = db
+        .query(
+            "RETURN count(SELECT VALUE id FROM sign_in_token \
+             WHERE checkout_session_id = $id AND purpose = 'checkout') > 0",
+        )
+        .bind(("id", provider_session_id.to_owned()))
+        .await?
+        .check()?;
+    let issued: Option<bool> = response.take(0)?;
+    Ok(issued.unwrap_or(true))
+}
+
 /// The owner of a sign-in token that is unused and unexpired.
 #[derive(Debug, Clone, SurrealValue)]
 pub struct TokenOwner {
@@ -551,8 +586,9 @@ pub async fn redeem_sign_in_token(
         attempt += 1;
         let result = db
             .query(
-                "UPDATE sign_in_token SET used = true, used_at = time::now() \
-                 WHERE token_hash = $hash AND used = false AND expires_at > time::now() \
+                "UPDATE (SELECT VALUE id FROM sign_in_token WHERE token_hash = $hash) \
+                 SET used = true, used_at = time::now() \
+                 WHERE used = false AND expires_at > time::now() \
                  RETURN record::id(user) AS user_id, email, checkout_session_id",
             )
             .bind(("hash", token_hash.to_owned()))

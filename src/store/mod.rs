@@ -94,6 +94,27 @@ pub(crate) fn check_transaction(
     Err(errors.swap_remove(decisive).1)
 }
 
+/// Runs a write again when it lost an optimistic-concurrency race (the embedded engines abort
+/// one of two transactions that touch the same record). Conditional updates used as claims
+/// ("set used where unused") then give the loser an honest "already taken" instead of an error.
+pub async fn retry_on_conflict<T, F, Fut>(mut write: F) -> Result<T, surrealdb::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, surrealdb::Error>>,
+{
+    const ATTEMPTS: u64 = 8;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match write().await {
+            Err(error) if billing::is_conflict(&error) && attempt < ATTEMPTS => {
+                tokio::time::sleep(std::time::Duration::from_millis(3 * attempt)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// How long `/health` waits for the database before calling it unavailable.
 const HEALTH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 

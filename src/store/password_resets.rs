@@ -25,17 +25,20 @@ pub async fn create(
 
 /// Marks an unused, unexpired reset used and returns its user; `None` for anything else.
 pub async fn redeem(db: &Db, token_hash: &str) -> Result<Option<String>, surrealdb::Error> {
-    let mut response = db
-        .query(
-            "UPDATE password_reset SET used_at = time::now() \
-             WHERE token_hash = $hash AND used_at = NONE AND expires_at > time::now() \
-             RETURN VALUE record::id(user)",
-        )
-        .bind(("hash", token_hash.to_owned()))
-        .await?
-        .check()?;
-    let users: Vec<String> = response.take(0)?;
-    Ok(users.into_iter().next())
+    super::retry_on_conflict(|| async {
+        let mut response = db
+            .query(
+                "UPDATE (SELECT VALUE id FROM password_reset WHERE token_hash = $hash) \
+                 SET used_at = time::now() WHERE used_at = NONE AND expires_at > time::now() \
+                 RETURN VALUE record::id(user)",
+            )
+            .bind(("hash", token_hash.to_owned()))
+            .await?
+            .check()?;
+        let users: Vec<String> = response.take(0)?;
+        Ok(users.into_iter().next())
+    })
+    .await
 }
 
 /// Whether a reset link can still be used (the page asks before showing the form).

@@ -19,10 +19,15 @@ fn cookie_named(response: &reqwest::Response, name: &str) -> Option<String> {
         .map(|value| value.split(';').next().unwrap_or_default().to_owned())
 }
 
+/// Starts a checkout; the answer also carries, as `startCookie`, the cookie that marks this
+/// client as the one that started it.
 async fn start_checkout(app: &TestApp, body: Value) -> Value {
     let response = app.post_json("/api/create-checkout.js", &body).await;
     assert_eq!(response.status(), 200);
-    response.json().await.expect("json")
+    let cookie = cookie_named(&response, "helpnow_checkout_start").expect("the start cookie");
+    let mut answer: Value = response.json().await.expect("json");
+    answer["startCookie"] = Value::String(cookie);
+    answer
 }
 
 async fn pay(app: &TestApp, session_id: &str, email: &str) -> String {
@@ -67,10 +72,16 @@ async fn count(app: &TestApp, sql: &str) -> u64 {
     value.unwrap_or(0)
 }
 
-/// The success page's API call for a redirect path; returns its answer and the checkout cookie.
-async fn confirm(app: &TestApp, redirect: &str) -> (Value, Option<String>) {
+/// The success page's API call for a redirect path, from the client that started the checkout;
+/// returns its answer and the checkout cookie.
+async fn confirm(app: &TestApp, started: &Value, redirect: &str) -> (Value, Option<String>) {
     let query = redirect.split_once('?').map(|(_, q)| q).unwrap_or_default();
-    let response = app.get(&format!("/api/checkout-success?{query}")).await;
+    let response = get_with_cookie(
+        app,
+        &format!("/api/checkout-success?{query}"),
+        started["startCookie"].as_str().unwrap_or_default(),
+    )
+    .await;
     let status = response.status();
     let cookie = cookie_named(&response, "helpnow_checkout");
     let body: Value = response.json().await.expect("json");
@@ -147,12 +158,17 @@ async fn a_funnel_visitor_pays_one_dollar_and_sets_up_a_trial_account() {
         "{redirect}"
     );
 
-    let (answer, checkout_cookie) = confirm(&app, &redirect).await;
+    // Another client with the same success URL learns the outcome but gets no sign-in cookie.
+    let (_, stranger) = confirm(&app, &json!({}), &redirect).await;
+    assert_eq!(stranger, None);
+    let (answer, checkout_cookie) = confirm(&app, &started, &redirect).await;
     assert_eq!(answer["email"], "ann@example.com");
     assert_eq!(answer["hasPassword"], false);
     assert_eq!(answer["trialActive"], true);
     assert_eq!(answer["paymentSessionId"], session_id);
     let checkout_cookie = checkout_cookie.expect("the success page sets the checkout cookie");
+    let (_, again) = confirm(&app, &started, &redirect).await;
+    assert_eq!(again, None, "one checkout cookie per checkout");
 
     // The user document carries the trial, the attribution and the history.
     let mut response = app
@@ -268,16 +284,36 @@ async fn a_funnel_visitor_pays_one_dollar_and_sets_up_a_trial_account() {
     assert_eq!(check["hasActiveSubscription"], true);
     assert_eq!(check["subscription"]["status"], "trialing");
     assert_eq!(check["subscription"]["planId"], "demo_price_monthly");
+    assert_eq!(check["subscription"]["cancelAtPeriodEnd"], false);
 
-    // The checkout cookie was single use.
+    // Cancel anytime: access lasts to the end of the trial, and the subscription will not renew.
+    let cancel = post_with_cookie(&app, "/api/billing/cancel", &session, &json!({})).await;
+    assert_eq!(cancel.status(), 200);
+    let who = me(&app, &session).await;
+    assert_eq!(who["user"]["access"]["trialActive"], true);
+    let mut response = app
+        .db
+        .query("SELECT VALUE cancel_at_period_end FROM subscription")
+        .await
+        .expect("query");
+    let flags: Vec<bool> = response.take(0).expect("flags");
+    assert_eq!(flags, vec![true]);
+
+    // The checkout cookie was single use: from now on setup is a sign-in with the password.
     let again = post_with_cookie(
         &app,
         "/api/account/setup",
         &checkout_cookie,
-        &json!({"email": "ann@example.com", "password": "secret1"}),
+        &json!({"email": "ann@example.com", "password": "not-it"}),
     )
     .await;
-    assert_eq!(again.status(), 404);
+    assert_eq!(again.status(), 401);
+    assert_eq!(
+        post_with_cookie(&app, "/api/auth/token", &checkout_cookie, &json!({}))
+            .await
+            .status(),
+        401
+    );
 
     // And the password works for a normal sign-in.
     let login = app
@@ -300,14 +336,19 @@ async fn an_existing_account_must_give_its_own_password() {
         "ann@example.com",
     )
     .await;
-    let (answer, cookie) = confirm(&app, &redirect).await;
+    let (answer, cookie) = confirm(&app, &started, &redirect).await;
     assert_eq!(answer["hasPassword"], true);
-    let cookie = cookie.expect("checkout cookie");
+    assert_eq!(
+        cookie, None,
+        "paying with an address signs nobody into its existing account"
+    );
+    assert_eq!(
+        app.post_json("/api/auth/token", &json!({})).await.status(),
+        401
+    );
     let (status, error) = error_of(
-        post_with_cookie(
-            &app,
+        app.post_json(
             "/api/account/setup",
-            &cookie,
             &json!({"email": "ann@example.com", "password": "guessing"}),
         )
         .await,
@@ -315,13 +356,12 @@ async fn an_existing_account_must_give_its_own_password() {
     .await;
     assert_eq!(status, 401);
     assert_eq!(error["message"], "Incorrect password for existing account");
-    let ok = post_with_cookie(
-        &app,
-        "/api/account/setup",
-        &cookie,
-        &json!({"email": "ann@example.com", "password": "original1"}),
-    )
-    .await;
+    let ok = app
+        .post_json(
+            "/api/account/setup",
+            &json!({"email": "ann@example.com", "password": "original1"}),
+        )
+        .await;
     assert_eq!(ok.status(), 200);
     assert_eq!(
         count(&app, "RETURN count(SELECT VALUE id FROM user)").await,
@@ -540,7 +580,7 @@ async fn no_client_call_starts_a_trial() {
     for (path, body) in [
         (
             "/api/account/setup",
-            json!({"email": "ann@example.com", "password": "secret1"}),
+            json!({"email": "ann@example.com", "password": "not-her-password"}),
         ),
         ("/api/auth/token", json!({})),
         (
@@ -677,4 +717,153 @@ async fn the_webhook_simulation_is_for_admins_with_debug_tools_only() {
     )
     .await;
     assert_eq!(response.status(), 404, "no debug tools in production");
+}
+
+#[tokio::test]
+async fn a_demo_trial_ending_within_three_days_gets_one_reminder() {
+    let app = spawn_app().await;
+    let started = start_checkout(&app, json!({"source": "chat_funnel"})).await;
+    pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "remind@example.com",
+    )
+    .await;
+    let settings = crate::helpers::test_settings();
+    let billing = helpnow::billing::Billing::new(
+        app.db.clone(),
+        std::sync::Arc::new(helpnow::billing::demo::DemoProvider::new(app.db.clone())),
+        helpnow::mail::Mailer::from_settings(&settings.mail, app.db.clone()).expect("mailer"),
+        "http://127.0.0.1:8080".parse().expect("url"),
+        "HelpNow".to_owned(),
+    );
+    assert_eq!(
+        billing.send_due_trial_reminders().await.expect("pass"),
+        0,
+        "7 days left: not yet"
+    );
+    app.db
+        .query("UPDATE subscription SET trial_end = time::now() + 2d")
+        .await
+        .expect("query");
+    assert_eq!(billing.send_due_trial_reminders().await.expect("pass"), 1);
+    assert_eq!(
+        billing.send_due_trial_reminders().await.expect("pass"),
+        0,
+        "once per trial end"
+    );
+    let mut response = app
+        .db
+        .query("SELECT subject, recipient FROM mail_outbox WHERE kind = 'trial_ending'")
+        .await
+        .expect("query");
+    let mails: Vec<Value> = response.take(0).expect("mails");
+    assert_eq!(mails.len(), 1);
+    assert_eq!(mails[0]["recipient"], "remind@example.com");
+    assert!(
+        mails[0]["subject"]
+            .as_str()
+            .expect("subject")
+            .starts_with("Your HelpNow trial ends on ")
+    );
+}
+
+#[tokio::test]
+async fn the_checkout_debug_api_serves_admins_only() {
+    let app = crate::helpers::spawn_app_with(|settings| {
+        settings.admin.emails = vec!["Admin@Example.com".to_owned()];
+    })
+    .await;
+    let admin = sign_up(&app, "admin@example.com", "secret1").await;
+    let member = sign_up(&app, "member@example.com", "secret1").await;
+    for cookie in ["", member.as_str()] {
+        assert_eq!(
+            get_with_cookie(&app, "/api/admin/checkout-debug", cookie)
+                .await
+                .status(),
+            404
+        );
+        let response = post_with_cookie(
+            &app,
+            "/api/admin/checkout-debug/accounts",
+            cookie,
+            &json!({"email": "new@example.com"}),
+        )
+        .await;
+        assert_eq!(response.status(), 404);
+    }
+
+    let started = start_checkout(&app, json!({"source": "help_funnel"})).await;
+    pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "paid@example.com",
+    )
+    .await;
+    let overview: Value = get_with_cookie(&app, "/api/admin/checkout-debug", &admin)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        overview["checkouts"][0]["paymentSessionId"],
+        started["sessionId"]
+    );
+    assert_eq!(overview["checkouts"][0]["status"], "complete");
+    assert!(
+        overview["users"]
+            .as_array()
+            .expect("users")
+            .iter()
+            .any(|user| user["email"] == "paid@example.com")
+    );
+    let events: Vec<&str> = overview["webhookEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|event| event["eventType"].as_str())
+        .collect();
+    assert!(events.contains(&"checkout.session.completed"), "{events:?}");
+
+    let (status, error) = error_of(
+        post_with_cookie(
+            &app,
+            "/api/admin/checkout-debug/accounts",
+            &admin,
+            &json!({"email": " "}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (status, error["message"].as_str()),
+        (400, Some("Email is required to create an account"))
+    );
+    let created = post_with_cookie(
+        &app,
+        "/api/admin/checkout-debug/accounts",
+        &admin,
+        &json!({"email": "new@example.com"}),
+    )
+    .await;
+    assert_eq!(created.status(), 201);
+    let existing: Value = post_with_cookie(
+        &app,
+        "/api/admin/checkout-debug/accounts",
+        &admin,
+        &json!({"email": "member@example.com"}),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(existing["created"], false);
+    assert_eq!(
+        count(
+            &app,
+            "RETURN count(SELECT VALUE id FROM mail_outbox WHERE kind = 'password_reset')"
+        )
+        .await,
+        2
+    );
 }

@@ -67,6 +67,7 @@ fn stored_checkout(session_id: &str, refundable_fee: bool) -> StoredCheckout {
         completed_at: None,
         fulfilled_at: None,
         fee_refunded_at: None,
+        created_account: true,
     }
 }
 

@@ -48,7 +48,16 @@ async fn paid_checkout(app: &TestApp, mock: &MockStripe, email: &str) -> (String
         )
         .await;
     assert_eq!(response.status(), 200);
-    let started: Value = response.json().await.expect("json");
+    let start_cookie = response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("helpnow_checkout_start="))
+        .map(|v| v.split(';').next().unwrap_or_default().to_owned())
+        .expect("start cookie");
+    let mut started: Value = response.json().await.expect("json");
+    started["startCookie"] = Value::String(start_cookie);
     let session_id = started["sessionId"].as_str().expect("id").to_owned();
     assert!(
         started["url"].as_str().expect("url").starts_with("http"),
@@ -167,8 +176,12 @@ async fn a_stripe_customer_sets_up_the_account_manages_billing_and_gets_the_fee_
     );
 
     let response = app
-        .get(&format!("/api/checkout-success?session_id={session_id}"))
-        .await;
+        .client
+        .get(app.url(&format!("/api/checkout-success?session_id={session_id}")))
+        .header("cookie", started["startCookie"].as_str().expect("cookie"))
+        .send()
+        .await
+        .expect("sent");
     assert_eq!(response.status(), 200);
     let checkout_cookie = response
         .headers()
@@ -205,6 +218,30 @@ async fn a_stripe_customer_sets_up_the_account_manages_billing_and_gets_the_fee_
     assert!(
         portal["url"].as_str().expect("url").starts_with("http"),
         "{portal}"
+    );
+
+    let cancel = app
+        .client
+        .post(app.url("/api/billing/cancel"))
+        .header("cookie", &session)
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(cancel.status(), 200);
+    let cancels: Vec<_> = mock
+        .requests()
+        .into_iter()
+        .filter(|request| {
+            request.method == "POST" && request.path.starts_with("/v1/subscriptions/")
+        })
+        .collect();
+    assert_eq!(cancels.len(), 1);
+    assert_eq!(cancels[0].param("cancel_at_period_end"), Some("true"));
+    let who = me(&app, &session).await;
+    assert_eq!(
+        who["user"]["access"]["trialActive"], true,
+        "access lasts to the period's end"
     );
 
     let refund = |cookie: String| {

@@ -8,6 +8,7 @@ import { SignupPage } from '../features/auth/SignupPage';
 import { AccountSetupPage } from '../features/account-setup/AccountSetupPage';
 import { CheckoutSuccessPage } from '../features/checkout/CheckoutSuccessPage';
 import { DemoCheckoutPage } from '../features/checkout/DemoCheckoutPage';
+import { CheckoutDebugPage } from '../features/checkout-debug/CheckoutDebugPage';
 
 function comingSoon(path: string, title: string, handle: RouteHandle = {}): RouteObject {
   return {
@@ -62,7 +63,12 @@ export const routes: RouteObject[] = [
         element: <CheckoutSuccessPage />,
         handle: { title: 'Checkout' } satisfies RouteHandle,
       },
-      comingSoon('/checkout-debug', 'Checkout Debug'),
+      {
+        path: '/checkout-debug',
+        caseSensitive: true,
+        element: <CheckoutDebugPage />,
+        handle: { title: 'Checkout Debug' } satisfies RouteHandle,
+      },
       {
         path: '/demo-checkout/:id',
         caseSensitive: true,

@@ -38,6 +38,7 @@ function renderDialog(props: Props = {}, path = '/?session=s1') {
         ),
       },
       { path: '/login', element: <h1>Sign in</h1> },
+      { path: '/account-setup', element: <h1>Account setup</h1> },
     ],
     { initialEntries: [path] },
   );
@@ -93,6 +94,19 @@ describe('AccessDialog: checking', () => {
     expect(await within(dialog()).findByRole('form', { name: 'Sign in' })).toBeTruthy();
     expect((within(dialog()).getByLabelText('Email') as HTMLInputElement).value).toBe('ann@example.com');
     expect(fetchMock.mock.calls.map(([url]) => url)).toContain('/api/checkout-success?session=s1');
+  });
+
+  it('sends an account the checkout created without a password to account setup', async () => {
+    const fetchMock = mockApi({ 'GET /api/checkout-success': { body: { ...FOUND, hasPassword: false } } });
+    const { router, onClose } = renderDialog();
+    await waitFor(() => expect(router.state.location.pathname).toBe('/account-setup'));
+    expect(router.state.location.search).toBe('?success=true&email=ann%40example.com&session=s1&session_id=cs_1');
+    // Replaced, so Back does not open the dialog again.
+    expect(router.state.historyAction).toBe('REPLACE');
+    expect(screen.getByRole('heading', { level: 1, name: 'Account setup' })).toBeTruthy();
+    expect(screen.queryByRole('form', { name: 'Sign in' })).toBeNull();
+    expect(onClose).not.toHaveBeenCalled();
+    expect(fetchMock.mock.calls.some(([, init]) => init?.method === 'POST')).toBe(false);
   });
 
   it('needs a session', async () => {

@@ -5,7 +5,7 @@ import { Modal } from '../../components/Modal';
 import { usePublicConfig } from '../../app/public-config';
 import { useSession } from '../../app/session';
 import { authApi } from '../auth/api';
-import { checkoutApi } from '../checkout/api';
+import { checkoutApi, type CheckoutSuccess } from '../checkout/api';
 import {
   ACCOUNT_CREATED,
   BOTH_REQUIRED,
@@ -30,6 +30,17 @@ type Step =
   | { step: 'error'; text: string };
 
 type Mode = 'sign-in' | 'create';
+
+/** Where an account the checkout created without a password chooses one. */
+function accountSetupPath(answer: CheckoutSuccess): string {
+  const query = new URLSearchParams({
+    success: 'true',
+    email: answer.email,
+    session: answer.sessionId,
+    session_id: answer.paymentSessionId,
+  });
+  return `/account-setup?${query}`;
+}
 
 type Note = { ok: boolean; text: string };
 
@@ -186,6 +197,11 @@ export function AccessDialog({ session, startAt = 'checking', initialEmail = '',
           setState({ step: 'error', text: EMAIL_MISSING });
           return;
         }
+        if (answer.hasPassword === false) {
+          // The checkout created this account without a password, so signing in cannot work yet.
+          navigate(accountSetupPath(answer), { replace: true });
+          return;
+        }
         setEmail(answer.email);
         setState({ step: 'login' });
       })
@@ -193,7 +209,7 @@ export function AccessDialog({ session, startAt = 'checking', initialEmail = '',
         if (!controller.signal.aborted) setState({ step: 'error', text: LOOKUP_FAILED });
       });
     return () => controller.abort();
-  }, [state.step, signedIn, session]);
+  }, [state.step, signedIn, session, navigate]);
 
   useEffect(() => {
     if (state.step !== 'success') return undefined;

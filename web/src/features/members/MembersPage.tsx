@@ -7,6 +7,7 @@ import type { Access, User } from '../auth/api';
 import { AccessDialog } from '../access/AccessDialog';
 import { TrialPrompt } from '../trial/TrialPrompt';
 import { trialButtonLabel } from '../trial/labels';
+import { BillingActions } from './BillingActions';
 import { CheckoutNotice, type NoticeKind } from './CheckoutNotice';
 import { ExistingAccountDialog } from './ExistingAccountDialog';
 import { PendingSetupBanner } from './PendingSetupBanner';
@@ -68,7 +69,15 @@ function MembershipStatus({ access }: { access: Access }) {
           {trialEnd && <p className="members-status__text">Your trial runs until {trialEnd}</p>}
         </>
       )}
-      {access.hasActiveSubscription && <p className="members-status__text members-status__active">Subscription active</p>}
+      {/* A subscription in its trial is 'trialing', which the spec counts as active; during the
+          trial the badge above says it, and "Subscription active" would read as already charged. */}
+      {access.hasActiveSubscription && !access.trialActive && (
+        <p className="members-status__text members-status__active">Subscription active</p>
+      )}
+      {access.trialActive && (
+        <p className="members-status__text">After the trial: $20/month. Cancel anytime.</p>
+      )}
+      <BillingActions />
     </section>
   );
 }

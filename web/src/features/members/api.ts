@@ -8,4 +8,6 @@ export const membersApi = {
    */
   redeemToken: (token?: string) =>
     api.post<{ user: User }>('/api/auth/token', token === undefined ? {} : { token }),
+  cancelSubscription: () => api.post<{ message: string }>('/api/billing/cancel', {}),
+  refundFee: () => api.post<{ message: string }>('/api/billing/refund-fee', {}),
 };

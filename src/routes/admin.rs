@@ -1,0 +1,180 @@
+//! `/api/admin/checkout-debug*`: the checkout debug page's data and actions. Only with
+//! `security.debug_tools` on and only for accounts in `admin.emails`; everyone else gets 404.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, get, post, web};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::json;
+use surrealdb::types::SurrealValue;
+
+use crate::auth::MaybeUser;
+use crate::config::Settings;
+use crate::domain::Email;
+use crate::mail::Mailer;
+use crate::routes::ApiError;
+use crate::routes::auth::send_reset_mail;
+use crate::routes::billing::require_debug_admin;
+use crate::store::{self, Db};
+
+const LIST_LIMIT: usize = 25;
+
+#[derive(Debug, SurrealValue, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DebugUser {
+    id: String,
+    email: String,
+    created_at: DateTime<Utc>,
+    has_password: bool,
+    trial_started: bool,
+    trial_end_date: Option<DateTime<Utc>>,
+    checkout_session_id: Option<String>,
+    payment_session_id: Option<String>,
+    subscription_id: Option<String>,
+}
+
+#[derive(Debug, SurrealValue, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DebugEvent {
+    event_id: String,
+    event_type: String,
+    source: String,
+    received_at: DateTime<Utc>,
+    processed_at: Option<DateTime<Utc>>,
+    outcome: Option<String>,
+}
+
+/// Recent checkouts, accounts, and the last hour's payment events.
+#[get("/admin/checkout-debug")]
+pub async fn overview(
+    db: web::Data<Db>,
+    settings: web::Data<Settings>,
+    user: MaybeUser,
+) -> Result<HttpResponse, ApiError> {
+    require_debug_admin(&settings, user.0.as_ref())?;
+    let checkouts = store::billing::recent_checkouts(&db, LIST_LIMIT)
+        .await
+        .map_err(|e| ApiError::internal("debug: checkouts", e))?;
+    let mut response = db
+        .query(
+            "SELECT record::id(id) AS id, email, created_at, password_hash != NONE AS has_password, \
+             trial_started, trial_end_date, checkout_session_id, payment_session_id, subscription_id \
+             FROM user ORDER BY created_at DESC LIMIT $limit;
+             SELECT event_id, event_type, source, received_at, processed_at, outcome FROM webhook_event \
+             WHERE received_at > time::now() - 1h ORDER BY received_at DESC LIMIT 100;",
+        )
+        .bind(("limit", LIST_LIMIT))
+        .await
+        .and_then(|response| response.check())
+        .map_err(|e| ApiError::internal("debug: users and events", e))?;
+    let users: Vec<DebugUser> = response
+        .take(0)
+        .map_err(|e| ApiError::internal("debug: users", e))?;
+    let events: Vec<DebugEvent> = response
+        .take(1)
+        .map_err(|e| ApiError::internal("debug: events", e))?;
+    let checkouts: Vec<serde_json::Value> = checkouts
+        .into_iter()
+        .map(|checkout| {
+            json!({
+                "provider": checkout.provider,
+                "paymentSessionId": checkout.provider_session_id,
+                "sessionId": checkout.tracking_id,
+                "source": checkout.source,
+                "status": checkout.status,
+                "email": checkout.email,
+                "userId": checkout.user_id,
+                "refundableFee": checkout.refundable_fee,
+                "createdAt": checkout.created_at,
+                "completedAt": checkout.completed_at,
+                "fulfilledAt": checkout.fulfilled_at,
+            })
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({
+        "checkouts": checkouts,
+        "users": users,
+        "webhookEvents": events,
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct EmailRequest {
+    #[serde(default)]
+    email: Option<String>,
+}
+
+/// Creates an account without a password and mails it a link to choose one; an address that
+/// already has an account gets the reset mail instead.
+#[post("/admin/checkout-debug/accounts")]
+pub async fn create_account(
+    db: web::Data<Db>,
+    settings: web::Data<Settings>,
+    mailer: web::Data<Mailer>,
+    user: MaybeUser,
+    body: web::Json<EmailRequest>,
+) -> Result<HttpResponse, ApiError> {
+    require_debug_admin(&settings, user.0.as_ref())?;
+    let raw = body.into_inner().email.unwrap_or_default();
+    if raw.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "email_required",
+            "Email is required to create an account",
+        ));
+    }
+    let email = Email::parse(&raw)
+        .map_err(|error| ApiError::bad_request(error.code(), error.to_string()))?;
+    let (id, created) = match store::users::create(&db, &email, None).await {
+        Ok(id) => (id, true),
+        Err(store::users::CreateUserError::EmailTaken) => {
+            let existing = store::users::credentials_by_email(&db, &email)
+                .await
+                .map_err(|e| ApiError::internal("debug: account", e))?
+                .ok_or_else(|| ApiError::internal("debug: account", "vanished"))?;
+            (existing.id, false)
+        }
+        Err(error) => return Err(ApiError::internal("Account creation failed", error)),
+    };
+    send_reset_mail(&db, &settings, &mailer, &id, &email).await?;
+    let message = if created {
+        format!("Account created for {email}; a link to choose a password was mailed.")
+    } else {
+        format!(
+            "Account creation failed: {email} already has an account, so a password reset mail was sent."
+        )
+    };
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(HttpResponse::build(status)
+        .json(json!({ "created": created, "userId": id, "message": message })))
+}
+
+/// Mails a password reset link to an account.
+#[post("/admin/checkout-debug/reset")]
+pub async fn reset_account(
+    db: web::Data<Db>,
+    settings: web::Data<Settings>,
+    mailer: web::Data<Mailer>,
+    user: MaybeUser,
+    body: web::Json<EmailRequest>,
+) -> Result<HttpResponse, ApiError> {
+    require_debug_admin(&settings, user.0.as_ref())?;
+    let email = Email::parse(body.into_inner().email.as_deref().unwrap_or_default())
+        .map_err(|error| ApiError::bad_request(error.code(), error.to_string()))?;
+    let account = store::users::credentials_by_email(&db, &email)
+        .await
+        .map_err(|e| ApiError::internal("debug: account", e))?
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "user_not_found",
+                crate::routes::auth::NO_ACCOUNT_FOR_RESET,
+            )
+        })?;
+    send_reset_mail(&db, &settings, &mailer, &account.id, &email).await?;
+    Ok(HttpResponse::Ok()
+        .json(json!({ "message": format!("A password reset mail was sent to {email}.") })))
+}
