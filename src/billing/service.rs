@@ -95,6 +95,30 @@ pub struct SubscriptionView {
     pub cancel_at_period_end: bool,
 }
 
+impl SubscriptionCheck {
+    /// The access rule applied to facts already read (callers that need the facts too read once).
+    pub fn from_facts(facts: &billing_store::AccessFacts) -> Self {
+        let subscription = facts.subscription.as_ref();
+        let access = Access::compute(
+            facts.trial_end_date,
+            subscription.and_then(StoredSubscription::status),
+            Utc::now(),
+        );
+        Self {
+            has_active_subscription: access.subscription_active,
+            trial_active: access.trial_active,
+            trial_end_date: facts.trial_end_date,
+            subscription: subscription.map(|sub| SubscriptionView {
+                id: sub.id.clone(),
+                status: sub.status.clone(),
+                plan_id: sub.price_id.clone(),
+                current_period_end: sub.current_period_end,
+                cancel_at_period_end: sub.cancel_at_period_end,
+            }),
+        }
+    }
+}
+
 /// How a payment event was handled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventOutcome {
@@ -512,27 +536,9 @@ impl Billing {
 
     /// A user's access now, from the store.
     pub async fn check(&self, user_id: &str) -> Result<Option<SubscriptionCheck>, BillingError> {
-        let Some(facts) = billing_store::access_facts(&self.db, user_id).await? else {
-            return Ok(None);
-        };
-        let subscription = facts.subscription.as_ref();
-        let access = Access::compute(
-            facts.trial_end_date,
-            subscription.and_then(StoredSubscription::status),
-            Utc::now(),
-        );
-        Ok(Some(SubscriptionCheck {
-            has_active_subscription: access.subscription_active,
-            trial_active: access.trial_active,
-            trial_end_date: facts.trial_end_date,
-            subscription: subscription.map(|sub| SubscriptionView {
-                id: sub.id.clone(),
-                status: sub.status.clone(),
-                plan_id: sub.price_id.clone(),
-                current_period_end: sub.current_period_end,
-                cancel_at_period_end: sub.cancel_at_period_end,
-            }),
-        }))
+        Ok(billing_store::access_facts(&self.db, user_id)
+            .await?
+            .map(|facts| SubscriptionCheck::from_facts(&facts)))
     }
 
     /// The spec's `check-subscription`: at most one fresh answer per user per 15 s, which also

@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::auth::{self, AuthThrottle, CurrentUser, MaybeUser, SessionCookies, token};
 use crate::billing::Billing;
+use crate::billing::service::SubscriptionCheck;
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::domain::{Email, NewPassword, PasswordError};
@@ -87,15 +88,12 @@ pub async fn setup_status(
         .await
         .map_err(|e| ApiError::internal("cannot read an account", e))?
         .ok_or_else(no_session)?;
-    let check = billing
-        .check(&owner.user_id)
-        .await
-        .map_err(|e| ApiError::internal("cannot read access", e))?;
+    let check = SubscriptionCheck::from_facts(&facts);
     Ok(HttpResponse::Ok().json(json!({
         "email": owner.email,
         "hasPassword": facts.has_password,
-        "trialActive": check.as_ref().is_some_and(|c| c.trial_active),
-        "trialEndDate": check.and_then(|c| c.trial_end_date),
+        "trialActive": check.trial_active,
+        "trialEndDate": check.trial_end_date,
     })))
 }
 

@@ -10,6 +10,7 @@ use serde_json::json;
 
 use crate::auth::{self, AuthThrottle, MaybeUser, SessionCookies, token};
 use crate::billing::Billing;
+use crate::billing::service::SubscriptionCheck;
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::domain::{Email, EmailError, NewPassword, PasswordError};
@@ -200,10 +201,7 @@ pub async fn me(user: MaybeUser, billing: web::Data<Billing>) -> Result<HttpResp
     let facts = store::billing::access_facts(billing.db(), &user.id)
         .await
         .map_err(|e| ApiError::internal("cannot read an account", e))?;
-    let check = billing
-        .check(&user.id)
-        .await
-        .map_err(|e| ApiError::internal("cannot read access", e))?;
+    let check = facts.as_ref().map(SubscriptionCheck::from_facts);
     let has_password = facts.as_ref().is_none_or(|facts| facts.has_password);
     let pending_setup = if has_password {
         None

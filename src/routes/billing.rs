@@ -261,13 +261,12 @@ pub async fn checkout_success(
             return Err(billing_error("cannot confirm a checkout", error));
         }
     };
-    let check = billing
-        .check(&confirmed.user_id)
-        .await
-        .map_err(|e| ApiError::internal("cannot read access", e))?;
     let facts = store::billing::access_facts(billing.db(), &confirmed.user_id)
         .await
         .map_err(|e| ApiError::internal("cannot read access", e))?;
+    let check = facts
+        .as_ref()
+        .map(crate::billing::service::SubscriptionCheck::from_facts);
     let stored = store::billing::checkout(billing.db(), &provider_session_id)
         .await
         .map_err(|e| ApiError::internal("cannot read a checkout", e))?

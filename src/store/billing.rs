@@ -10,9 +10,6 @@ use surrealdb::types::SurrealValue;
 use super::Db;
 use crate::billing::model::{SubscriptionSnapshot, SubscriptionStatus};
 
-/// How often a transaction that lost a write conflict is tried again.
-const CONFLICT_RETRIES: usize = 8;
-
 /// Whether an error is a lost optimistic-concurrency race, worth retrying.
 pub(crate) fn is_conflict(error: &surrealdb::Error) -> bool {
     let text = error.to_string().to_lowercase();
@@ -301,38 +298,32 @@ pub async fn fulfil(db: &Db, fulfilment: Fulfilment) -> Result<FulfilOutcome, Fu
         welcome_text: fulfilment.welcome_text,
     };
     let id = fulfilment.provider_session_id;
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let result = db
-            .query(FULFIL)
+    let result = super::retry_on_conflict(|| async {
+        db.query(FULFIL)
             .bind(("f", params.clone()))
             .await
-            .and_then(super::check_transaction);
-        match result {
-            Ok(_) => {
-                let by = fulfilled_by(db, &id).await?;
-                return Ok(FulfilOutcome::Fulfilled {
-                    user_id: by.user_id.unwrap_or_default(),
-                    email: by.email.unwrap_or_default(),
-                });
-            }
-            Err(error) if error.to_string().contains("unknown_checkout") => {
-                return Err(FulfilError::UnknownCheckout(id));
-            }
-            Err(error) if error.to_string().contains("already_fulfilled") => {
-                let by = fulfilled_by(db, &id).await?;
-                return Ok(FulfilOutcome::AlreadyFulfilled {
-                    user_id: by.user_id.unwrap_or_default(),
-                    email: by.email.unwrap_or_default(),
-                });
-            }
-            Err(error) if is_conflict(&error) && attempt < CONFLICT_RETRIES => {
-                tracing::debug!(%error, attempt, "fulfilment lost a race; trying again");
-                tokio::time::sleep(std::time::Duration::from_millis(5 * attempt as u64)).await;
-            }
-            Err(error) => return Err(error.into()),
+            .and_then(super::check_transaction)
+    })
+    .await;
+    match result {
+        Ok(_) => {
+            let by = fulfilled_by(db, &id).await?;
+            Ok(FulfilOutcome::Fulfilled {
+                user_id: by.user_id.unwrap_or_default(),
+                email: by.email.unwrap_or_default(),
+            })
         }
+        Err(error) if error.to_string().contains("unknown_checkout") => {
+            Err(FulfilError::UnknownCheckout(id))
+        }
+        Err(error) if error.to_string().contains("already_fulfilled") => {
+            let by = fulfilled_by(db, &id).await?;
+            Ok(FulfilOutcome::AlreadyFulfilled {
+                user_id: by.user_id.unwrap_or_default(),
+                email: by.email.unwrap_or_default(),
+            })
+        }
+        Err(error) => Err(error.into()),
     }
 }
 
@@ -390,12 +381,9 @@ pub async fn record_subscription(
     .iter()
     .map(|status| status.as_str())
     .collect();
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let result = db
-            .query(
-                "BEGIN TRANSACTION;
+    super::retry_on_conflict(|| async {
+        db.query(
+            "BEGIN TRANSACTION;
                  LET $rid = type::record('subscription', $s.id);
                  LET $old = (SELECT * FROM ONLY $rid);
                  LET $newer = $old = NONE OR (
@@ -414,31 +402,24 @@ pub async fn record_subscription(
                      };
                  };
                  COMMIT TRANSACTION;",
-            )
-            .bind(("s", params.clone()))
-            .bind(("final", final_statuses.clone()))
-            .await
-            .and_then(super::check_transaction);
-        match result {
-            Ok(_) => {
-                // Whether this snapshot is the stored one now (the script's own answer is not
-                // reliably reachable among a transaction's statement results).
-                let mut response = db
-                    .query("SELECT VALUE status = $status AND event_created = $created FROM ONLY type::record('subscription', $id)")
-                    .bind(("status", params.status.clone()))
-                    .bind(("created", params.event_created))
-                    .bind(("id", params.id.clone()))
-                    .await?
-                    .check()?;
-                let stored: Option<bool> = response.take(0)?;
-                return Ok(stored.unwrap_or(false));
-            }
-            Err(error) if is_conflict(&error) && attempt < CONFLICT_RETRIES => {
-                tokio::time::sleep(std::time::Duration::from_millis(5 * attempt as u64)).await;
-            }
-            Err(error) => return Err(error),
-        }
-    }
+        )
+        .bind(("s", params.clone()))
+        .bind(("final", final_statuses.clone()))
+        .await
+        .and_then(super::check_transaction)
+    })
+    .await?;
+    // Whether this snapshot is the stored one now (the script's own answer is not reliably
+    // reachable among a transaction's statement results).
+    let mut response = db
+        .query("SELECT VALUE status = $status AND event_created = $created FROM ONLY type::record('subscription', $id)")
+        .bind(("status", params.status.clone()))
+        .bind(("created", params.event_created))
+        .bind(("id", params.id.clone()))
+        .await?
+        .check()?;
+    let stored: Option<bool> = response.take(0)?;
+    Ok(stored.unwrap_or(false))
 }
 
 /// A stored subscription, as the access check and the API see it.
@@ -581,10 +562,8 @@ pub async fn redeem_sign_in_token(
     db: &Db,
     token_hash: &str,
 ) -> Result<Option<TokenOwner>, surrealdb::Error> {
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let result = db
+    super::retry_on_conflict(|| async {
+        let mut response = db
             .query(
                 "UPDATE (SELECT VALUE id FROM sign_in_token WHERE token_hash = $hash) \
                  SET used = true, used_at = time::now() \
@@ -592,17 +571,10 @@ pub async fn redeem_sign_in_token(
                  RETURN record::id(user) AS user_id, email, checkout_session_id",
             )
             .bind(("hash", token_hash.to_owned()))
-            .await
-            .and_then(|response| response.check());
-        match result {
-            Ok(mut response) => {
-                let rows: Vec<TokenOwner> = response.take(0)?;
-                return Ok(rows.into_iter().next());
-            }
-            Err(error) if is_conflict(&error) && attempt < CONFLICT_RETRIES => {
-                tokio::time::sleep(std::time::Duration::from_millis(2 * attempt as u64)).await;
-            }
-            Err(error) => return Err(error),
-        }
-    }
+            .await?
+            .check()?;
+        let rows: Vec<TokenOwner> = response.take(0)?;
+        Ok(rows.into_iter().next())
+    })
+    .await
 }

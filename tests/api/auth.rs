@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, spawn_app, spawn_app_with};
+use crate::helpers::{TestApp, post_with_cookie, spawn_app, spawn_app_with};
 
 /// The session cookie's `name=value` from a response, with its attributes.
 pub(crate) fn session_cookie(response: &reqwest::Response) -> (String, String) {
@@ -16,21 +16,6 @@ pub(crate) fn session_cookie(response: &reqwest::Response) -> (String, String) {
         .to_owned();
     let pair = header.split(';').next().unwrap_or_default().to_owned();
     (pair, header)
-}
-
-async fn post_with_cookie(
-    app: &TestApp,
-    path: &str,
-    cookie: &str,
-    body: &Value,
-) -> reqwest::Response {
-    app.client
-        .post(app.url(path))
-        .header("cookie", cookie)
-        .json(body)
-        .send()
-        .await
-        .expect("request reaches the server")
 }
 
 pub(crate) async fn me(app: &TestApp, cookie: &str) -> Value {

@@ -6,18 +6,7 @@ use std::collections::HashSet;
 use serde_json::{Value, json};
 
 use crate::auth::{error_of, me, session_cookie, sign_up};
-use crate::helpers::{TestApp, spawn_app};
-
-/// A cookie's `name=value` from a response, if it sets one.
-fn cookie_named(response: &reqwest::Response, name: &str) -> Option<String> {
-    response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .find(|value| value.starts_with(&format!("{name}=")))
-        .map(|value| value.split(';').next().unwrap_or_default().to_owned())
-}
+use crate::helpers::{TestApp, cookie_named, get_with_cookie, post_with_cookie, spawn_app};
 
 /// Starts a checkout; the answer also carries, as `startCookie`, the cookie that marks this
 /// client as the one that started it.
@@ -40,30 +29,6 @@ async fn pay(app: &TestApp, session_id: &str, email: &str) -> String {
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.expect("json");
     body["redirect"].as_str().expect("a redirect").to_owned()
-}
-
-async fn get_with_cookie(app: &TestApp, path: &str, cookie: &str) -> reqwest::Response {
-    app.client
-        .get(app.url(path))
-        .header("cookie", cookie)
-        .send()
-        .await
-        .expect("request reaches the server")
-}
-
-async fn post_with_cookie(
-    app: &TestApp,
-    path: &str,
-    cookie: &str,
-    body: &Value,
-) -> reqwest::Response {
-    app.client
-        .post(app.url(path))
-        .header("cookie", cookie)
-        .json(body)
-        .send()
-        .await
-        .expect("request reaches the server")
 }
 
 async fn count(app: &TestApp, sql: &str) -> u64 {

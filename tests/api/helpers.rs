@@ -51,6 +51,41 @@ impl TestApp {
     }
 }
 
+/// A cookie's `name=value` from a response, if it sets one.
+pub fn cookie_named(response: &reqwest::Response, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find(|value| value.starts_with(&format!("{name}=")))
+        .map(|value| value.split(';').next().unwrap_or_default().to_owned())
+}
+
+pub async fn get_with_cookie(app: &TestApp, path: &str, cookie: &str) -> reqwest::Response {
+    app.client
+        .get(app.url(path))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .expect("request reaches the server")
+}
+
+pub async fn post_with_cookie(
+    app: &TestApp,
+    path: &str,
+    cookie: &str,
+    body: &serde_json::Value,
+) -> reqwest::Response {
+    app.client
+        .post(app.url(path))
+        .header("cookie", cookie)
+        .json(body)
+        .send()
+        .await
+        .expect("request reaches the server")
+}
+
 pub fn project_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
 }

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::auth::{error_of, me, session_cookie, sign_up};
-use crate::helpers::{TestApp, spawn_app_with};
+use crate::helpers::{TestApp, cookie_named, get_with_cookie, post_with_cookie, spawn_app_with};
 use crate::stripe_mock::{MockStripe, WEBHOOK_SECRET};
 
 async fn stripe_app(mock: &MockStripe) -> TestApp {
@@ -48,14 +48,7 @@ async fn paid_checkout(app: &TestApp, mock: &MockStripe, email: &str) -> (String
         )
         .await;
     assert_eq!(response.status(), 200);
-    let start_cookie = response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("helpnow_checkout_start="))
-        .map(|v| v.split(';').next().unwrap_or_default().to_owned())
-        .expect("start cookie");
+    let start_cookie = cookie_named(&response, "helpnow_checkout_start").expect("start cookie");
     let mut started: Value = response.json().await.expect("json");
     started["startCookie"] = Value::String(start_cookie);
     let session_id = started["sessionId"].as_str().expect("id").to_owned();
@@ -175,43 +168,28 @@ async fn a_stripe_customer_sets_up_the_account_manages_billing_and_gets_the_fee_
             ))
     );
 
-    let response = app
-        .client
-        .get(app.url(&format!("/api/checkout-success?session_id={session_id}")))
-        .header("cookie", started["startCookie"].as_str().expect("cookie"))
-        .send()
-        .await
-        .expect("sent");
+    let response = get_with_cookie(
+        &app,
+        &format!("/api/checkout-success?session_id={session_id}"),
+        started["startCookie"].as_str().expect("cookie"),
+    )
+    .await;
     assert_eq!(response.status(), 200);
-    let checkout_cookie = response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("helpnow_checkout="))
-        .map(|v| v.split(';').next().unwrap_or_default().to_owned())
-        .expect("checkout cookie");
-    let setup = app
-        .client
-        .post(app.url("/api/account/setup"))
-        .header("cookie", &checkout_cookie)
-        .json(&json!({"email": "ann@example.com", "password": "secret1"}))
-        .send()
-        .await
-        .expect("sent");
+    let checkout_cookie = cookie_named(&response, "helpnow_checkout").expect("checkout cookie");
+    let setup = post_with_cookie(
+        &app,
+        "/api/account/setup",
+        &checkout_cookie,
+        &json!({"email": "ann@example.com", "password": "secret1"}),
+    )
+    .await;
     assert_eq!(setup.status(), 200);
     let (session, _) = session_cookie(&setup);
     let who = me(&app, &session).await;
     assert_eq!(who["user"]["access"]["trialActive"], true);
 
-    let portal: Value = app
-        .client
-        .post(app.url("/api/billing/portal"))
-        .header("cookie", &session)
-        .json(&json!({}))
-        .send()
+    let portal: Value = post_with_cookie(&app, "/api/billing/portal", &session, &json!({}))
         .await
-        .expect("sent")
         .json()
         .await
         .expect("json");
@@ -220,14 +198,7 @@ async fn a_stripe_customer_sets_up_the_account_manages_billing_and_gets_the_fee_
         "{portal}"
     );
 
-    let cancel = app
-        .client
-        .post(app.url("/api/billing/cancel"))
-        .header("cookie", &session)
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("sent");
+    let cancel = post_with_cookie(&app, "/api/billing/cancel", &session, &json!({})).await;
     assert_eq!(cancel.status(), 200);
     let cancels: Vec<_> = mock
         .requests()
