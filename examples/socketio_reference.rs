@@ -14,8 +14,8 @@
 //! ```
 //!
 //! Flags (times in milliseconds): `--port` (3000), `--ping-interval` (25000), `--ping-timeout`
-//! (20000), `--connect-timeout` (45000), `--max-payload` (1000000 bytes), `--recovery-window`
-//! (0: connection state recovery off).
+//! (20000), `--connect-timeout` (45000), `--upgrade-timeout` (10000), `--max-payload` (1000000
+//! bytes), `--recovery-window` (0: connection state recovery off).
 
 use std::io::Write;
 use std::time::Duration;
@@ -112,6 +112,7 @@ fn parse_flags() -> Result<Flags, String> {
             "--ping-interval" => flags.config.ping_interval = millis,
             "--ping-timeout" => flags.config.ping_timeout = millis,
             "--connect-timeout" => flags.config.connect_timeout = millis,
+            "--upgrade-timeout" => flags.config.upgrade_timeout = millis,
             "--max-payload" => flags.config.max_payload = number as usize,
             "--recovery-window" => flags.config.recovery_window = (number > 0).then_some(millis),
             other => return Err(format!("unknown flag {other}")),

@@ -131,9 +131,13 @@ impl Actor for WebSocketTransport {
             }
             State::Probing { server, .. } => {
                 let timeout = server.config().upgrade_timeout;
+                // Only a probe that is still a probe gives up: once the upgrade finished, this
+                // actor carries the connection and must outlive the timer.
                 ctx.run_later(timeout, |act, ctx| {
-                    act.abandon_upgrade();
-                    ctx.stop();
+                    if matches!(act.state, State::Probing { .. }) {
+                        act.abandon_upgrade();
+                        ctx.stop();
+                    }
                 });
             }
             State::Closed => {}

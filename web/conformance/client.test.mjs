@@ -259,6 +259,24 @@ describe('socket.io-client against the reference example', () => {
       await sleep(100); // nothing more may follow
       assert.deepEqual(backs, Array.from({ length: 50 }, (_, i) => [i]));
     });
+
+    it('keeps the upgraded connection past the upgrade time-out', T, async () => {
+      // The probe's time-out once closed the WebSocket it had become, 10 s after every upgrade.
+      const quick = await startReference({ upgradeTimeout: 300 });
+      try {
+        const socket = client(quick.baseUrl, '/', { transports: undefined });
+        const upgraded = nextEvent(socket.io.engine, 'upgrade', 10_000);
+        await connected(socket);
+        await upgraded;
+        const disconnects = collect(socket, 'disconnect');
+        await sleep(1_000);
+        assert.deepEqual(disconnects, []);
+        socket.emit('message', 'still here');
+        assert.deepEqual(await nextEvent(socket, 'message-back'), ['still here']);
+      } finally {
+        await quick.stop();
+      }
+    });
   });
 
   for (const variant of VARIANTS) {

@@ -52,7 +52,7 @@ function printLog(logPath) {
 
 /**
  * Starts the reference example on a free port with the given flags, e.g.
- * `{ pingInterval: 300, pingTimeout: 200, connectTimeout, maxPayload, recoveryWindow }`,
+ * `{ pingInterval: 300, pingTimeout: 200, connectTimeout, upgradeTimeout, maxPayload, recoveryWindow }`,
  * and resolves once it printed `listening on http://127.0.0.1:PORT`.
  */
 export async function startReference(flags = {}) {
