@@ -120,6 +120,8 @@ pub struct RealtimeSettings {
     pub message_burst: u32,
     /// How long a lost connection's sockets wait to be recovered (0: no recovery).
     pub recovery_window_secs: u64,
+    /// Funnel conversations (and rejoins) one address may open per minute (0: no limit).
+    pub funnel_joins_per_minute: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]

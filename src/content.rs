@@ -1,4 +1,5 @@
-//! Content the server reads from `config/` at start-up: the four legal texts and the shortcut list.
+//! Content the server reads from `config/` at start-up: the four legal texts, the shortcut list
+//! and the chat funnels' scripts (`funnels.toml`).
 //! A missing or malformed file stops start-up, naming the file.
 
 use std::path::Path;
@@ -40,6 +41,7 @@ struct ShortcutFile {
 pub struct Content {
     pub legal: Vec<LegalDocument>,
     pub shortcuts: Vec<Shortcut>,
+    pub funnel_scripts: helpnow_actors::rules::scripts::FunnelScripts,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -84,7 +86,21 @@ impl Content {
                 ..shortcut
             })
             .collect();
-        Ok(Self { legal, shortcuts })
+        let path = dir.join("funnels.toml");
+        let invalid = |problem: String| ContentError::Invalid {
+            path: path.display().to_string(),
+            problem,
+        };
+        let funnel_scripts: helpnow_actors::rules::scripts::FunnelScripts =
+            toml::from_str(&read(&path)?).map_err(|err| invalid(err.to_string()))?;
+        funnel_scripts
+            .validate()
+            .map_err(|err| invalid(err.to_string()))?;
+        Ok(Self {
+            legal,
+            shortcuts,
+            funnel_scripts,
+        })
     }
 
     pub fn legal(&self, slug: &str) -> Option<&LegalDocument> {

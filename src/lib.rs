@@ -1,10 +1,12 @@
 //! The HelpNow server: configuration, store, accounts, HTTP routes and the real-time channel.
 
+pub mod ai;
 pub mod auth;
 pub mod billing;
 pub mod config;
 pub mod content;
 pub mod domain;
+pub mod funnels;
 pub mod mail;
 pub mod metrics;
 pub mod realtime;

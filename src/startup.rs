@@ -18,6 +18,7 @@ use crate::billing::stripe::StripeProvider;
 use crate::billing::{Billing, BillingError, PaymentProvider};
 use crate::config::{PaymentProviderKind, RedactedUrl, Settings};
 use crate::content::Content;
+use crate::funnels;
 use crate::mail::Mailer;
 use crate::metrics::{ConnectionGuard, Metrics, track_requests};
 use crate::realtime::{OriginPolicy, RateLimit, RealtimeConfig, RealtimeServer};
@@ -38,6 +39,9 @@ pub struct Application {
     server: Server,
     db: Db,
     realtime: RealtimeServer,
+    /// Periodic workers (mail retries, trial reminders): they never end by themselves, so a stop
+    /// ends them before waiting for the store's own tasks.
+    workers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +59,8 @@ pub enum StartupError {
     Mail(#[from] crate::mail::MailError),
     #[error(transparent)]
     Payments(#[from] BillingError),
+    #[error(transparent)]
+    Ai(#[from] crate::ai::AiSetupError),
     #[error("metrics: {0}")]
     Metrics(#[from] prometheus::Error),
     #[error("cannot start the HTTP server: {0}")]
@@ -81,11 +87,8 @@ impl Application {
             "HelpNow is listening"
         );
         let mailer = Mailer::from_settings(&settings.mail, db.clone())?;
-        mailer.spawn_retry_worker(MAIL_RETRY_INTERVAL);
+        let mut workers = vec![mailer.spawn_retry_worker(MAIL_RETRY_INTERVAL)];
         let metrics = Arc::new(Metrics::new()?);
-        let realtime = RealtimeServer::builder(realtime_config(&settings))
-            .connection_gauge(metrics.realtime_connections.clone())
-            .build();
         let billing = Arc::new(Billing::new(
             db.clone(),
             payment_provider(&settings, db.clone())?,
@@ -93,7 +96,30 @@ impl Application {
             settings.server.public_url.clone(),
             settings.product.name.clone(),
         ));
-        billing.spawn_trial_reminders(TRIAL_REMINDER_INTERVAL);
+        workers.extend(billing.spawn_trial_reminders(TRIAL_REMINDER_INTERVAL));
+        let ai = crate::ai::provider(&settings.ai)?;
+        let auth_throttle = Arc::new(AuthThrottle::new());
+        let funnel_registry = funnels::registry(
+            &settings,
+            db.clone(),
+            ai.clone(),
+            funnels::FunnelCheckouts {
+                billing: billing.clone(),
+                throttle: auth_throttle.clone(),
+            },
+            content.funnel_scripts.clone(),
+        );
+        let realtime = RealtimeServer::builder(realtime_config(&settings))
+            .connection_gauge(metrics.realtime_connections.clone())
+            .namespace(
+                "/funnel",
+                funnels::FunnelNamespace::new(
+                    funnel_registry,
+                    db.clone(),
+                    settings.realtime.funnel_joins_per_minute,
+                ),
+            )
+            .build();
         let server = run(
             listener,
             settings,
@@ -104,6 +130,8 @@ impl Application {
                 realtime: realtime.clone(),
                 mailer,
                 billing,
+                ai,
+                auth_throttle,
             },
         )
         .map_err(StartupError::Server)?;
@@ -112,6 +140,7 @@ impl Application {
             server,
             db,
             realtime,
+            workers,
         })
     }
 
@@ -134,6 +163,7 @@ impl Application {
             mut server,
             db,
             realtime,
+            workers,
             ..
         } = self;
         let served = tokio::select! {
@@ -150,6 +180,15 @@ impl Application {
                 served
             }
         };
+        // The store closes once its last handle is gone: the workers' and the real-time
+        // namespaces' (the funnel actors' ports) go first.
+        for worker in &workers {
+            worker.abort();
+        }
+        for worker in workers {
+            let _ = worker.await;
+        }
+        drop(realtime);
         drop(db);
         wait_for_background_tasks(STORE_CLOSE_TIMEOUT).await;
         served
@@ -206,6 +245,8 @@ struct Services {
     realtime: RealtimeServer,
     mailer: Mailer,
     billing: Arc<Billing>,
+    ai: Arc<dyn helpnow_actors::ports::Ai>,
+    auth_throttle: Arc<AuthThrottle>,
 }
 
 fn run(
@@ -220,6 +261,8 @@ fn run(
         realtime,
         mailer,
         billing,
+        ai,
+        auth_throttle,
     } = services;
     let billing = web::Data::from(billing);
     let hsts = settings.server.public_url.scheme() == "https";
@@ -233,10 +276,12 @@ fn run(
     let event_limiter = web::Data::new(routes::events::EventLimiter::new());
     let session_cookies =
         web::Data::new(SessionCookies::for_public_url(&settings.server.public_url));
-    let auth_throttle = web::Data::new(AuthThrottle::new());
+    let auth_throttle = web::Data::from(auth_throttle);
     let demo_payments = settings.payments.provider == PaymentProviderKind::Demo;
     let mailer = web::Data::new(mailer);
     let connections = metrics.open_connections.clone();
+    let ai = web::Data::new(routes::funnels::AiProvider(ai));
+    let help_limiter = web::Data::new(routes::funnels::HelpLimiter::new());
 
     let server = HttpServer::new(move || {
         App::new()
@@ -249,6 +294,8 @@ fn run(
             .app_data(auth_throttle.clone())
             .app_data(mailer.clone())
             .app_data(billing.clone())
+            .app_data(ai.clone())
+            .app_data(help_limiter.clone())
             .app_data(
                 web::JsonConfig::default()
                     .limit(JSON_LIMIT_BYTES)
@@ -286,6 +333,8 @@ fn run(
                     .service(routes::billing::portal)
                     .service(routes::billing::refund_fee)
                     .service(routes::billing::cancel_subscription)
+                    .service(routes::funnels::help_answer)
+                    .service(routes::funnels::checkout_handoff)
                     .configure(|cfg| {
                         // The demo checkout exists only while it is the provider.
                         if demo_payments {

@@ -1,1 +1,7 @@
-//! The conversation actors and their pure rules, free of HTTP and database code.
+//! The conversation actors and their pure rules, free of HTTP and database code. The server
+//! implements the [`ports`] (store, AI, checkout, analytics, clock) that the actors talk through,
+//! so the actors are tested with paused time and in-memory ports.
+
+pub mod funnel;
+pub mod ports;
+pub mod rules;

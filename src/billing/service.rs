@@ -47,6 +47,18 @@ pub struct StartCheckout {
     pub visitor_id: Option<String>,
     /// A path on this site to come back to when the checkout is canceled.
     pub cancel_path: String,
+    /// The funnel conversation the checkout comes from, with its record for the account.
+    pub funnel: Option<FunnelLink>,
+    /// Also make a one-time link that sends a browser to the checkout (for checkouts opened
+    /// over the real-time channel, where no cookie can be set).
+    pub handoff: bool,
+}
+
+/// A checkout's funnel: the conversation and the spec's funnel record of it.
+#[derive(Debug, Clone)]
+pub struct FunnelLink {
+    pub conversation_id: String,
+    pub record: serde_json::Value,
 }
 
 #[derive(Debug, Clone)]
@@ -54,6 +66,8 @@ pub struct StartedCheckout {
     pub provider_session_id: String,
     pub tracking_id: String,
     pub url: String,
+    /// The one-time link's secret, when asked for (only its hash is stored).
+    pub handoff: Option<String>,
 }
 
 /// A paid checkout the success page asked about.
@@ -181,6 +195,15 @@ impl Billing {
                 }
             }
         }
+        if let Some(funnel) = &start.funnel {
+            metadata.insert(
+                "funnel_conversation_id".to_owned(),
+                funnel.conversation_id.clone(),
+            );
+            if let Some(issue) = funnel.record.get("userIssue").and_then(|v| v.as_str()) {
+                metadata.insert("user_issue".to_owned(), issue.chars().take(500).collect());
+            }
+        }
         let request = CheckoutRequest {
             source: start.source,
             refundable_fee,
@@ -193,6 +216,7 @@ impl Billing {
             cancel_url: self.absolute(&start.cancel_path),
         };
         let created = self.provider.create_checkout(&request).await?;
+        let handoff = start.handoff.then(token::new_secret);
         billing_store::create_checkout(
             &self.db,
             NewCheckout {
@@ -205,9 +229,18 @@ impl Billing {
                 attribution: serde_json::to_value(&attribution).unwrap_or_default(),
                 success_url: request.success_url.clone(),
                 cancel_url: request.cancel_url.clone(),
+                url: created.url.clone(),
+                funnel_record: start.funnel.as_ref().map(|funnel| funnel.record.clone()),
+                handoff_hash: handoff.as_deref().map(token::hash_secret),
             },
-            start.user.as_ref().map(|(id, _)| id.as_str()),
-            start.visitor_id.as_deref(),
+            billing_store::CheckoutLinks {
+                user_id: start.user.as_ref().map(|(id, _)| id.as_str()),
+                visitor_id: start.visitor_id.as_deref(),
+                funnel_conversation_id: start
+                    .funnel
+                    .as_ref()
+                    .map(|funnel| funnel.conversation_id.as_str()),
+            },
         )
         .await?;
         store::analytics::record_server_event(
@@ -226,6 +259,7 @@ impl Billing {
             provider_session_id: created.provider_session_id,
             tracking_id,
             url: created.url,
+            handoff,
         })
     }
 
@@ -426,12 +460,15 @@ impl Billing {
     }
 
     /// Runs `send_due_trial_reminders` every `every` (demo provider only).
-    pub fn spawn_trial_reminders(self: &Arc<Self>, every: Duration) {
+    pub fn spawn_trial_reminders(
+        self: &Arc<Self>,
+        every: Duration,
+    ) -> Option<tokio::task::JoinHandle<()>> {
         if self.provider.name() != "demo" {
-            return;
+            return None;
         }
         let billing = Arc::clone(self);
-        tokio::spawn(async move {
+        Some(tokio::spawn(async move {
             let mut ticks = tokio::time::interval(every);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -440,7 +477,7 @@ impl Billing {
                     tracing::warn!(%error, "trial reminder pass failed");
                 }
             }
-        });
+        }))
     }
 
     /// Fulfils a paid checkout (idempotent): the account, the 7-day trial, attribution, a welcome

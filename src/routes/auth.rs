@@ -217,6 +217,10 @@ pub async fn me(user: MaybeUser, billing: web::Data<Billing>) -> Result<HttpResp
                 })
             })
     };
+    // The members area greets a funnel visitor with the issue they came with.
+    let funnel = store::users::funnel_record(billing.db(), &user.id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read an account", e))?;
     let access = check.map(|check| {
         json!({
             "hasAccess": check.trial_active || check.has_active_subscription,
@@ -234,6 +238,7 @@ pub async fn me(user: MaybeUser, billing: web::Data<Billing>) -> Result<HttpResp
                 "hasAccess": false, "trialActive": false, "hasActiveSubscription": false, "trialEndDate": null
             })),
             "pendingSetup": pending_setup,
+            "funnel": funnel,
         }
     })))
 }

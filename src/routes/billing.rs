@@ -144,6 +144,14 @@ pub async fn create_checkout(
                 "source must be one of help_funnel, chat_funnel, refundable_fee_funnel, chat_trial_prompt, direct_signup",
             )
         })?;
+    let visitor_id = req
+        .cookie(crate::funnels::VISITOR_COOKIE)
+        .map(|cookie| cookie.value().to_owned())
+        .filter(|value| crate::funnels::valid_visitor_id(value));
+    let funnel = match &visitor_id {
+        Some(visitor) => crate::funnels::record_for_checkout(billing.db(), visitor, source).await,
+        None => None,
+    };
     let started = billing
         .start_checkout(StartCheckout {
             source,
@@ -158,16 +166,10 @@ pub async fn create_checkout(
                 gclid: clean(body.gclid),
             },
             user: user.0.map(|user| (user.id, user.email)),
-            visitor_id: req
-                .cookie("vid")
-                .map(|cookie| cookie.value().to_owned())
-                .filter(|value| {
-                    value.len() <= 64
-                        && value
-                            .bytes()
-                            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-                }),
+            visitor_id,
             cancel_path: local_path(body.cancel_url.as_deref(), &settings.server.public_url),
+            funnel,
+            handoff: false,
         })
         .await
         .map_err(|error| ApiError::internal("cannot start a checkout", error))?;

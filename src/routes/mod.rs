@@ -8,6 +8,7 @@ pub mod client;
 pub mod content;
 pub mod error;
 pub mod events;
+pub mod funnels;
 pub mod health;
 pub mod web_app;
 

@@ -4,8 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use actix_files::NamedFile;
+use actix_web::cookie::{Cookie, SameSite, time};
 use actix_web::http::header::{self, CacheControl, CacheDirective};
 use actix_web::{HttpRequest, HttpResponse, web};
+
+use crate::auth::{SessionCookies, token};
+use crate::funnels::{VISITOR_COOKIE, valid_visitor_id};
 
 /// Every path of the spec's route table that the web app renders (query strings such as
 /// `/?canceled=true` land on `/`). `/demo-checkout/{id}` is the built-in checkout page.
@@ -44,8 +48,13 @@ impl StaticDir {
     }
 }
 
-/// Serves `index.html` without caching, so a new build reaches browsers at once.
-async fn index(req: HttpRequest, dir: web::Data<StaticDir>) -> HttpResponse {
+/// Serves `index.html` without caching, so a new build reaches browsers at once. A browser
+/// without a visitor cookie gets one: it keys the funnel conversations and attribution.
+async fn index(
+    req: HttpRequest,
+    dir: web::Data<StaticDir>,
+    cookies: web::Data<SessionCookies>,
+) -> HttpResponse {
     match NamedFile::open_async(dir.index()).await {
         Ok(file) => {
             let mut response = file
@@ -56,6 +65,21 @@ async fn index(req: HttpRequest, dir: web::Data<StaticDir>) -> HttpResponse {
                 header::CACHE_CONTROL,
                 header::HeaderValue::from_static("no-cache"),
             );
+            let known = req
+                .cookie(VISITOR_COOKIE)
+                .is_some_and(|cookie| valid_visitor_id(cookie.value()));
+            if !known {
+                let cookie = Cookie::build(VISITOR_COOKIE, token::new_secret())
+                    .path("/")
+                    .http_only(true)
+                    .same_site(SameSite::Lax)
+                    .secure(cookies.secure)
+                    .max_age(time::Duration::days(365))
+                    .finish();
+                if let Err(error) = response.add_cookie(&cookie) {
+                    tracing::warn!(%error, "the visitor cookie could not be set");
+                }
+            }
             response
         }
         Err(error) => {

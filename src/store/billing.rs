@@ -28,23 +28,41 @@ pub struct NewCheckout {
     pub attribution: serde_json::Value,
     pub success_url: String,
     pub cancel_url: String,
+    /// The provider's page for the checkout.
+    pub url: String,
+    /// The spec's funnel record, for a checkout from a funnel.
+    pub funnel_record: Option<serde_json::Value>,
+    /// The hash of the one-time link's secret (`/api/funnels/checkout/{secret}`).
+    pub handoff_hash: Option<String>,
+}
+
+/// Who and what a checkout belongs to.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckoutLinks<'a> {
+    pub user_id: Option<&'a str>,
+    pub visitor_id: Option<&'a str>,
+    pub funnel_conversation_id: Option<&'a str>,
 }
 
 pub async fn create_checkout(
     db: &Db,
     checkout: NewCheckout,
-    user_id: Option<&str>,
-    visitor_id: Option<&str>,
+    links: CheckoutLinks<'_>,
 ) -> Result<(), surrealdb::Error> {
     db.query(
         "LET $created = (CREATE checkout_session CONTENT $checkout RETURN VALUE id)[0]; \
          UPDATE $created SET \
            user = IF $user THEN type::record('user', $user) ELSE NONE END, \
-           visitor = IF $visitor THEN type::record('visitor', $visitor) ELSE NONE END",
+           visitor = IF $visitor THEN type::record('visitor', $visitor) ELSE NONE END, \
+           funnel_conversation = IF $conversation THEN type::record('funnel_conversation', $conversation) ELSE NONE END",
     )
     .bind(("checkout", checkout))
-    .bind(("user", user_id.map(str::to_owned)))
-    .bind(("visitor", visitor_id.map(str::to_owned)))
+    .bind(("user", links.user_id.map(str::to_owned)))
+    .bind(("visitor", links.visitor_id.map(str::to_owned)))
+    .bind((
+        "conversation",
+        links.funnel_conversation_id.map(str::to_owned),
+    ))
     .await?
     .check()?;
     Ok(())
@@ -241,13 +259,15 @@ UPDATE $uid SET
         utm_source: $att.utm_source, utm_medium: $att.utm_medium, utm_campaign: $att.utm_campaign,
         funnel_type: $cs.source, funnel_timestamp: $cs.created_at, paymentSessionId: $f.provider_session_id
     },
-    trial_history = IF $first_trial { array::append(trial_history ?? [], $history) } ELSE { trial_history };
+    trial_history = IF $first_trial { array::append(trial_history ?? [], $history) } ELSE { trial_history },
+    funnel = $cs.funnel_record ?? funnel;
 UPDATE $cs.id SET
     status = 'complete', email = $f.email, user = $uid, created_account = ($found = NONE),
     customer_id = $f.customer_id, subscription_id = $f.subscription_id,
     payment_intent_id = $f.payment_intent_id,
     completed_at = $f.completed_at, fulfilled_at = time::now();
 IF $cs.visitor != NONE { UPDATE $cs.visitor SET user = $uid; };
+IF $cs.funnel_conversation != NONE { UPDATE $cs.funnel_conversation SET user = $uid; };
 CREATE sign_in_token CONTENT {
     token_hash: $f.mail_token_hash, user: $uid, email: $f.email, purpose: 'mail',
     checkout_session_id: $f.provider_session_id, expires_at: $f.token_expires_at
@@ -577,4 +597,36 @@ pub async fn redeem_sign_in_token(
         Ok(rows.into_iter().next())
     })
     .await
+}
+
+/// A checkout reached through its one-time link.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct HandedOffCheckout {
+    pub tracking_id: String,
+    pub url: Option<String>,
+    pub created_at: DateTime<Utc>,
+    /// The first use of the link: only that one marks the browser as the checkout's starter.
+    pub first_use: bool,
+}
+
+/// Finds the checkout of a one-time link and marks the link used.
+pub async fn claim_handoff(
+    db: &Db,
+    handoff_hash: &str,
+) -> Result<Option<HandedOffCheckout>, surrealdb::Error> {
+    let mut response = super::retry_on_conflict(|| async {
+        db.query(
+            // The ids come from the indexed lookup, so the update touches one row.
+            "LET $claimed = (UPDATE (SELECT VALUE id FROM checkout_session WHERE handoff_hash = $hash) \
+               SET handoff_used = true WHERE handoff_used != true RETURN VALUE id); \
+             SELECT tracking_id, url, created_at, array::len($claimed) > 0 AS first_use \
+               FROM checkout_session WHERE handoff_hash = $hash LIMIT 1;",
+        )
+        .bind(("hash", handoff_hash.to_owned()))
+        .await?
+        .check()
+    })
+    .await?;
+    let rows: Vec<HandedOffCheckout> = response.take(1)?;
+    Ok(rows.into_iter().next())
 }

@@ -78,3 +78,17 @@ pub async fn set_password(db: &Db, user_id: &str, hash: String) -> Result<(), su
         .check()?;
     Ok(())
 }
+
+/// The funnel record the account's trial came with (spec section 3), if it came from a funnel.
+pub async fn funnel_record(
+    db: &Db,
+    user_id: &str,
+) -> Result<Option<serde_json::Value>, surrealdb::Error> {
+    let mut response = db
+        .query("SELECT VALUE funnel FROM type::record('user', $id)")
+        .bind(("id", user_id.to_owned()))
+        .await?
+        .check()?;
+    let records: Vec<Option<serde_json::Value>> = response.take(0)?;
+    Ok(records.into_iter().next().flatten())
+}

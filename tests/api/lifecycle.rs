@@ -220,6 +220,8 @@ async fn a_thousand_shuffled_lifecycles_with_repeats_end_in_the_right_access() {
                 user: None,
                 visitor_id: None,
                 cancel_path: "/?canceled=true".to_owned(),
+                funnel: None,
+                handoff: false,
             })
             .await
             .expect("checkout");

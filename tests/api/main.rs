@@ -1,10 +1,13 @@
 //! The one integration-test binary: each module drives the real server over HTTP.
 
+mod ai;
+mod ai_mock;
 mod auth;
 mod billing;
 mod content;
 mod durability;
 mod events;
+mod funnels;
 mod health;
 mod helpers;
 mod lifecycle;

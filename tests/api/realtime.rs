@@ -180,6 +180,24 @@ async fn a_client_that_sends_too_fast_is_disconnected() {
 }
 
 #[tokio::test]
+async fn an_address_may_open_only_so_many_funnel_conversations_a_minute() {
+    let app = spawn_app_with(|settings| settings.realtime.funnel_joins_per_minute = 2).await;
+    for n in 0..3 {
+        let (sid, _) = open_session(&app).await;
+        let connect =
+            format!(r#"40/funnel,{{"funnel":"chat","visitorId":"visitor-limit-00000000{n}"}}"#);
+        assert_eq!(post(&app, &sid, &connect).await.status(), StatusCode::OK);
+        let (_, answer) = poll(&app, &sid).await;
+        if n < 2 {
+            assert!(answer.starts_with("40/funnel,"), "{answer}");
+        } else {
+            assert!(answer.starts_with("44/funnel,"), "{answer}");
+            assert!(answer.contains("Too many chats"), "{answer}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn open_connections_are_counted_in_the_metrics() {
     let app = spawn_app().await;
     open_session(&app).await;

@@ -22,7 +22,7 @@ describe('routes', () => {
     await context.close();
   });
 
-  test('every page of the route table opens, with the footer everywhere but /chat-help', async () => {
+  test('every page of the route table opens, with the legal links everywhere and the site footer everywhere but /chat-help', async () => {
     const { page, context, problems } = await openPage(env.browser, DESKTOP);
     const paths = ['/', '/landing', '/get-help', '/funnel', '/chat-help', '/Chat-Help-2', '/email-help', '/login',
       '/signup', '/members', '/account-setup', '/checkout-success', '/checkout-debug', '/demo-checkout/demo123'];
@@ -33,8 +33,12 @@ describe('routes', () => {
       const expected = routePath === '/members' ? '/' : routePath;
       await page.waitForURL((url) => url.pathname === expected);
       await page.getByRole('heading', { level: 1 }).waitFor();
-      const footers = await page.getByRole('button', { name: 'Privacy Policy' }).count();
-      assert.equal(footers, routePath === '/chat-help' ? 0 : 1, `footer on ${routePath}`);
+      const legalLinks = await page.getByRole('button', { name: 'Privacy Policy' }).count();
+      assert.equal(legalLinks, 1, `legal links on ${routePath}`);
+      // The chat funnels bring their own footer with the four dialogs; /chat-help has no other.
+      const siteFooters = await page.locator('.site-footer').count();
+      assert.equal(siteFooters, ['/chat-help', '/Chat-Help-2', '/email-help'].includes(routePath) ? 0 : 1,
+        `site footer on ${routePath}`);
     }
     // Opened cold, /demo-checkout/demo123 names no checkout and /account-setup finds no finished
     // checkout: their API answers 404, which the pages show. Nothing else may fail.

@@ -1,7 +1,6 @@
 import { Navigate, type RouteObject } from 'react-router';
 import { AppLayout, type RouteHandle } from './AppLayout';
 import { LandingPage } from '../features/landing/LandingPage';
-import { ComingSoonPage } from '../features/coming-soon/ComingSoonPage';
 import { MembersPage } from '../features/members/MembersPage';
 import { LoginPage } from '../features/auth/LoginPage';
 import { SignupPage } from '../features/auth/SignupPage';
@@ -9,15 +8,8 @@ import { AccountSetupPage } from '../features/account-setup/AccountSetupPage';
 import { CheckoutSuccessPage } from '../features/checkout/CheckoutSuccessPage';
 import { DemoCheckoutPage } from '../features/checkout/DemoCheckoutPage';
 import { CheckoutDebugPage } from '../features/checkout-debug/CheckoutDebugPage';
-
-function comingSoon(path: string, title: string, handle: RouteHandle = {}): RouteObject {
-  return {
-    path,
-    caseSensitive: true,
-    element: <ComingSoonPage title={title} />,
-    handle: { title, ...handle } satisfies RouteHandle,
-  };
-}
+import { ChatFunnelPage } from '../features/funnels/ChatFunnelPage';
+import { HelpFunnelPage } from '../features/funnels/HelpFunnelPage';
 
 // Every row of the spec's route table; the server serves index.html for exactly these paths.
 export const routes: RouteObject[] = [
@@ -31,12 +23,37 @@ export const routes: RouteObject[] = [
         element: <LandingPage />,
         handle: { title: 'Your Favorite Sites' } satisfies RouteHandle,
       },
-      comingSoon('/get-help', 'Get Instant Help'),
-      comingSoon('/funnel', 'Get Instant Help'),
-      // The spec keeps the footer off this one funnel screen.
-      comingSoon('/chat-help', 'Chat With an Expert', { hideFooter: true }),
-      comingSoon('/Chat-Help-2', 'Chat With an Expert'),
-      comingSoon('/email-help', 'Email Help'),
+      {
+        path: '/get-help',
+        caseSensitive: true,
+        element: <HelpFunnelPage key="help" />,
+        handle: { title: 'Get Instant Help' } satisfies RouteHandle,
+      },
+      {
+        path: '/funnel',
+        caseSensitive: true,
+        element: <HelpFunnelPage key="help" />,
+        handle: { title: 'Get Instant Help' } satisfies RouteHandle,
+      },
+      // The chat funnel renders its own footer with the legal dialogs, so the app's is off there.
+      {
+        path: '/chat-help',
+        caseSensitive: true,
+        element: <ChatFunnelPage key="chat" funnel="chat" />,
+        handle: { title: 'Chat With an Expert', hideFooter: true } satisfies RouteHandle,
+      },
+      {
+        path: '/Chat-Help-2',
+        caseSensitive: true,
+        element: <ChatFunnelPage key="refundable" funnel="refundable" />,
+        handle: { title: 'Chat With an Expert', hideFooter: true } satisfies RouteHandle,
+      },
+      {
+        path: '/email-help',
+        caseSensitive: true,
+        element: <ChatFunnelPage key="email" funnel="chat" defaultKeyword="email" />,
+        handle: { title: 'Email Help', hideFooter: true } satisfies RouteHandle,
+      },
       {
         path: '/login',
         caseSensitive: true,

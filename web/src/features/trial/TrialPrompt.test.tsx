@@ -3,7 +3,7 @@ import { createMemoryRouter, RouterProvider } from 'react-router';
 import { vi } from 'vitest';
 import { SessionProvider } from '../../app/session';
 import { mockApi } from '../../test/fetch-mock';
-import { browserLocation } from './browser';
+import { browserLocation } from '../../lib/browser';
 import { TrialPrompt } from './TrialPrompt';
 
 const MEMBER = {

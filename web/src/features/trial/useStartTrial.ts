@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { trialApi } from './api';
-import { browserLocation } from './browser';
+import { browserLocation } from '../../lib/browser';
 
 /** Where the payment provider sends a person who cancels the checkout. */
 export const TRIAL_CANCEL_URL = '/?canceled=true';

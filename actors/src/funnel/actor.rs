@@ -1,0 +1,913 @@
+//! `FunnelActor`: the live copy of one funnel conversation. It owns the conversation's stage, junk
+//! count, typing delay and auto-checkout timer; every change is saved before anyone is told of it.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use actix::prelude::*;
+use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, join};
+use rand::Rng;
+use serde_json::{Value, json};
+
+use super::Deps;
+use super::model::{Conversation, ConversationKey, FunnelMessage, Speaker};
+use super::prompts;
+use super::registry::RegistryShared;
+use crate::funnel::Attribution;
+use crate::ports::{
+    AiError, AiPurpose, AiRequest, FunnelCheckoutRequest, FunnelClient, StoreError,
+};
+use crate::rules::FunnelKind;
+use crate::rules::headline::funnel_headline;
+use crate::rules::junk::is_junk;
+use crate::rules::scripts::{ScriptContext, render};
+
+/// Where a visitor goes when no checkout could be opened (the spec's silent fallback).
+pub const CHECKOUT_FALLBACK_URL: &str = "/?success=demo";
+
+/// A reply that is not usable: the spec's "the AI reply text contains 'error'", or nothing, or
+/// far more than the two sentences asked for.
+const MAX_AI_REPLY_CHARS: usize = 800;
+
+/// How long an opened checkout is offered again instead of a new one (its one-time link works
+/// for an hour).
+const CHECKOUT_REUSE: Duration = Duration::from_secs(30 * 60);
+
+/// How often a reply whose save failed is tried again before the visitor is told.
+const REPLY_SAVE_ATTEMPTS: u32 = 3;
+
+/// A one-shot answer to a client (a Socket.IO acknowledgement in the server).
+pub struct Reply<T>(Option<Box<dyn FnOnce(T) + Send>>);
+
+impl<T> Reply<T> {
+    pub fn new(send: impl FnOnce(T) + Send + 'static) -> Self {
+        Self(Some(Box::new(send)))
+    }
+
+    /// For a client that did not ask for an answer.
+    pub fn none() -> Self {
+        Self(None)
+    }
+
+    fn send(mut self, value: T) {
+        if let Some(send) = self.0.take() {
+            send(value);
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Reply<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Reply"
+        } else {
+            "Reply(none)"
+        })
+    }
+}
+
+/// Why a visitor's message was not taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    Empty,
+    Final,
+    Busy,
+    TooLong,
+    Unavailable,
+}
+
+impl Refusal {
+    pub fn code(self) -> &'static str {
+        match self {
+            Refusal::Empty => "empty",
+            Refusal::Final => "final",
+            Refusal::Busy => "busy",
+            Refusal::TooLong => "too_long",
+            Refusal::Unavailable => "unavailable",
+        }
+    }
+
+    pub fn text(self) -> &'static str {
+        match self {
+            Refusal::Empty => "Please type your question first.",
+            Refusal::Final => {
+                "Your assistant is ready for you: click 'Get started >>' to continue."
+            }
+            Refusal::Busy => "Please wait for the reply before sending another message.",
+            Refusal::TooLong => "Please keep your message under 2,000 characters.",
+            Refusal::Unavailable => {
+                "Your message could not be saved just now. Please try again in a moment."
+            }
+        }
+    }
+}
+
+/// The acknowledgement of `send`: only once the message is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendAck {
+    Stored,
+    Refused(Refusal),
+}
+
+impl SendAck {
+    pub fn to_json(self) -> Value {
+        match self {
+            SendAck::Stored => json!({ "ok": true }),
+            SendAck::Refused(refusal) => {
+                json!({ "ok": false, "code": refusal.code(), "error": refusal.text() })
+            }
+        }
+    }
+}
+
+/// The acknowledgement of the 'Get started >>' button.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckoutAck {
+    Url(String),
+    NotReady,
+}
+
+impl CheckoutAck {
+    pub fn to_json(&self) -> Value {
+        match self {
+            CheckoutAck::Url(url) => json!({ "url": url }),
+            CheckoutAck::NotReady => json!({
+                "error": "Checkout opens after your assistant's last message."
+            }),
+        }
+    }
+}
+
+/// What a client does in the conversation.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub enum ClientEvent {
+    Send {
+        client_id: String,
+        text: String,
+        reply: Reply<SendAck>,
+    },
+    Checkout {
+        client_id: String,
+        reply: Reply<CheckoutAck>,
+    },
+    Left {
+        client_id: String,
+    },
+}
+
+/// What a new conversation starts from: the first handshake's ad parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewConversation {
+    pub attribution: Attribution,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum JoinError {
+    #[error("the conversation could not be loaded")]
+    Unavailable,
+}
+
+/// A client joins (or rejoins) the conversation: it gets the `conversation` event.
+#[derive(Message)]
+#[rtype(result = "Result<(), JoinError>")]
+pub struct Join {
+    pub client: Arc<dyn FunnelClient>,
+    pub start: NewConversation,
+}
+
+pub struct FunnelActor {
+    deps: Arc<Deps>,
+    key: ConversationKey,
+    registry: Weak<RegistryShared>,
+    /// None until the first join loaded or created it.
+    conversation: Option<Conversation>,
+    clients: Vec<Arc<dyn FunnelClient>>,
+    /// A visitor's message is being saved.
+    saving_message: bool,
+    /// A reply is being written (typing is shown).
+    reply_pending: bool,
+    checkout_timer: Option<SpawnHandle>,
+    /// The auto-checkout came due while nobody was connected: it opens on the next join.
+    checkout_due: bool,
+    checkout_in_flight: bool,
+    auto_checkout_pending: bool,
+    checkout_waiters: Vec<Reply<CheckoutAck>>,
+    /// The last checkout opened, reused for a while: every new one is a call to the payment
+    /// provider, and a visitor pressing the button again wants the same checkout.
+    recent_checkout: Option<(String, tokio::time::Instant)>,
+    idle_timer: Option<SpawnHandle>,
+}
+
+impl FunnelActor {
+    pub(super) fn new(
+        deps: Arc<Deps>,
+        key: ConversationKey,
+        registry: Weak<RegistryShared>,
+    ) -> Self {
+        Self {
+            deps,
+            key,
+            registry,
+            conversation: None,
+            clients: Vec::new(),
+            saving_message: false,
+            reply_pending: false,
+            checkout_timer: None,
+            checkout_due: false,
+            checkout_in_flight: false,
+            auto_checkout_pending: false,
+            checkout_waiters: Vec::new(),
+            recent_checkout: None,
+            idle_timer: None,
+        }
+    }
+
+    fn script_context(&self) -> ScriptContext<'_> {
+        ScriptContext {
+            assistant: &self.deps.settings.assistant_name,
+            product: &self.deps.settings.product_name,
+            keyword: self
+                .conversation
+                .as_ref()
+                .and_then(|c| c.attribution.keyword.as_deref()),
+        }
+    }
+
+    fn new_conversation(
+        deps: &Deps,
+        key: &ConversationKey,
+        start: NewConversation,
+    ) -> Conversation {
+        let now = deps.clock.now();
+        let keyword = start.attribution.keyword.as_deref();
+        let flow =
+            deps.scripts
+                .choose_flow(key.funnel, start.attribution.campaignid.as_deref(), keyword);
+        let context = ScriptContext {
+            assistant: &deps.settings.assistant_name,
+            product: &deps.settings.product_name,
+            keyword,
+        };
+        let greeting = render(&deps.scripts.flow(&flow).greeting, &context);
+        Conversation {
+            id: new_id(),
+            key: key.clone(),
+            version: 1,
+            headline: funnel_headline(key.funnel, keyword),
+            flow,
+            attribution: start.attribution,
+            stage: 0,
+            junk_count: 0,
+            is_final: false,
+            first_message_tracked: false,
+            messages: vec![FunnelMessage {
+                role: Speaker::Assistant,
+                text: greeting,
+                is_final: false,
+                junk: false,
+                source: Some("greeting".into()),
+                at: now,
+            }],
+            checkout_deadline: None,
+            checkout_started_at: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    fn broadcast(&self, event: &'static str, data: &Value) {
+        for client in &self.clients {
+            client.emit(event, data.clone());
+        }
+    }
+
+    fn broadcast_except(&self, client_id: &str, event: &'static str, data: &Value) {
+        for client in self.clients.iter().filter(|c| c.id() != client_id) {
+            client.emit(event, data.clone());
+        }
+    }
+
+    fn track(&self, event: ConversationEvent) {
+        let Some(conversation) = &self.conversation else {
+            return;
+        };
+        let name = event.name(self.key.funnel);
+        self.deps.analytics.record(
+            name,
+            &self.key.visitor_id,
+            json!({
+                "conversationId": conversation.id,
+                "funnel": self.key.funnel,
+                "campaignid": conversation.attribution.campaignid,
+                "keyword": conversation.attribution.keyword,
+                "stage": conversation.stage,
+            }),
+        );
+    }
+
+    fn is_working(&self) -> bool {
+        self.saving_message || self.reply_pending || self.checkout_in_flight
+    }
+
+    /// Saves `next` (its version already bumped) and makes it the live state, then runs
+    /// `then`. A lost race with another process reloads the conversation for everyone.
+    fn save_then(
+        &mut self,
+        next: Conversation,
+        ctx: &mut Context<Self>,
+        then: impl FnOnce(&mut Self, Result<(), StoreError>, &mut Context<Self>) + 'static,
+    ) {
+        let save = self.deps.store.save(&next);
+        ctx.spawn(save.into_actor(self).map(move |result, act, ctx| {
+            match &result {
+                Ok(()) => act.conversation = Some(next),
+                Err(StoreError::Conflict) => act.reload(ctx),
+                Err(StoreError::Failed(error)) => {
+                    tracing::warn!(conversation = %next.id, %error, "a funnel conversation could not be saved");
+                }
+            }
+            then(act, result, ctx);
+        }));
+    }
+
+    /// Another process changed the conversation: take the stored one and show it to everyone.
+    fn reload(&mut self, ctx: &mut Context<Self>) {
+        let load = self.deps.store.load(&self.key);
+        ctx.wait(load.into_actor(self).map(|loaded, act, ctx| match loaded {
+            Ok(Some(conversation)) => {
+                act.conversation = Some(conversation);
+                act.reply_pending = false;
+                act.emit_conversation_to_all();
+                act.resume(ctx);
+            }
+            Ok(None) | Err(_) => {
+                // Nothing is known to be pending any more: say so, and try again shortly, so the
+                // conversation never stays stuck "typing".
+                tracing::warn!(visitor = %act.key.visitor_id, "a funnel conversation could not be reloaded");
+                act.reply_pending = false;
+                act.saving_message = false;
+                act.broadcast("typing", &json!({ "active": false }));
+                act.broadcast("notice", &reply_delayed_notice());
+                ctx.run_later(act.deps.settings.reply_retry_after, |act, ctx| act.reload(ctx));
+            }
+        }));
+    }
+
+    fn emit_conversation_to_all(&self) {
+        if let Some(conversation) = &self.conversation {
+            self.broadcast("conversation", &conversation.view(self.reply_pending));
+        }
+    }
+
+    /// After a load: a reply still owed is written, and a pending auto-checkout is re-armed.
+    fn resume(&mut self, ctx: &mut Context<Self>) {
+        self.start_reply(ctx);
+        self.arm_checkout_timer(ctx);
+    }
+
+    fn attach(&mut self, client: Arc<dyn FunnelClient>, ctx: &mut Context<Self>) {
+        if let Some(timer) = self.idle_timer.take() {
+            ctx.cancel_future(timer);
+        }
+        self.clients.retain(|c| c.id() != client.id());
+        if let Some(conversation) = &self.conversation {
+            client.emit("conversation", conversation.view(self.reply_pending));
+        }
+        self.clients.push(client);
+        if self.checkout_due {
+            self.checkout_due = false;
+            self.postpone_checkout(ctx);
+        }
+    }
+
+    /// The auto-checkout came due while nobody was connected. Whoever comes back first sees the
+    /// conversation for the spec's 15 s before it opens, rather than being sent off at once.
+    fn postpone_checkout(&mut self, ctx: &mut Context<Self>) {
+        let Some(conversation) = &self.conversation else {
+            return;
+        };
+        let now = self.deps.clock.now();
+        let mut next = conversation.clone();
+        next.checkout_deadline =
+            Some(now + chrono_duration(self.deps.settings.auto_checkout_after));
+        next.version += 1;
+        next.updated_at = now;
+        self.save_then(next, ctx, |act, result, ctx| {
+            if result.is_ok() {
+                act.arm_checkout_timer(ctx);
+            }
+        });
+    }
+
+    fn on_send(
+        &mut self,
+        client_id: String,
+        text: String,
+        reply: Reply<SendAck>,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(conversation) = &self.conversation else {
+            return reply.send(SendAck::Refused(Refusal::Unavailable));
+        };
+        let text = text.trim();
+        let refusal = if text.is_empty() {
+            Some(Refusal::Empty)
+        } else if conversation.is_final {
+            Some(Refusal::Final)
+        } else if self.saving_message || self.reply_pending || conversation.awaits_reply() {
+            Some(Refusal::Busy)
+        } else if text.chars().count() > self.deps.settings.max_message_chars {
+            Some(Refusal::TooLong)
+        } else {
+            None
+        };
+        if let Some(refusal) = refusal {
+            return reply.send(SendAck::Refused(refusal));
+        }
+
+        let junk = is_junk(text);
+        let now = self.deps.clock.now();
+        let mut next = conversation.clone();
+        next.messages.push(FunnelMessage {
+            role: Speaker::User,
+            text: text.to_owned(),
+            is_final: false,
+            junk,
+            source: None,
+            at: now,
+        });
+        if junk {
+            next.junk_count += 1;
+        }
+        let first = !next.first_message_tracked;
+        next.first_message_tracked = true;
+        next.version += 1;
+        next.updated_at = now;
+
+        self.saving_message = true;
+        self.save_then(next, ctx, move |act, result, ctx| {
+            act.saving_message = false;
+            if result.is_err() {
+                return reply.send(SendAck::Refused(Refusal::Unavailable));
+            }
+            reply.send(SendAck::Stored);
+            if let Some(message) = act.conversation.as_ref().and_then(|c| c.messages.last()) {
+                let view = json!(message.view());
+                act.broadcast_except(&client_id, "message", &view);
+            }
+            if first {
+                act.track(ConversationEvent::FirstMessage);
+            }
+            act.start_reply(ctx);
+        });
+    }
+
+    fn typing_delay(&self) -> Duration {
+        let settings = &self.deps.settings;
+        let min = settings.typing_delay_min.as_millis();
+        let max = settings.typing_delay_max.as_millis().max(min);
+        let millis = rand::rng().random_range(min..=max);
+        Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX))
+    }
+
+    /// Shows typing and writes the reply the conversation owes, if it owes one.
+    fn start_reply(&mut self, ctx: &mut Context<Self>) {
+        let Some(conversation) = &self.conversation else {
+            return;
+        };
+        if self.reply_pending || !conversation.awaits_reply() {
+            return;
+        }
+        self.reply_pending = true;
+        self.broadcast("typing", &json!({ "active": true }));
+
+        let stage = conversation.stage;
+        // The spec: after the second junk message AI mode is off; the final step is scripted.
+        let ai: BoxFuture<'static, Option<Result<String, AiError>>> =
+            if stage < 2 && conversation.junk_count <= 1 {
+                let settings = &self.deps.settings;
+                let request = AiRequest {
+                    purpose: AiPurpose::FunnelFollowUp,
+                    messages: prompts::follow_up_messages(
+                        conversation,
+                        &settings.assistant_name,
+                        &settings.product_name,
+                    ),
+                    timeout: settings.ai_timeout,
+                };
+                let call = self.deps.ai.complete(request);
+                let limit = settings.ai_timeout;
+                async move {
+                    Some(
+                        tokio::time::timeout(limit, call)
+                            .await
+                            .unwrap_or(Err(AiError::Timeout)),
+                    )
+                }
+                .boxed()
+            } else {
+                futures_util::future::ready(None).boxed()
+            };
+        let delay = tokio::time::sleep(self.typing_delay());
+        let work = join(delay, ai).map(|((), ai)| ai);
+        ctx.spawn(
+            work.into_actor(self)
+                .map(move |ai, act, ctx| act.finish_reply(stage, ai, ctx)),
+        );
+    }
+
+    fn finish_reply(
+        &mut self,
+        stage: u8,
+        ai: Option<Result<String, AiError>>,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(conversation) = &self.conversation else {
+            self.reply_pending = false;
+            return;
+        };
+        if !conversation.awaits_reply() || conversation.stage != stage {
+            // Reloaded meanwhile: the stored conversation decides.
+            self.reply_pending = false;
+            self.broadcast("typing", &json!({ "active": false }));
+            return;
+        }
+        let context = self.script_context();
+        let flow = self.deps.scripts.flow(&conversation.flow);
+        let (text, source, is_final) = if stage >= 2 {
+            let text = render(self.deps.scripts.final_message(self.key.funnel), &context);
+            (text, "final", true)
+        } else {
+            match ai.map(usable_ai_reply) {
+                Some(Ok(text)) => (text, "ai", false),
+                outcome => {
+                    if let Some(Err(reason)) = outcome {
+                        tracing::info!(conversation = %conversation.id, %reason, "funnel reply from the script");
+                    }
+                    let script = if stage == 0 {
+                        &flow.follow_up
+                    } else {
+                        &flow.troubleshooting
+                    };
+                    (render(script, &context), "script", false)
+                }
+            }
+        };
+
+        let now = self.deps.clock.now();
+        let mut next = conversation.clone();
+        next.messages.push(FunnelMessage {
+            role: Speaker::Assistant,
+            text,
+            is_final,
+            junk: false,
+            source: Some(source.into()),
+            at: now,
+        });
+        next.stage = (stage + 1).min(2);
+        if is_final {
+            next.is_final = true;
+            next.checkout_deadline =
+                Some(now + chrono_duration(self.deps.settings.auto_checkout_after));
+        }
+        next.version += 1;
+        next.updated_at = now;
+        self.save_reply(next, 1, ctx);
+    }
+
+    fn save_reply(&mut self, next: Conversation, attempt: u32, ctx: &mut Context<Self>) {
+        let retry = next.clone();
+        self.save_then(next, ctx, move |act, result, ctx| match result {
+            Ok(()) => {
+                act.reply_pending = false;
+                act.broadcast("typing", &json!({ "active": false }));
+                let Some(conversation) = &act.conversation else {
+                    return;
+                };
+                let Some(message) = conversation.messages.last() else {
+                    return;
+                };
+                let is_final = message.is_final;
+                act.broadcast("message", &json!(message.view()));
+                if is_final {
+                    act.track(ConversationEvent::FinalMessage);
+                    act.arm_checkout_timer(ctx);
+                }
+            }
+            // `save_then` reloaded the conversation, which resumes the reply if still owed.
+            Err(StoreError::Conflict) => {}
+            Err(StoreError::Failed(_)) if attempt < REPLY_SAVE_ATTEMPTS => {
+                ctx.run_later(Duration::from_secs(1), move |act, ctx| {
+                    act.save_reply(retry, attempt + 1, ctx);
+                });
+            }
+            // The reply stays written (no second AI call): only its save is tried again, later.
+            // It is still pending, so sends wait and the actor does not stop meanwhile.
+            Err(StoreError::Failed(_)) => {
+                act.broadcast("typing", &json!({ "active": false }));
+                act.broadcast("notice", &reply_delayed_notice());
+                ctx.run_later(act.deps.settings.reply_retry_after, move |act, ctx| {
+                    act.save_reply(retry, 1, ctx);
+                });
+            }
+        });
+    }
+
+    fn arm_checkout_timer(&mut self, ctx: &mut Context<Self>) {
+        if let Some(timer) = self.checkout_timer.take() {
+            ctx.cancel_future(timer);
+        }
+        let Some(deadline) = self.conversation.as_ref().and_then(|c| c.checkout_deadline) else {
+            return;
+        };
+        if deadline <= self.deps.clock.now() {
+            // Passed while this conversation was not live (a restart, or nobody connected).
+            return self.postpone_checkout(ctx);
+        }
+        let wait = (deadline - self.deps.clock.now())
+            .to_std()
+            .unwrap_or(Duration::ZERO);
+        self.checkout_timer = Some(ctx.run_later(wait, |act, ctx| {
+            act.checkout_timer = None;
+            if act.clients.is_empty() {
+                act.checkout_due = true;
+            } else {
+                let address = act.clients.first().and_then(|c| c.address());
+                act.open_checkout(None, address, ctx);
+            }
+        }));
+    }
+
+    fn on_checkout(&mut self, client_id: &str, reply: Reply<CheckoutAck>, ctx: &mut Context<Self>) {
+        if !self.conversation.as_ref().is_some_and(|c| c.is_final) {
+            return reply.send(CheckoutAck::NotReady);
+        }
+        if let Some(timer) = self.checkout_timer.take() {
+            ctx.cancel_future(timer);
+        }
+        let address = self
+            .clients
+            .iter()
+            .find(|c| c.id() == client_id)
+            .and_then(|c| c.address());
+        self.open_checkout(Some(reply), address, ctx);
+    }
+
+    /// Opens a checkout for the button (`requester`) or the auto-checkout (none), once at a time.
+    fn open_checkout(
+        &mut self,
+        requester: Option<Reply<CheckoutAck>>,
+        client_address: Option<std::net::IpAddr>,
+        ctx: &mut Context<Self>,
+    ) {
+        match requester {
+            Some(reply) => self.checkout_waiters.push(reply),
+            None => self.auto_checkout_pending = true,
+        }
+        if self.checkout_in_flight {
+            return;
+        }
+        if let Some((url, _)) = self
+            .recent_checkout
+            .as_ref()
+            .filter(|(_, opened)| opened.elapsed() < CHECKOUT_REUSE)
+        {
+            let url = url.clone();
+            self.deliver_checkout(&url);
+            return;
+        }
+        let Some(conversation) = &self.conversation else {
+            return;
+        };
+        self.checkout_in_flight = true;
+        let request = FunnelCheckoutRequest {
+            conversation_id: conversation.id.clone(),
+            visitor_id: self.key.visitor_id.clone(),
+            funnel: self.key.funnel,
+            headline: conversation.headline.clone(),
+            attribution: conversation.attribution.clone(),
+            record: conversation.record(),
+            client_address,
+        };
+        let start = self.deps.checkout.start(request);
+        ctx.spawn(start.into_actor(self).map(|result, act, ctx| {
+            act.checkout_in_flight = false;
+            let url = match result {
+                Ok(url) => {
+                    act.track(ConversationEvent::CheckoutInitiated);
+                    act.recent_checkout = Some((url.clone(), tokio::time::Instant::now()));
+                    url
+                }
+                Err(error) => {
+                    tracing::warn!(visitor = %act.key.visitor_id, %error, "a funnel checkout could not be opened");
+                    CHECKOUT_FALLBACK_URL.to_owned()
+                }
+            };
+            act.deliver_checkout(&url);
+            act.mark_checkout_started(ctx);
+        }));
+    }
+
+    /// Answers the button presses waiting for a checkout, and sends the auto-checkout's.
+    fn deliver_checkout(&mut self, url: &str) {
+        for waiter in self.checkout_waiters.drain(..) {
+            waiter.send(CheckoutAck::Url(url.to_owned()));
+        }
+        if std::mem::take(&mut self.auto_checkout_pending) {
+            self.broadcast("checkout", &json!({ "url": url }));
+        }
+    }
+
+    /// The auto-checkout has fired: a reload must not fire it again.
+    fn mark_checkout_started(&mut self, ctx: &mut Context<Self>) {
+        let Some(conversation) = &self.conversation else {
+            return;
+        };
+        let now = self.deps.clock.now();
+        let mut next = conversation.clone();
+        next.checkout_deadline = None;
+        next.checkout_started_at = Some(now);
+        next.version += 1;
+        next.updated_at = now;
+        self.save_then(next, ctx, |_, _, _| {});
+    }
+
+    fn on_left(&mut self, client_id: &str, ctx: &mut Context<Self>) {
+        self.clients.retain(|c| c.id() != client_id);
+        if self.clients.is_empty() {
+            self.arm_idle_timer(ctx);
+        }
+    }
+
+    /// Nobody is connected: the actor stops after a while and frees its memory; the store keeps
+    /// the conversation and the next join rebuilds it.
+    fn arm_idle_timer(&mut self, ctx: &mut Context<Self>) {
+        if let Some(timer) = self.idle_timer.take() {
+            ctx.cancel_future(timer);
+        }
+        self.idle_timer = Some(
+            ctx.run_later(self.deps.settings.idle_stop_after, |act, ctx| {
+                act.idle_timer = None;
+                if !act.clients.is_empty() {
+                    return;
+                }
+                if act.is_working() {
+                    act.arm_idle_timer(ctx);
+                } else {
+                    ctx.stop();
+                }
+            }),
+        );
+    }
+}
+
+impl Actor for FunnelActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.arm_idle_timer(ctx);
+    }
+
+    fn stopped(&mut self, ctx: &mut Self::Context) {
+        if let Some(registry) = self.registry.upgrade() {
+            registry.forget(&self.key, &ctx.address());
+        }
+    }
+}
+
+impl Handler<Join> for FunnelActor {
+    type Result = AtomicResponse<Self, Result<(), JoinError>>;
+
+    fn handle(&mut self, join: Join, ctx: &mut Self::Context) -> Self::Result {
+        if self.conversation.is_some() {
+            self.attach(join.client, ctx);
+            return AtomicResponse::new(Box::pin(actix::fut::ready(Ok(()))));
+        }
+        // The first join loads the conversation, or starts it from this handshake. Other
+        // messages wait meanwhile (a store read, never an AI call).
+        let deps = self.deps.clone();
+        let key = self.key.clone();
+        let start = join.start;
+        let client = join.client;
+        let load = async move {
+            let stored = deps.store.load(&key).await?;
+            let lifetime = chrono_duration(deps.settings.conversation_lifetime);
+            let mut fresh = FunnelActor::new_conversation(&deps, &key, start);
+            match stored {
+                Some(conversation) if deps.clock.now() - conversation.updated_at < lifetime => {
+                    return Ok(conversation);
+                }
+                // The spec keeps funnel data for an hour: a visitor back later (perhaps from
+                // another ad) starts over, in the same record.
+                Some(expired) => {
+                    fresh.id = expired.id;
+                    fresh.version = expired.version + 1;
+                }
+                None => {}
+            }
+            match deps.store.save(&fresh).await {
+                Ok(()) => Ok(fresh),
+                // Another process started it at the same moment: take theirs.
+                Err(StoreError::Conflict) => deps
+                    .store
+                    .load(&key)
+                    .await?
+                    .ok_or_else(|| StoreError::Failed("the conversation vanished".into())),
+                Err(error) => Err(error),
+            }
+        };
+        AtomicResponse::new(Box::pin(load.into_actor(self).map(
+            move |loaded: Result<Conversation, StoreError>, act, ctx| match loaded {
+                Ok(conversation) => {
+                    if act.conversation.is_none() {
+                        act.conversation = Some(conversation);
+                    }
+                    act.attach(client, ctx);
+                    act.resume(ctx);
+                    Ok(())
+                }
+                Err(error) => {
+                    tracing::warn!(visitor = %act.key.visitor_id, %error, "a funnel conversation could not be loaded");
+                    Err(JoinError::Unavailable)
+                }
+            },
+        )))
+    }
+}
+
+impl Handler<ClientEvent> for FunnelActor {
+    type Result = ();
+
+    fn handle(&mut self, event: ClientEvent, ctx: &mut Self::Context) {
+        match event {
+            ClientEvent::Send {
+                client_id,
+                text,
+                reply,
+            } => self.on_send(client_id, text, reply, ctx),
+            ClientEvent::Checkout { client_id, reply } => self.on_checkout(&client_id, reply, ctx),
+            ClientEvent::Left { client_id } => self.on_left(&client_id, ctx),
+        }
+    }
+}
+
+/// The spec's analytics events of a chat funnel conversation.
+#[derive(Debug, Clone, Copy)]
+enum ConversationEvent {
+    FirstMessage,
+    FinalMessage,
+    CheckoutInitiated,
+}
+
+impl ConversationEvent {
+    fn name(self, funnel: FunnelKind) -> &'static str {
+        let refundable = funnel == FunnelKind::Refundable;
+        match (self, refundable) {
+            (ConversationEvent::FirstMessage, false) => "chatbot_first_message",
+            (ConversationEvent::FinalMessage, false) => "chatbot_final_message",
+            (ConversationEvent::CheckoutInitiated, false) => "chatbot_checkout_initiated",
+            (ConversationEvent::FirstMessage, true) => "refundable_fee_first_message",
+            (ConversationEvent::FinalMessage, true) => "refundable_fee_final_message",
+            (ConversationEvent::CheckoutInitiated, true) => "refundable_fee_checkout_initiated",
+        }
+    }
+}
+
+fn reply_delayed_notice() -> Value {
+    json!({
+        "code": "reply_delayed",
+        "text": "Sorry, your assistant is having trouble replying. Please wait a moment, it will try again.",
+    })
+}
+
+/// The AI's reply if it is one to show.
+fn usable_ai_reply(reply: Result<String, AiError>) -> Result<String, AiError> {
+    let text = reply?;
+    let text = text.trim();
+    if text.is_empty() || text.chars().count() > MAX_AI_REPLY_CHARS {
+        return Err(AiError::UnexpectedResponse(
+            "an empty or overlong reply".into(),
+        ));
+    }
+    if text.to_lowercase().contains("error") {
+        return Err(AiError::UnexpectedResponse(
+            "the reply mentions an error".into(),
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+fn chrono_duration(duration: Duration) -> chrono::TimeDelta {
+    chrono::TimeDelta::from_std(duration).unwrap_or(chrono::TimeDelta::MAX)
+}
+
+/// A random conversation id (20 lowercase letters and digits).
+fn new_id() -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..20)
+        .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
+        .collect()
+}

@@ -1,0 +1,78 @@
+//! The chat funnel and refundable-fee funnel conversations: one actor per visitor and funnel.
+//!
+//! Stage 0 -> 1 -> 2: the visitor's first message gets the empathetic follow-up, the second the
+//! question about what was tried, the third the scripted final message with 'Get started >>'.
+//! A typing indicator shows for a random 1.5-2.5 s before each reply. Scripts replace the AI when
+//! its reply mentions an error, when the call fails, or after the second junk message. The
+//! auto-checkout opens 15 s after the final message (or at once on the button); its deadline is
+//! stored, so a rebuilt actor re-arms it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+mod actor;
+mod model;
+mod prompts;
+mod registry;
+
+pub use actor::{
+    CHECKOUT_FALLBACK_URL, CheckoutAck, ClientEvent, FunnelActor, JoinError, NewConversation,
+    Refusal, Reply, SendAck,
+};
+pub use model::{
+    Attribution, Conversation, ConversationKey, FunnelMessage, MessageView, Speaker,
+    funnel_record_name,
+};
+pub use prompts::follow_up_system_prompt;
+pub use registry::FunnelRegistry;
+
+use crate::ports::{Ai, Analytics, Clock, FunnelCheckout, FunnelStore};
+use crate::rules::scripts::FunnelScripts;
+
+/// The funnel's numbers (the spec's, unless configured otherwise).
+#[derive(Debug, Clone)]
+pub struct FunnelSettings {
+    pub assistant_name: String,
+    pub product_name: String,
+    pub typing_delay_min: Duration,
+    pub typing_delay_max: Duration,
+    pub auto_checkout_after: Duration,
+    pub ai_timeout: Duration,
+    pub idle_stop_after: Duration,
+    /// A conversation untouched this long starts over (the spec's 1 hour for funnel data).
+    pub conversation_lifetime: Duration,
+    pub reply_retry_after: Duration,
+    pub max_message_chars: usize,
+}
+
+impl FunnelSettings {
+    /// The spec's timings: typing 1.5 s plus up to 1 s, auto-checkout 15 s after the final message.
+    pub fn new(assistant_name: impl Into<String>, product_name: impl Into<String>) -> Self {
+        Self {
+            assistant_name: assistant_name.into(),
+            product_name: product_name.into(),
+            typing_delay_min: Duration::from_millis(1500),
+            typing_delay_max: Duration::from_millis(2500),
+            auto_checkout_after: Duration::from_secs(15),
+            ai_timeout: Duration::from_secs(8),
+            idle_stop_after: Duration::from_secs(60),
+            conversation_lifetime: Duration::from_secs(3600),
+            reply_retry_after: Duration::from_secs(10),
+            max_message_chars: 2000,
+        }
+    }
+}
+
+/// What every funnel actor of a process shares.
+pub struct Deps {
+    pub store: Arc<dyn FunnelStore>,
+    pub ai: Arc<dyn Ai>,
+    pub checkout: Arc<dyn FunnelCheckout>,
+    pub analytics: Arc<dyn Analytics>,
+    pub clock: Arc<dyn Clock>,
+    pub scripts: Arc<FunnelScripts>,
+    pub settings: FunnelSettings,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,169 @@
+//! A funnel conversation as it is stored, and the views the client gets of it.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::rules::FunnelKind;
+
+/// A conversation is one per visitor and funnel.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ConversationKey {
+    pub visitor_id: String,
+    pub funnel: FunnelKind,
+}
+
+/// Where the visitor came from (the ad click's query parameters).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attribution {
+    pub campaignid: Option<String>,
+    pub keyword: Option<String>,
+    pub utm_source: Option<String>,
+    pub utm_medium: Option<String>,
+    pub utm_campaign: Option<String>,
+    pub gclid: Option<String>,
+}
+
+impl Attribution {
+    pub fn is_empty(&self) -> bool {
+        *self == Attribution::default()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Speaker {
+    Assistant,
+    User,
+}
+
+/// One message of the chat window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunnelMessage {
+    pub role: Speaker,
+    pub text: String,
+    /// The scripted final message (with the 'Get started >>' button).
+    #[serde(default)]
+    pub is_final: bool,
+    /// For a visitor's message: whether it was junk.
+    #[serde(default)]
+    pub junk: bool,
+    /// For an assistant reply: where it came from ("greeting", "ai", "script", "final").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
+/// The whole state of one conversation; the actor is only its live copy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conversation {
+    pub id: String,
+    pub key: ConversationKey,
+    /// Bumped by every save; a save that finds another version lost a race with another process.
+    pub version: u64,
+    /// The scripted flow chosen at the start (see `rules::scripts`).
+    pub flow: String,
+    pub headline: String,
+    pub attribution: Attribution,
+    /// 0 before the first reply, 1 after the empathetic follow-up, 2 after the troubleshooting
+    /// question: the next reply is the final message.
+    pub stage: u8,
+    pub junk_count: u32,
+    /// The final message was sent: further sends are ignored.
+    pub is_final: bool,
+    pub first_message_tracked: bool,
+    pub messages: Vec<FunnelMessage>,
+    /// When the auto-checkout fires (15 s after the final message), until it has.
+    pub checkout_deadline: Option<DateTime<Utc>>,
+    /// When the auto-checkout (or the button) last opened a checkout.
+    pub checkout_started_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// `message` and the entries of `conversation.messages`, as the client contract has them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageView<'a> {
+    pub role: Speaker,
+    pub text: &'a str,
+    pub is_final: bool,
+    pub show_subscribe_button: bool,
+}
+
+impl FunnelMessage {
+    pub fn view(&self) -> MessageView<'_> {
+        MessageView {
+            role: self.role,
+            text: &self.text,
+            is_final: self.is_final,
+            show_subscribe_button: self.is_final,
+        }
+    }
+}
+
+impl Conversation {
+    /// The `conversation` event's data.
+    pub fn view(&self, typing: bool) -> Value {
+        json!({
+            "id": self.id,
+            "funnel": self.key.funnel,
+            "headline": self.headline,
+            "stage": self.stage,
+            "final": self.is_final,
+            "typing": typing,
+            "messages": self.messages.iter().map(FunnelMessage::view).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The visitor's messages, oldest first.
+    pub fn user_messages(&self) -> impl Iterator<Item = &str> {
+        self.messages
+            .iter()
+            .filter(|m| m.role == Speaker::User)
+            .map(|m| m.text.as_str())
+    }
+
+    /// A reply is owed: the last message is the visitor's and the conversation is not over.
+    pub fn awaits_reply(&self) -> bool {
+        !self.is_final
+            && self
+                .messages
+                .last()
+                .is_some_and(|message| message.role == Speaker::User)
+    }
+
+    /// The spec's funnel record (section 3) of a chat funnel, as it travels to the checkout and
+    /// the member's account.
+    pub fn record(&self) -> Value {
+        let assistant: Vec<&str> = self
+            .messages
+            .iter()
+            .filter(|m| m.role == Speaker::Assistant)
+            .map(|m| m.text.as_str())
+            .collect();
+        let user: Vec<&str> = self.user_messages().collect();
+        json!({
+            "funnel": funnel_record_name(self.key.funnel),
+            "timestamp": self.updated_at,
+            "userMessages": user,
+            "assistantMessages": assistant,
+            "conversationStage": self.stage,
+            "campaignid": self.attribution.campaignid,
+            "keyword": self.attribution.keyword,
+            "headline": self.headline,
+            "userIssue": user.first(),
+            "rawUserInput": user.join("\n"),
+            "conversationId": self.id,
+        })
+    }
+}
+
+/// The sub-record names of the spec's funnel record.
+pub fn funnel_record_name(funnel: FunnelKind) -> &'static str {
+    match funnel {
+        FunnelKind::Chat => "chat_funnel",
+        FunnelKind::Refundable => "refundable_fee_funnel",
+        FunnelKind::Help => "help_funnel",
+    }
+}

@@ -1,0 +1,860 @@
+//! The funnel actor with in-memory ports and paused time: every timer (typing delay,
+//! auto-checkout, idle stop) is measured on tokio's clock, never by sleeping.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::*;
+use crate::ports::{
+    AiError, AiPurpose, AiRequest, CheckoutError, FunnelCheckoutRequest, FunnelClient, StoreError,
+};
+use crate::rules::FunnelKind;
+
+const KEYWORD: &str = "outlook email";
+
+// ---------------------------------------------------------------------------------------------
+// Ports
+
+#[derive(Default)]
+struct MemoryStore {
+    rows: Mutex<HashMap<ConversationKey, Conversation>>,
+    failing_saves: AtomicUsize,
+}
+
+impl MemoryStore {
+    fn get(&self, key: &ConversationKey) -> Option<Conversation> {
+        self.rows.lock().expect("lock").get(key).cloned()
+    }
+
+    fn fail_next_saves(&self, count: usize) {
+        self.failing_saves.store(count, Ordering::SeqCst);
+    }
+}
+
+impl crate::ports::FunnelStore for MemoryStore {
+    fn load(
+        &self,
+        key: &ConversationKey,
+    ) -> BoxFuture<'static, Result<Option<Conversation>, StoreError>> {
+        let found = self.get(key);
+        async move { Ok(found) }.boxed()
+    }
+
+    fn save(&self, conversation: &Conversation) -> BoxFuture<'static, Result<(), StoreError>> {
+        let failing = self.failing_saves.load(Ordering::SeqCst);
+        if failing > 0 {
+            self.failing_saves.store(failing - 1, Ordering::SeqCst);
+            return async { Err(StoreError::Failed("disk full".into())) }.boxed();
+        }
+        let mut rows = self.rows.lock().expect("lock");
+        let stored_version = rows.get(&conversation.key).map_or(0, |c| c.version);
+        let result = if stored_version + 1 == conversation.version {
+            rows.insert(conversation.key.clone(), conversation.clone());
+            Ok(())
+        } else {
+            Err(StoreError::Conflict)
+        };
+        async move { result }.boxed()
+    }
+}
+
+/// Answers from a queue; an empty queue answers like the offline provider.
+#[derive(Default)]
+struct ScriptedAi {
+    answers: Mutex<VecDeque<(Duration, Result<String, AiError>)>>,
+    requests: Mutex<Vec<AiRequest>>,
+}
+
+impl ScriptedAi {
+    fn answer(&self, text: &str) {
+        self.answers
+            .lock()
+            .expect("lock")
+            .push_back((Duration::ZERO, Ok(text.to_owned())));
+    }
+
+    fn answer_after(&self, delay: Duration, answer: Result<String, AiError>) {
+        self.answers
+            .lock()
+            .expect("lock")
+            .push_back((delay, answer));
+    }
+
+    fn requests(&self) -> Vec<AiRequest> {
+        self.requests.lock().expect("lock").clone()
+    }
+}
+
+impl crate::ports::Ai for ScriptedAi {
+    fn complete(&self, request: AiRequest) -> BoxFuture<'static, Result<String, AiError>> {
+        self.requests.lock().expect("lock").push(request);
+        let (delay, answer) = self
+            .answers
+            .lock()
+            .expect("lock")
+            .pop_front()
+            .unwrap_or((Duration::ZERO, Err(AiError::Offline)));
+        async move {
+            tokio::time::sleep(delay).await;
+            answer
+        }
+        .boxed()
+    }
+}
+
+#[derive(Default)]
+struct FakeCheckout {
+    requests: Mutex<Vec<FunnelCheckoutRequest>>,
+    failing: Mutex<bool>,
+}
+
+impl crate::ports::FunnelCheckout for FakeCheckout {
+    fn start(
+        &self,
+        request: FunnelCheckoutRequest,
+    ) -> BoxFuture<'static, Result<String, CheckoutError>> {
+        let mut requests = self.requests.lock().expect("lock");
+        requests.push(request);
+        let result = if *self.failing.lock().expect("lock") {
+            Err(CheckoutError("provider down".into()))
+        } else {
+            Ok(format!("/api/funnels/checkout/handoff-{}", requests.len()))
+        };
+        async move { result }.boxed()
+    }
+}
+
+#[derive(Default)]
+struct RecordedAnalytics(Mutex<Vec<String>>);
+
+impl RecordedAnalytics {
+    fn names(&self) -> Vec<String> {
+        self.0.lock().expect("lock").clone()
+    }
+}
+
+impl crate::ports::Analytics for RecordedAnalytics {
+    fn record(&self, event: &'static str, _visitor_id: &str, _properties: Value) {
+        self.0.lock().expect("lock").push(event.to_owned());
+    }
+}
+
+/// Wall-clock time that follows tokio's (paused) clock.
+struct PausedClock {
+    base: DateTime<Utc>,
+    start: Instant,
+}
+
+impl crate::ports::Clock for PausedClock {
+    fn now(&self) -> DateTime<Utc> {
+        self.base + chrono::TimeDelta::from_std(self.start.elapsed()).expect("small")
+    }
+}
+
+struct TestClient {
+    id: String,
+    events: mpsc::UnboundedSender<(String, Value)>,
+}
+
+impl FunnelClient for TestClient {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn address(&self) -> Option<std::net::IpAddr> {
+        None
+    }
+
+    fn emit(&self, event: &'static str, data: Value) {
+        let _ = self.events.send((event.to_owned(), data));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Harness
+
+struct Harness {
+    store: Arc<MemoryStore>,
+    ai: Arc<ScriptedAi>,
+    checkout: Arc<FakeCheckout>,
+    analytics: Arc<RecordedAnalytics>,
+    registry: FunnelRegistry,
+    base: DateTime<Utc>,
+    start: Instant,
+}
+
+impl Harness {
+    fn new() -> Self {
+        tokio::time::pause();
+        let store = Arc::new(MemoryStore::default());
+        Self::with_store(store, Utc::now(), Instant::now())
+    }
+
+    fn with_store(store: Arc<MemoryStore>, base: DateTime<Utc>, start: Instant) -> Self {
+        let ai = Arc::new(ScriptedAi::default());
+        let checkout = Arc::new(FakeCheckout::default());
+        let analytics = Arc::new(RecordedAnalytics::default());
+        let scripts: crate::rules::scripts::FunnelScripts =
+            toml::from_str(include_str!("../../../config/funnels.toml")).expect("scripts");
+        let registry = FunnelRegistry::new(Deps {
+            store: store.clone(),
+            ai: ai.clone(),
+            checkout: checkout.clone(),
+            analytics: analytics.clone(),
+            clock: Arc::new(PausedClock { base, start }),
+            scripts: Arc::new(scripts),
+            settings: FunnelSettings::new("Emma", "HelpNow"),
+        });
+        Self {
+            store,
+            ai,
+            checkout,
+            analytics,
+            registry,
+            base,
+            start,
+        }
+    }
+
+    /// Another process on the same store (same wall clock).
+    fn another_process(&self) -> Self {
+        Self::with_store(self.store.clone(), self.base, self.start)
+    }
+
+    fn key(funnel: FunnelKind) -> ConversationKey {
+        ConversationKey {
+            visitor_id: "visitor-1".into(),
+            funnel,
+        }
+    }
+
+    async fn connect(&self, funnel: FunnelKind, client_id: &str) -> Connected {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let client = Arc::new(TestClient {
+            id: client_id.into(),
+            events: tx,
+        });
+        let start = NewConversation {
+            attribution: Attribution {
+                keyword: Some(KEYWORD.into()),
+                campaignid: Some("555".into()),
+                ..Attribution::default()
+            },
+        };
+        let addr = self
+            .registry
+            .join(Self::key(funnel), start, client)
+            .await
+            .expect("join");
+        Connected {
+            id: client_id.into(),
+            addr,
+            events: rx,
+        }
+    }
+}
+
+struct Connected {
+    id: String,
+    addr: actix::Addr<FunnelActor>,
+    events: mpsc::UnboundedReceiver<(String, Value)>,
+}
+
+impl Connected {
+    async fn next(&mut self) -> (String, Value) {
+        tokio::time::timeout(Duration::from_secs(600), self.events.recv())
+            .await
+            .expect("an event within 10 minutes")
+            .expect("the actor is alive")
+    }
+
+    /// The next event with this name (others are skipped).
+    async fn next_named(&mut self, name: &str) -> Value {
+        loop {
+            let (event, data) = self.next().await;
+            if event == name {
+                return data;
+            }
+        }
+    }
+
+    async fn send(&self, text: &str) -> SendAck {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.addr.do_send(ClientEvent::Send {
+            client_id: self.id.clone(),
+            text: text.into(),
+            reply: Reply::new(move |ack| {
+                let _ = tx.send(ack);
+            }),
+        });
+        rx.await.expect("an ack")
+    }
+
+    async fn press_get_started(&self) -> CheckoutAck {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.addr.do_send(ClientEvent::Checkout {
+            client_id: self.id.clone(),
+            reply: Reply::new(move |ack| {
+                let _ = tx.send(ack);
+            }),
+        });
+        rx.await.expect("an ack")
+    }
+
+    fn leave(&self) {
+        self.addr.do_send(ClientEvent::Left {
+            client_id: self.id.clone(),
+        });
+    }
+
+    /// Sends and waits for the assistant's reply; returns it and how long typing showed.
+    async fn exchange(&mut self, text: &str) -> (Value, Duration) {
+        assert_eq!(self.send(text).await, SendAck::Stored);
+        let typing = self.next_named("typing").await;
+        assert_eq!(typing["active"], true);
+        let started = Instant::now();
+        let message = self.next_named("message").await;
+        (message, started.elapsed())
+    }
+}
+
+/// Tokio's timers tick in whole milliseconds and round up.
+const TIMER_GRAIN: Duration = Duration::from_millis(2);
+
+fn assert_typing_window(elapsed: Duration) {
+    assert!(
+        (Duration::from_millis(1500)..=Duration::from_millis(2500) + TIMER_GRAIN)
+            .contains(&elapsed),
+        "typing showed for {elapsed:?}"
+    );
+}
+
+fn assert_about(elapsed: Duration, expected: Duration) {
+    assert!(
+        elapsed >= expected && elapsed <= expected + TIMER_GRAIN,
+        "took {elapsed:?}, expected {expected:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+
+#[actix::test]
+async fn a_new_visitor_gets_the_greeting_and_the_keyword_headline() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    let conversation = client.next_named("conversation").await;
+    assert_eq!(
+        conversation["headline"],
+        "Need Outlook Email Assistance? Get Instant Expert Assistance Now"
+    );
+    assert_eq!(conversation["stage"], 0);
+    assert_eq!(conversation["final"], false);
+    let messages = conversation["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 1);
+    assert_eq!(messages[0]["role"], "assistant");
+    assert!(
+        messages[0]["text"].as_str().expect("text").contains("Emma"),
+        "{conversation}"
+    );
+    // "outlook email" names the email flow.
+    assert_eq!(
+        harness
+            .store
+            .get(&Harness::key(FunnelKind::Chat))
+            .expect("stored")
+            .flow,
+        "email"
+    );
+}
+
+#[actix::test]
+async fn three_messages_reach_the_final_message_after_a_typing_delay_each() {
+    let harness = Harness::new();
+    harness
+        .ai
+        .answer("I'm so sorry your email is acting up. What do you see?");
+    harness.ai.answer("Thanks! What have you tried so far?");
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+
+    let (first, elapsed) = client.exchange("I can't sign in to my Outlook").await;
+    assert_typing_window(elapsed);
+    assert_eq!(
+        first["text"],
+        "I'm so sorry your email is acting up. What do you see?"
+    );
+    assert_eq!(first["isFinal"], false);
+
+    let (second, elapsed) = client.exchange("It says my password is wrong").await;
+    assert_typing_window(elapsed);
+    assert_eq!(second["text"], "Thanks! What have you tried so far?");
+
+    let (last, elapsed) = client.exchange("I restarted my laptop").await;
+    assert_typing_window(elapsed);
+    assert_eq!(last["isFinal"], true);
+    assert_eq!(last["showSubscribeButton"], true);
+    assert!(
+        last["text"]
+            .as_str()
+            .expect("text")
+            .contains("Get started >>")
+    );
+
+    // The two follow-ups asked the AI, with prompts that forbid selling; the final one did not.
+    let requests = harness.ai.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.purpose == AiPurpose::FunnelFollowUp)
+    );
+    assert!(requests[0].messages[0].content.contains("empathy"));
+    assert!(requests[1].messages[0].content.contains("troubleshooting"));
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.messages[0].content.contains("Never mention prices"))
+    );
+
+    // Once the final message exists, sends are ignored.
+    assert_eq!(
+        client.send("hello?").await,
+        SendAck::Refused(Refusal::Final)
+    );
+    let stored = harness
+        .store
+        .get(&Harness::key(FunnelKind::Chat))
+        .expect("stored");
+    assert_eq!(stored.stage, 2);
+    assert!(stored.is_final);
+    assert_eq!(stored.messages.len(), 7);
+}
+
+#[actix::test]
+async fn the_checkout_opens_15_seconds_after_the_final_message() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Refundable, "a").await;
+    client.next_named("conversation").await;
+    for text in [
+        "my printer is offline",
+        "it shows an error light",
+        "I unplugged it",
+    ] {
+        client.exchange(text).await;
+    }
+    let final_at = Instant::now();
+    let checkout = client.next_named("checkout").await;
+    assert_about(final_at.elapsed(), Duration::from_secs(15));
+    assert_eq!(checkout["url"], "/api/funnels/checkout/handoff-1");
+
+    let requests = harness.checkout.requests.lock().expect("lock").clone();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].funnel, FunnelKind::Refundable);
+    assert_eq!(requests[0].attribution.campaignid.as_deref(), Some("555"));
+    assert_eq!(requests[0].record["funnel"], "refundable_fee_funnel");
+    assert_eq!(requests[0].record["userIssue"], "my printer is offline");
+    assert_eq!(
+        requests[0].record["userMessages"].as_array().map(Vec::len),
+        Some(3)
+    );
+
+    assert_eq!(
+        harness.analytics.names(),
+        [
+            "refundable_fee_first_message",
+            "refundable_fee_final_message",
+            "refundable_fee_checkout_initiated"
+        ]
+    );
+    // It fired once: the stored deadline is gone.
+    let stored = harness
+        .store
+        .get(&Harness::key(FunnelKind::Refundable))
+        .expect("stored");
+    assert_eq!(stored.checkout_deadline, None);
+    assert!(stored.checkout_started_at.is_some());
+}
+
+#[actix::test]
+async fn the_button_opens_the_checkout_at_once_and_cancels_the_timer() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    for text in [
+        "wifi keeps dropping",
+        "every few minutes",
+        "restarted the router",
+    ] {
+        client.exchange(text).await;
+    }
+    let pressed_at = Instant::now();
+    let ack = client.press_get_started().await;
+    assert_eq!(pressed_at.elapsed(), Duration::ZERO);
+    assert_eq!(
+        ack,
+        CheckoutAck::Url("/api/funnels/checkout/handoff-1".into())
+    );
+
+    // Nothing more fires after the 15 s would have passed.
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(harness.checkout.requests.lock().expect("lock").len(), 1);
+    while let Ok((event, _)) = client.events.try_recv() {
+        assert_ne!(event, "checkout");
+    }
+}
+
+#[actix::test]
+async fn pressing_the_button_again_reuses_the_checkout_for_half_an_hour() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    for text in [
+        "wifi keeps dropping",
+        "every few minutes",
+        "restarted the router",
+    ] {
+        client.exchange(text).await;
+    }
+    let first = client.press_get_started().await;
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(client.press_get_started().await, first);
+    assert_eq!(harness.checkout.requests.lock().expect("lock").len(), 1);
+    tokio::time::sleep(Duration::from_secs(30 * 60)).await;
+    assert_ne!(client.press_get_started().await, first);
+    assert_eq!(harness.checkout.requests.lock().expect("lock").len(), 2);
+}
+
+#[actix::test]
+async fn the_button_is_refused_before_the_final_message_and_a_failed_checkout_falls_back() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    assert_eq!(client.press_get_started().await, CheckoutAck::NotReady);
+
+    *harness.checkout.failing.lock().expect("lock") = true;
+    for text in [
+        "wifi keeps dropping",
+        "every few minutes",
+        "restarted the router",
+    ] {
+        client.exchange(text).await;
+    }
+    let checkout = client.next_named("checkout").await;
+    assert_eq!(checkout["url"], CHECKOUT_FALLBACK_URL);
+}
+
+#[actix::test]
+async fn two_junk_messages_turn_the_ai_off() {
+    let harness = Harness::new();
+    harness.ai.answer("Oh no, I'm sorry. Tell me more?");
+    harness.ai.answer("never used");
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+
+    // First junk: the count is 1, the AI is still used.
+    let (first, _) = client.exchange("??").await;
+    assert_eq!(first["text"], "Oh no, I'm sorry. Tell me more?");
+    // Second junk: scripts from now on, even for a real message.
+    let (second, _) = client.exchange("k").await;
+    let scripts: crate::rules::scripts::FunnelScripts =
+        toml::from_str(include_str!("../../../config/funnels.toml")).expect("scripts");
+    assert_eq!(second["text"], scripts.flow("email").troubleshooting);
+    let (last, _) = client.exchange("I cannot open my inbox at all").await;
+    assert_eq!(last["isFinal"], true);
+    assert_eq!(harness.ai.requests().len(), 1);
+    assert_eq!(
+        harness
+            .store
+            .get(&Harness::key(FunnelKind::Chat))
+            .expect("stored")
+            .junk_count,
+        2
+    );
+}
+
+#[actix::test]
+async fn a_failing_or_erroring_ai_is_replaced_by_the_script() {
+    let harness = Harness::new();
+    harness
+        .ai
+        .answer_after(Duration::ZERO, Err(AiError::Failed("status 500".into())));
+    harness
+        .ai
+        .answer("Error: Unexpected response format from the AI provider");
+    let mut client = harness.connect(FunnelKind::Refundable, "a").await;
+    client.next_named("conversation").await;
+    let scripts: crate::rules::scripts::FunnelScripts =
+        toml::from_str(include_str!("../../../config/funnels.toml")).expect("scripts");
+    let flow = scripts.flow("email");
+
+    let (first, elapsed) = client.exchange("my email stopped working").await;
+    assert_eq!(first["text"], flow.follow_up);
+    assert_typing_window(elapsed);
+    let (second, _) = client.exchange("since yesterday").await;
+    assert_eq!(second["text"], flow.troubleshooting);
+}
+
+#[actix::test]
+async fn a_slow_ai_is_cut_off_and_the_script_answers() {
+    let harness = Harness::new();
+    harness
+        .ai
+        .answer_after(Duration::from_secs(60), Ok("too late".into()));
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    let (reply, elapsed) = client.exchange("my computer is slow").await;
+    assert_ne!(reply["text"], "too late");
+    assert_about(elapsed, Duration::from_secs(8));
+}
+
+#[actix::test]
+async fn sends_are_refused_while_a_reply_is_pending_and_when_empty_or_too_long() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    assert_eq!(client.send("   ").await, SendAck::Refused(Refusal::Empty));
+    assert_eq!(
+        client.send(&"a".repeat(2001)).await,
+        SendAck::Refused(Refusal::TooLong)
+    );
+    assert_eq!(client.send("my screen is black").await, SendAck::Stored);
+    assert_eq!(client.send("hello?").await, SendAck::Refused(Refusal::Busy));
+    client.next_named("message").await;
+    assert_eq!(client.send("it happens at startup").await, SendAck::Stored);
+}
+
+#[actix::test]
+async fn the_first_message_is_tracked_once() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    client.exchange("my phone will not charge").await;
+    client.exchange("since this morning").await;
+    let firsts = harness
+        .analytics
+        .names()
+        .iter()
+        .filter(|name| *name == "chatbot_first_message")
+        .count();
+    assert_eq!(firsts, 1);
+}
+
+#[actix::test]
+async fn a_second_tab_sees_the_visitors_messages_and_a_reconnect_gets_everything() {
+    let harness = Harness::new();
+    let mut tab_a = harness.connect(FunnelKind::Chat, "a").await;
+    tab_a.next_named("conversation").await;
+    let mut tab_b = harness.connect(FunnelKind::Chat, "b").await;
+    tab_b.next_named("conversation").await;
+
+    tab_a.exchange("my mouse is not working").await;
+    let echoed = tab_b.next_named("message").await;
+    assert_eq!(echoed["role"], "user");
+    assert_eq!(echoed["text"], "my mouse is not working");
+    // The sender is not sent its own message back.
+    while let Ok((event, data)) = tab_a.events.try_recv() {
+        assert!(event != "message" || data["role"] == "assistant");
+    }
+
+    // A dropped connection comes back (same client id) and gets the whole conversation.
+    tab_a.leave();
+    let mut again = harness.connect(FunnelKind::Chat, "a").await;
+    let conversation = again.next_named("conversation").await;
+    assert_eq!(conversation["messages"].as_array().map(Vec::len), Some(3));
+}
+
+#[actix::test]
+async fn an_idle_actor_stops_and_is_rebuilt_from_the_store() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    client.exchange("my laptop overheats").await;
+    client.leave();
+    assert_eq!(harness.registry.live_count(), 1);
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    assert_eq!(harness.registry.live_count(), 0, "the idle actor stopped");
+
+    let mut back = harness.connect(FunnelKind::Chat, "c").await;
+    let conversation = back.next_named("conversation").await;
+    assert_eq!(conversation["stage"], 1);
+    assert_eq!(conversation["messages"].as_array().map(Vec::len), Some(3));
+}
+
+#[actix::test]
+async fn a_visitor_back_after_an_hour_starts_over() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    client.exchange("my laptop overheats").await;
+    client.leave();
+    tokio::time::sleep(Duration::from_secs(50 * 60)).await;
+    let mut soon = harness.connect(FunnelKind::Chat, "b").await;
+    let kept = soon.next_named("conversation").await;
+    assert_eq!(kept["messages"].as_array().map(Vec::len), Some(3));
+    soon.leave();
+
+    tokio::time::sleep(Duration::from_secs(61 * 60)).await;
+    let mut later = harness.connect(FunnelKind::Chat, "c").await;
+    let fresh = later.next_named("conversation").await;
+    assert_eq!(fresh["messages"].as_array().map(Vec::len), Some(1));
+    assert_eq!(fresh["stage"], 0);
+    assert_eq!(fresh["id"], kept["id"], "the same record, started over");
+}
+
+#[actix::test]
+async fn a_reply_the_store_keeps_refusing_is_saved_later_without_asking_the_ai_again() {
+    let harness = Harness::new();
+    harness.ai.answer("So sorry about that. What do you see?");
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    assert_eq!(
+        client.send("my speakers make no sound").await,
+        SendAck::Stored
+    );
+    harness.store.fail_next_saves(3);
+    let notice = client.next_named("notice").await;
+    assert_eq!(notice["code"], "reply_delayed");
+    assert_eq!(client.send("hello?").await, SendAck::Refused(Refusal::Busy));
+    let reply = client.next_named("message").await;
+    assert_eq!(reply["text"], "So sorry about that. What do you see?");
+    assert_eq!(harness.ai.requests().len(), 1);
+}
+
+#[actix::test]
+async fn another_process_re_arms_the_auto_checkout_from_the_stored_deadline() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    for text in [
+        "wifi keeps dropping",
+        "every few minutes",
+        "restarted the router",
+    ] {
+        client.exchange(text).await;
+    }
+    let final_at = Instant::now();
+    // The first process dies 5 s into the countdown.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    client.addr.do_send(StopForTest);
+    drop(client);
+
+    let other = harness.another_process();
+    let mut resumed = other.connect(FunnelKind::Chat, "a").await;
+    let conversation = resumed.next_named("conversation").await;
+    assert_eq!(conversation["final"], true);
+    resumed.next_named("checkout").await;
+    assert_about(final_at.elapsed(), Duration::from_secs(15));
+    assert_eq!(harness.checkout.requests.lock().expect("lock").len(), 0);
+    assert_eq!(other.checkout.requests.lock().expect("lock").len(), 1);
+}
+
+#[actix::test]
+async fn a_deadline_that_passed_while_nobody_was_connected_fires_15_seconds_after_the_return() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    for text in [
+        "wifi keeps dropping",
+        "every few minutes",
+        "restarted the router",
+    ] {
+        client.exchange(text).await;
+    }
+    client.leave();
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    assert_eq!(harness.checkout.requests.lock().expect("lock").len(), 0);
+    // The one who comes back sees the conversation for 15 s before the checkout opens.
+    let returned_at = Instant::now();
+    let mut back = harness.connect(FunnelKind::Chat, "a").await;
+    back.next_named("conversation").await;
+    back.next_named("checkout").await;
+    assert_about(returned_at.elapsed(), Duration::from_secs(15));
+    assert_eq!(harness.checkout.requests.lock().expect("lock").len(), 1);
+}
+
+#[actix::test]
+async fn a_reply_owed_by_a_dead_process_is_written_by_the_next_one() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    // The visitor's message is stored, then the process dies before replying.
+    assert_eq!(client.send("my tablet is frozen").await, SendAck::Stored);
+    client.addr.do_send(StopForTest);
+    drop(client);
+    tokio::task::yield_now().await;
+    let stored = harness
+        .store
+        .get(&Harness::key(FunnelKind::Chat))
+        .expect("stored");
+    assert!(stored.awaits_reply());
+
+    let other = harness.another_process();
+    let mut resumed = other.connect(FunnelKind::Chat, "b").await;
+    let conversation = resumed.next_named("conversation").await;
+    assert_eq!(conversation["messages"].as_array().map(Vec::len), Some(2));
+    assert_eq!(resumed.next_named("typing").await["active"], true);
+    let reply = resumed.next_named("message").await;
+    assert_eq!(reply["role"], "assistant");
+}
+
+#[actix::test]
+async fn a_message_the_store_refused_is_not_acknowledged() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    harness.store.fail_next_saves(1);
+    assert_eq!(
+        client.send("my keyboard types wrong letters").await,
+        SendAck::Refused(Refusal::Unavailable)
+    );
+    let stored = harness
+        .store
+        .get(&Harness::key(FunnelKind::Chat))
+        .expect("stored");
+    assert_eq!(stored.messages.len(), 1);
+    // The visitor can simply send it again.
+    let (reply, _) = client.exchange("my keyboard types wrong letters").await;
+    assert_eq!(reply["role"], "assistant");
+}
+
+#[actix::test]
+async fn a_reply_whose_save_fails_is_retried() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    assert_eq!(
+        client.send("my speakers make no sound").await,
+        SendAck::Stored
+    );
+    harness.store.fail_next_saves(2);
+    let reply = client.next_named("message").await;
+    assert_eq!(reply["role"], "assistant");
+    let stored = harness
+        .store
+        .get(&Harness::key(FunnelKind::Chat))
+        .expect("stored");
+    assert_eq!(stored.messages.len(), 3);
+}
+
+/// Stops an actor the way a dying process would: no goodbye to anyone.
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+struct StopForTest;
+
+impl actix::Handler<StopForTest> for FunnelActor {
+    type Result = ();
+
+    fn handle(&mut self, _: StopForTest, ctx: &mut Self::Context) {
+        actix::ActorContext::stop(ctx);
+    }
+}

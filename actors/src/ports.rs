@@ -1,0 +1,181 @@
+//! The traits the server implements for the actors: AI, clock and the funnel's store, checkout and
+//! analytics. Every call returns a `'static` future, so an actor can spawn it without borrowing.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+/// Who wrote a chat-completion message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+/// One message of a chat-completion request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AiMessage {
+    pub role: Role,
+    pub content: String,
+}
+
+impl AiMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::System,
+            content: content.into(),
+        }
+    }
+
+    pub fn user(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: content.into(),
+        }
+    }
+
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: content.into(),
+        }
+    }
+}
+
+/// What an AI call is for. A provider may pick its behaviour by it (the offline provider answers
+/// from the help library only where that makes sense, and declines the rest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AiPurpose {
+    /// A chat funnel's reply at stage 0 (empathy) or 1 (what was tried).
+    FunnelFollowUp,
+    /// The help funnel's 50-60 character summary of the visitor's issue.
+    IssueSummary,
+    /// The help funnel's 2-3 sentence intro above the paywall.
+    FunnelIntro,
+    /// The members page's chat.
+    MemberChat,
+    /// AI help on a task.
+    TaskHelp,
+    /// The step-by-step solution from a funnel's data after checkout.
+    FunnelSolution,
+}
+
+/// One chat-completion call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AiRequest {
+    pub purpose: AiPurpose,
+    pub messages: Vec<AiMessage>,
+    /// The whole call, connection included, must finish within this.
+    pub timeout: Duration,
+}
+
+/// Why an AI call gave no usable text. Callers fall back (scripts, default texts); none of these
+/// texts reaches a visitor.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AiError {
+    #[error("the AI provider is offline (ai.provider = \"offline\")")]
+    Offline,
+    #[error("the AI call timed out")]
+    Timeout,
+    #[error("the AI provider is rate limiting us; retry after {retry_after:?}")]
+    RateLimited { retry_after: Duration },
+    #[error("the AI provider refused the API key (401)")]
+    Unauthorized,
+    #[error("unexpected response format from the AI provider: {0}")]
+    UnexpectedResponse(String),
+    #[error("the AI call failed: {0}")]
+    Failed(String),
+}
+
+/// A chat-completion provider (`src/ai/` in the server: OpenAI-compatible or offline).
+pub trait Ai: Send + Sync + 'static {
+    /// The first choice's message content.
+    fn complete(&self, request: AiRequest) -> BoxFuture<'static, Result<String, AiError>>;
+}
+
+/// Wall-clock time. Stored deadlines are wall-clock instants; tests use a clock that follows
+/// tokio's paused time.
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// A store failure as the actors see it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// Another process saved the record first (its version moved on).
+    #[error("the record was changed by someone else")]
+    Conflict,
+    #[error("the store failed: {0}")]
+    Failed(String),
+}
+
+/// Where funnel conversations live (SurrealDB in the server).
+pub trait FunnelStore: Send + Sync + 'static {
+    fn load(
+        &self,
+        key: &crate::funnel::ConversationKey,
+    ) -> BoxFuture<'static, Result<Option<crate::funnel::Conversation>, StoreError>>;
+
+    /// Saves the whole conversation if the stored one is the version before it (or, for
+    /// version 1, if none is stored yet); otherwise `StoreError::Conflict`.
+    fn save(
+        &self,
+        conversation: &crate::funnel::Conversation,
+    ) -> BoxFuture<'static, Result<(), StoreError>>;
+}
+
+/// A checkout the funnel opens for its visitor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunnelCheckoutRequest {
+    pub conversation_id: String,
+    pub visitor_id: String,
+    pub funnel: crate::rules::FunnelKind,
+    pub headline: String,
+    pub attribution: crate::funnel::Attribution,
+    /// The spec's funnel record of the conversation.
+    pub record: serde_json::Value,
+    /// The address of the client the checkout is for (per-address limits on checkouts).
+    pub client_address: Option<std::net::IpAddr>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the checkout could not be opened: {0}")]
+pub struct CheckoutError(pub String);
+
+/// Opens checkouts (the server's billing).
+pub trait FunnelCheckout: Send + Sync + 'static {
+    /// The same-site URL that sends the visitor's browser to the checkout.
+    fn start(
+        &self,
+        request: FunnelCheckoutRequest,
+    ) -> BoxFuture<'static, Result<String, CheckoutError>>;
+}
+
+/// The analytics events table. Recording never fails the conversation.
+pub trait Analytics: Send + Sync + 'static {
+    fn record(&self, event: &'static str, visitor_id: &str, properties: serde_json::Value);
+}
+
+/// One connected client of a conversation (a Socket.IO socket in the server).
+pub trait FunnelClient: Send + Sync + 'static {
+    /// Unique among the conversation's clients; a client that comes back keeps it.
+    fn id(&self) -> &str;
+    /// Where the client connects from, when known.
+    fn address(&self) -> Option<std::net::IpAddr>;
+    fn emit(&self, event: &'static str, data: serde_json::Value);
+}

@@ -1,0 +1,237 @@
+//! The provider used when no AI service is configured: it works from the visitor's own words.
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+
+use super::{Ai, AiError, AiMessage, AiPurpose, AiRequest, Role};
+
+/// The longest summary this provider writes, in characters. The spec asks for 50-60; the caller
+/// cleans and bounds the text anyway, this only keeps an extract from running on.
+const SUMMARY_MAX_CHARS: usize = 60;
+
+/// Punctuation that ends a clause; a summary never ends with it. Closing brackets and quotes are
+/// left alone, or "My app (v2)" would lose its ")".
+const TRAILING_PUNCTUATION: &[char] = &['.', ',', ';', ':', '!', '?', '…', '-', '–', '—'];
+
+/// Answers without a network: the issue summary is extracted from the visitor's last message,
+/// and every other purpose is declined with [`AiError::Offline`] so the caller uses its script
+/// or default text.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OfflineAi;
+
+impl Ai for OfflineAi {
+    fn complete(&self, request: AiRequest) -> BoxFuture<'static, Result<String, AiError>> {
+        let answer = match request.purpose {
+            AiPurpose::IssueSummary => summarise_issue(&request.messages).ok_or(AiError::Offline),
+            AiPurpose::FunnelFollowUp
+            | AiPurpose::FunnelIntro
+            | AiPurpose::MemberChat
+            | AiPurpose::TaskHelp
+            | AiPurpose::FunnelSolution => Err(AiError::Offline),
+        };
+        futures_util::future::ready(answer).boxed()
+    }
+}
+
+/// The first sentence of the last user message, tidied into a title-like line of at most
+/// [`SUMMARY_MAX_CHARS`] characters. `None` when there is no user text to work from.
+fn summarise_issue(messages: &[AiMessage]) -> Option<String> {
+    let text = messages
+        .iter()
+        .rev()
+        .find(|message| message.role == Role::User)?
+        .content
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let sentence = trim_trailing_punctuation(first_sentence(&text));
+    let summary = trim_trailing_punctuation(cut_on_word_boundary(sentence, SUMMARY_MAX_CHARS));
+    let mut chars = summary.chars();
+    let first = chars.next()?;
+    Some(first.to_uppercase().chain(chars).collect())
+}
+
+/// Up to the first `.`, `!`, `?` or `…` that is followed by a space or ends the text, so that
+/// "v1.2" or "e-mail.com" do not end a sentence.
+fn first_sentence(text: &str) -> &str {
+    let mut chars = text.char_indices().peekable();
+    while let Some((index, c)) = chars.next() {
+        let ends_sentence = matches!(c, '.' | '!' | '?' | '…')
+            && chars.peek().is_none_or(|(_, next)| next.is_whitespace());
+        if ends_sentence {
+            return &text[..index + c.len_utf8()];
+        }
+    }
+    text
+}
+
+fn trim_trailing_punctuation(text: &str) -> &str {
+    text.trim_end_matches(|c: char| c.is_whitespace() || TRAILING_PUNCTUATION.contains(&c))
+}
+
+/// At most `max_chars` characters, ending at a word's end. A single word longer than that is cut
+/// hard, since there is no better place to cut it.
+fn cut_on_word_boundary(text: &str, max_chars: usize) -> &str {
+    let Some((limit, _)) = text.char_indices().nth(max_chars) else {
+        return text;
+    };
+    let kept = &text[..limit];
+    if text[limit..].starts_with(char::is_whitespace) {
+        return kept;
+    }
+    match kept.rfind(char::is_whitespace) {
+        Some(space) => &kept[..space],
+        None => kept,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    async fn summary(messages: Vec<AiMessage>) -> Result<String, AiError> {
+        OfflineAi
+            .complete(AiRequest {
+                purpose: AiPurpose::IssueSummary,
+                messages,
+                timeout: Duration::from_secs(3),
+            })
+            .await
+    }
+
+    async fn summary_of(text: &str) -> String {
+        summary(vec![AiMessage::user(text)])
+            .await
+            .expect("a summary")
+    }
+
+    #[tokio::test]
+    async fn the_summary_is_the_first_sentence_without_its_full_stop() {
+        assert_eq!(
+            summary_of("My printer shows error 5. I tried restarting it twice.").await,
+            "My printer shows error 5"
+        );
+        assert_eq!(
+            summary_of("why won't my laptop charge?? it is plugged in").await,
+            "Why won't my laptop charge"
+        );
+    }
+
+    #[tokio::test]
+    async fn whitespace_is_collapsed_and_the_first_letter_capitalised() {
+        assert_eq!(
+            summary_of("  \n my   wifi\tkeeps\n\ndropping  ").await,
+            "My wifi keeps dropping"
+        );
+        assert_eq!(summary_of("élan app crashes").await, "Élan app crashes");
+    }
+
+    #[tokio::test]
+    async fn dots_inside_words_do_not_end_the_sentence() {
+        assert_eq!(
+            summary_of("Version 2.1 of the app will not open. Help").await,
+            "Version 2.1 of the app will not open"
+        );
+    }
+
+    #[tokio::test]
+    async fn closing_brackets_survive_the_punctuation_trim() {
+        assert_eq!(
+            summary_of("The app (v2) freezes on start...").await,
+            "The app (v2) freezes on start"
+        );
+    }
+
+    #[tokio::test]
+    async fn long_text_is_cut_at_a_word_boundary_within_sixty_characters() {
+        let text = "I cannot get my new wireless printer to connect to the office network, \
+                    whatever I try";
+        let summary = summary_of(text).await;
+        assert_eq!(
+            summary,
+            "I cannot get my new wireless printer to connect to the"
+        );
+        assert!(summary.chars().count() <= SUMMARY_MAX_CHARS);
+        assert!(text.starts_with(&summary));
+    }
+
+    #[tokio::test]
+    async fn a_cut_just_before_a_space_keeps_the_whole_last_word() {
+        // 60 characters exactly, then more words: the cut falls on the space.
+        let sixty = "a".repeat(10) + " " + &"b".repeat(49);
+        assert_eq!(sixty.chars().count(), SUMMARY_MAX_CHARS);
+        let summary = summary_of(&format!("{sixty} and more")).await;
+        assert_eq!(summary, format!("A{}", &sixty[1..]));
+    }
+
+    #[tokio::test]
+    async fn a_cut_never_leaves_a_trailing_comma() {
+        let text = "My phone, my tablet, my laptop, my watch, my speaker, headphones and more";
+        assert_eq!(
+            summary_of(text).await,
+            "My phone, my tablet, my laptop, my watch, my speaker"
+        );
+    }
+
+    #[tokio::test]
+    async fn one_very_long_word_is_cut_hard() {
+        let word = "x".repeat(80);
+        let summary = summary_of(&word).await;
+        assert_eq!(summary.chars().count(), SUMMARY_MAX_CHARS);
+    }
+
+    #[tokio::test]
+    async fn multibyte_text_is_cut_on_characters_not_bytes() {
+        let text = "ü".repeat(30) + " " + &"ö".repeat(40);
+        let summary = summary_of(&text).await;
+        assert_eq!(summary, "Ü".to_owned() + &"ü".repeat(29));
+    }
+
+    #[tokio::test]
+    async fn the_last_user_message_is_summarised() {
+        let messages = vec![
+            AiMessage::system("Summarise the issue in 50-60 characters."),
+            AiMessage::user("My email stopped syncing."),
+            AiMessage::assistant("Which app do you use?"),
+            AiMessage::user("outlook on windows keeps asking for my password. Again!"),
+        ];
+        assert_eq!(
+            summary(messages).await,
+            Ok("Outlook on windows keeps asking for my password".to_owned())
+        );
+    }
+
+    #[tokio::test]
+    async fn no_user_text_means_no_summary() {
+        assert_eq!(
+            summary(vec![AiMessage::system("Summarise.")]).await,
+            Err(AiError::Offline)
+        );
+        assert_eq!(
+            summary(vec![AiMessage::user(" ... !? ")]).await,
+            Err(AiError::Offline)
+        );
+    }
+
+    #[tokio::test]
+    async fn every_other_purpose_is_declined() {
+        for purpose in [
+            AiPurpose::FunnelFollowUp,
+            AiPurpose::FunnelIntro,
+            AiPurpose::MemberChat,
+            AiPurpose::TaskHelp,
+            AiPurpose::FunnelSolution,
+        ] {
+            let answer = OfflineAi
+                .complete(AiRequest {
+                    purpose,
+                    messages: vec![AiMessage::user("My printer is broken.")],
+                    timeout: Duration::from_secs(3),
+                })
+                .await;
+            assert_eq!(answer, Err(AiError::Offline), "{purpose:?}");
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The funnels on the server: the `/funnel` Socket.IO namespace that joins each visitor to their
+//! conversation actor (`helpnow_actors::funnel`), the ports those actors use (store, AI, checkout,
+//! analytics), and the help funnel's summary and intro.
+
+pub mod help;
+mod namespace;
+
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use helpnow_actors::funnel::{Deps, FunnelRegistry, FunnelSettings};
+use helpnow_actors::ports::{
+    Ai, Analytics, CheckoutError, FunnelCheckout, FunnelCheckoutRequest, SystemClock,
+};
+use helpnow_actors::rules::FunnelKind;
+use helpnow_actors::rules::scripts::FunnelScripts;
+
+pub use namespace::{FunnelNamespace, VISITOR_COOKIE, valid_visitor_id};
+
+use crate::auth::AuthThrottle;
+use crate::billing::Billing;
+use crate::billing::model::{Attribution, CheckoutSource};
+use crate::billing::service::{FunnelLink, StartCheckout};
+use crate::config::Settings;
+use crate::store::{self, Db};
+
+/// Where a checkout the funnel actor opened sends the browser: a one-time link that marks this
+/// browser as the one that started the checkout, then redirects to the provider's page.
+pub const CHECKOUT_HANDOFF_PATH: &str = "/api/funnels/checkout/";
+
+/// What the funnel actors open checkouts with: billing, under the per-address checkout limit
+/// that `create-checkout.js` has too (every checkout is a call to the payment provider).
+pub struct FunnelCheckouts {
+    pub billing: Arc<Billing>,
+    pub throttle: Arc<AuthThrottle>,
+}
+
+/// Builds the registry of funnel conversations for this process.
+pub fn registry(
+    settings: &Settings,
+    db: Db,
+    ai: Arc<dyn Ai>,
+    checkouts: FunnelCheckouts,
+    scripts: FunnelScripts,
+) -> FunnelRegistry {
+    FunnelRegistry::new(Deps {
+        store: Arc::new(store::funnels::ConversationStore(db.clone())),
+        ai,
+        checkout: Arc::new(checkouts),
+        analytics: Arc::new(StoredAnalytics(db)),
+        clock: Arc::new(SystemClock),
+        scripts: Arc::new(scripts),
+        settings: FunnelSettings::new(&settings.product.assistant_name, &settings.product.name),
+    })
+}
+
+pub fn checkout_source(funnel: FunnelKind) -> CheckoutSource {
+    match funnel {
+        FunnelKind::Chat => CheckoutSource::ChatFunnel,
+        FunnelKind::Refundable => CheckoutSource::RefundableFeeFunnel,
+        FunnelKind::Help => CheckoutSource::HelpFunnel,
+    }
+}
+
+/// Opens the funnel's checkout through billing, with the conversation's record attached.
+impl FunnelCheckout for FunnelCheckouts {
+    fn start(
+        &self,
+        request: FunnelCheckoutRequest,
+    ) -> BoxFuture<'static, Result<String, CheckoutError>> {
+        if !self.throttle.allow_checkout(request.client_address) {
+            return futures_util::future::ready(Err(CheckoutError(
+                "too many checkouts from this address".into(),
+            )))
+            .boxed();
+        }
+        let billing = self.billing.clone();
+        async move {
+            let attribution = request.attribution;
+            let started = billing
+                .start_checkout(StartCheckout {
+                    source: checkout_source(request.funnel),
+                    attribution: Attribution {
+                        source: None,
+                        campaignid: attribution.campaignid,
+                        keyword: attribution.keyword,
+                        headline: Some(request.headline),
+                        utm_source: attribution.utm_source,
+                        utm_medium: attribution.utm_medium,
+                        utm_campaign: attribution.utm_campaign,
+                        gclid: attribution.gclid,
+                    },
+                    user: None,
+                    visitor_id: Some(request.visitor_id),
+                    cancel_path: "/?canceled=true".to_owned(),
+                    funnel: Some(FunnelLink {
+                        conversation_id: request.conversation_id,
+                        record: request.record,
+                    }),
+                    handoff: true,
+                })
+                .await
+                .map_err(|error| CheckoutError(error.to_string()))?;
+            let handoff = started
+                .handoff
+                .ok_or_else(|| CheckoutError("no handoff link was made".into()))?;
+            Ok(format!("{CHECKOUT_HANDOFF_PATH}{handoff}"))
+        }
+        .boxed()
+    }
+}
+
+/// Funnel events go to the analytics table; a failure is logged, never shown to the visitor.
+struct StoredAnalytics(Db);
+
+impl Analytics for StoredAnalytics {
+    fn record(&self, event: &'static str, visitor_id: &str, properties: serde_json::Value) {
+        let db = self.0.clone();
+        let event = store::analytics::NewAnalyticsEvent {
+            name: event.to_owned(),
+            properties,
+            visitor: Some(visitor_id.to_owned()),
+            path: None,
+        };
+        tokio::spawn(async move {
+            if let Err(error) = store::analytics::record(&db, event).await {
+                tracing::warn!(%error, "a funnel analytics event could not be stored");
+            }
+        });
+    }
+}
+
+/// The visitor's funnel record for a checkout started over HTTP (`create-checkout.js`) from a
+/// funnel page: the help funnel's record, or the chat conversation's. Other sources carry none.
+pub async fn record_for_checkout(
+    db: &Db,
+    visitor_id: &str,
+    source: CheckoutSource,
+) -> Option<FunnelLink> {
+    let funnel = match source {
+        CheckoutSource::HelpFunnel => FunnelKind::Help,
+        CheckoutSource::ChatFunnel => FunnelKind::Chat,
+        CheckoutSource::RefundableFeeFunnel => FunnelKind::Refundable,
+        CheckoutSource::ChatTrialPrompt | CheckoutSource::DirectSignup => return None,
+    };
+    let found = if funnel == FunnelKind::Help {
+        store::funnels::help_record(db, visitor_id)
+            .await
+            .map_err(|error| error.to_string())
+    } else {
+        let key = helpnow_actors::funnel::ConversationKey {
+            visitor_id: visitor_id.to_owned(),
+            funnel,
+        };
+        store::funnels::load_conversation(db, &key)
+            .await
+            .map(|found| found.map(|conversation| (conversation.id.clone(), conversation.record())))
+            .map_err(|error| error.to_string())
+    };
+    match found {
+        Ok(found) => found.map(|(conversation_id, record)| FunnelLink {
+            conversation_id,
+            record,
+        }),
+        Err(error) => {
+            // The checkout goes ahead without the record rather than not at all.
+            tracing::warn!(%error, "a funnel record could not be read for a checkout");
+            None
+        }
+    }
+}

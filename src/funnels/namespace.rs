@@ -1,0 +1,218 @@
+//! The `/funnel` namespace (docs/protocol.md): no sign-in; the visitor is the `vid` cookie, or
+//! `auth.visitorId` for clients without cookies (load generators). Each socket is joined to the
+//! conversation actor of its visitor and funnel, which then gets the socket's events.
+
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+
+use actix::{Handler, Recipient};
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use helpnow_actors::funnel::{
+    Attribution, CheckoutAck, ClientEvent, ConversationKey, FunnelActor, FunnelRegistry,
+    NewConversation, Reply, SendAck,
+};
+use helpnow_actors::ports::FunnelClient;
+use helpnow_actors::rules::FunnelKind;
+use helpnow_actors::rules::text::clean_query_value;
+use serde_json::{Map, Value, json};
+
+use crate::realtime::{AckSender, ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
+use crate::store::{self, Db};
+
+/// The cookie that names a visitor (set with the pages, HttpOnly).
+pub const VISITOR_COOKIE: &str = "vid";
+
+/// Visitor ids are random tokens: letters, digits, `-` and `_`, 16 to 64 of them.
+pub fn valid_visitor_id(value: &str) -> bool {
+    (16..=64).contains(&value.len())
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+pub struct FunnelNamespace {
+    registry: FunnelRegistry,
+    db: Db,
+    /// Conversations (and rejoins) per address and minute (`realtime.funnel_joins_per_minute`):
+    /// a tab's reconnects fit easily, a script opening conversation after conversation (each a
+    /// stored row, an actor, AI calls) does not.
+    joins: Option<DefaultKeyedRateLimiter<IpAddr>>,
+}
+
+impl FunnelNamespace {
+    pub fn new(registry: FunnelRegistry, db: Db, joins_per_minute: u32) -> Self {
+        Self {
+            registry,
+            db,
+            joins: NonZeroU32::new(joins_per_minute)
+                .map(|per_minute| RateLimiter::keyed(Quota::per_minute(per_minute))),
+        }
+    }
+
+    fn allow_join(&self, address: Option<IpAddr>) -> bool {
+        let (Some(joins), Some(address)) = (&self.joins, address) else {
+            return true;
+        };
+        if joins.len() > 10_000 {
+            joins.retain_recent();
+        }
+        joins.check_key(&address).is_ok()
+    }
+}
+
+fn text(auth: &Map<String, Value>, key: &str) -> Option<String> {
+    auth.get(key)
+        .and_then(Value::as_str)
+        .and_then(clean_query_value)
+}
+
+fn attribution(auth: &Map<String, Value>) -> Attribution {
+    Attribution {
+        campaignid: text(auth, "campaignid"),
+        keyword: text(auth, "keyword"),
+        utm_source: text(auth, "utm_source"),
+        utm_medium: text(auth, "utm_medium"),
+        utm_campaign: text(auth, "utm_campaign"),
+        gclid: text(auth, "gclid"),
+    }
+}
+
+impl Namespace for FunnelNamespace {
+    fn connect(
+        &self,
+        request: ConnectRequest,
+        socket: SocketRef,
+    ) -> BoxFuture<'static, Result<Recipient<SocketEvent>, ConnectError>> {
+        let funnel = match request.auth.get("funnel").and_then(Value::as_str) {
+            Some("chat") => FunnelKind::Chat,
+            Some("refundable") => FunnelKind::Refundable,
+            _ => {
+                return futures_util::future::ready(Err(ConnectError::new(
+                    "This chat is not available. Please reload the page.",
+                )))
+                .boxed();
+            }
+        };
+        let visitor = request
+            .handshake
+            .cookie(VISITOR_COOKIE)
+            .map(str::to_owned)
+            // Taken as sent: a visitor id is a token, not text to tidy up.
+            .or_else(|| {
+                request
+                    .auth
+                    .get("visitorId")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .filter(|id| valid_visitor_id(id));
+        let address = request.handshake.address;
+        if !request.recovered && !self.allow_join(address) {
+            return futures_util::future::ready(Err(ConnectError::new(
+                "Too many chats from your connection. Please wait a minute and try again.",
+            )
+            .with_data(json!({ "code": "rate_limited" }))))
+            .boxed();
+        }
+        let Some(visitor_id) = visitor else {
+            return futures_util::future::ready(Err(ConnectError::new(
+                "Please reload the page to start chatting (this site needs a cookie to keep your conversation).",
+            )))
+            .boxed();
+        };
+        let attribution = attribution(&request.auth);
+        let registry = self.registry.clone();
+        let db = self.db.clone();
+        async move {
+            if let Err(error) = store::funnels::touch_visitor(&db, &visitor_id, &attribution).await
+            {
+                tracing::warn!(%error, "a visitor could not be recorded");
+            }
+            let key = ConversationKey { visitor_id, funnel };
+            let client: Arc<dyn FunnelClient> = Arc::new(SocketClient { socket, address });
+            registry
+                .join(key, NewConversation { attribution }, client)
+                .await
+                .map(|actor| actor.recipient())
+                .map_err(|_| {
+                    ConnectError::new(
+                        "We could not open your chat just now. Please try again in a moment.",
+                    )
+                    .with_data(json!({ "code": "unavailable" }))
+                })
+        }
+        .boxed()
+    }
+}
+
+/// A socket as the conversation actor sees it.
+struct SocketClient {
+    socket: SocketRef,
+    address: Option<IpAddr>,
+}
+
+impl FunnelClient for SocketClient {
+    fn id(&self) -> &str {
+        self.socket.id()
+    }
+
+    fn address(&self) -> Option<IpAddr> {
+        self.address
+    }
+
+    fn emit(&self, event: &'static str, data: Value) {
+        self.socket.emit(event, &data);
+    }
+}
+
+fn reply<T: 'static>(ack: Option<AckSender>, to_json: fn(&T) -> Value) -> Reply<T> {
+    match ack {
+        Some(ack) => Reply::new(move |answer: T| ack.send_json(&to_json(&answer))),
+        None => Reply::none(),
+    }
+}
+
+/// The socket's events, as the conversation actor understands them.
+impl Handler<SocketEvent> for FunnelActor {
+    type Result = ();
+
+    fn handle(&mut self, event: SocketEvent, ctx: &mut Self::Context) {
+        let event = match event {
+            SocketEvent::Event {
+                socket,
+                name,
+                payload,
+                ack,
+            } => match name.as_str() {
+                "send" => ClientEvent::Send {
+                    client_id: socket.id().to_owned(),
+                    text: payload
+                        .args
+                        .first()
+                        .and_then(|data| data.get("text"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    reply: reply(ack, |answer: &SendAck| answer.to_json()),
+                },
+                "checkout" => ClientEvent::Checkout {
+                    client_id: socket.id().to_owned(),
+                    reply: reply(ack, CheckoutAck::to_json),
+                },
+                _ => {
+                    if let Some(ack) = ack {
+                        ack.send_json(&json!({ "error": "Unknown event." }));
+                    }
+                    return;
+                }
+            },
+            SocketEvent::Disconnected { socket, .. } => ClientEvent::Left {
+                client_id: socket.id().to_owned(),
+            },
+        };
+        <Self as Handler<ClientEvent>>::handle(self, event, ctx);
+    }
+}

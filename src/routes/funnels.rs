@@ -1,0 +1,213 @@
+//! The funnels' HTTP endpoints: the help funnel's summary and intro (`POST /api/funnels/help`)
+//! and the one-time link a chat funnel's checkout reaches the browser by
+//! (`GET /api/funnels/checkout/{secret}`).
+
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+
+use actix_web::cookie::{Cookie, SameSite, time};
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpRequest, HttpResponse, get, post, web};
+use chrono::Utc;
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use helpnow_actors::funnel::{Attribution, CHECKOUT_FALLBACK_URL};
+use helpnow_actors::ports::Ai;
+use helpnow_actors::rules::text::clean_query_value;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::{SessionCookies, token};
+use crate::config::Settings;
+use crate::funnels::{VISITOR_COOKIE, help, valid_visitor_id};
+use crate::routes::ApiError;
+use crate::routes::billing::CHECKOUT_START_COOKIE;
+use crate::routes::client::client_key;
+use crate::store::{self, Db};
+
+/// How long a checkout's one-time link works (the provider's sessions last longer).
+const HANDOFF_LIFETIME: chrono::TimeDelta = chrono::TimeDelta::hours(1);
+
+/// Past this many tracked addresses, addresses whose quota has refilled are forgotten.
+const LIMITER_CLEANUP_THRESHOLD: usize = 10_000;
+
+/// Each help request is two AI calls: an address gets a few a minute.
+pub struct HelpLimiter(DefaultKeyedRateLimiter<IpAddr>);
+
+impl HelpLimiter {
+    pub fn new() -> Self {
+        let per_minute = NonZeroU32::new(10).unwrap_or(NonZeroU32::MIN);
+        let burst = NonZeroU32::new(5).unwrap_or(NonZeroU32::MIN);
+        Self(RateLimiter::keyed(
+            Quota::per_minute(per_minute).allow_burst(burst),
+        ))
+    }
+}
+
+impl Default for HelpLimiter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The AI provider, shared by every AI call of the server.
+#[derive(Clone)]
+pub struct AiProvider(pub Arc<dyn Ai>);
+
+#[derive(Deserialize)]
+pub struct HelpRequest {
+    #[serde(default)]
+    issue: Option<String>,
+    #[serde(default)]
+    keyword: Option<String>,
+    #[serde(default)]
+    campaignid: Option<String>,
+    #[serde(default)]
+    utm_source: Option<String>,
+    #[serde(default)]
+    utm_medium: Option<String>,
+    #[serde(default)]
+    utm_campaign: Option<String>,
+    #[serde(default)]
+    gclid: Option<String>,
+}
+
+fn clean(value: Option<&str>) -> Option<String> {
+    value.and_then(clean_query_value)
+}
+
+/// `POST /api/funnels/help` `{issue, keyword?, campaignid?, utm_*?, gclid?}` ->
+/// `{summary, intro, aiEvents?}`. The visitor's help funnel record is stored for the checkout.
+#[post("/funnels/help")]
+pub async fn help_answer(
+    req: HttpRequest,
+    db: web::Data<Db>,
+    settings: web::Data<Settings>,
+    ai: web::Data<AiProvider>,
+    limiter: web::Data<HelpLimiter>,
+    body: web::Json<HelpRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.into_inner();
+    let issue: String = body
+        .issue
+        .as_deref()
+        .map(str::trim)
+        .unwrap_or_default()
+        .chars()
+        .take(help::MAX_ISSUE_CHARS)
+        .collect();
+    if issue.is_empty() {
+        return Err(ApiError::bad_request(
+            "issue_required",
+            "Please describe your issue so we can help.",
+        ));
+    }
+    if let Some(client) = client_key(&req, settings.server.trust_forwarded_for) {
+        if limiter.0.check_key(&client).is_err() {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                "Too many requests. Please try again later.",
+            ));
+        }
+        if limiter.0.len() > LIMITER_CLEANUP_THRESHOLD {
+            limiter.0.retain_recent();
+        }
+    }
+    let attribution = Attribution {
+        campaignid: clean(body.campaignid.as_deref()),
+        keyword: clean(body.keyword.as_deref()),
+        utm_source: clean(body.utm_source.as_deref()),
+        utm_medium: clean(body.utm_medium.as_deref()),
+        utm_campaign: clean(body.utm_campaign.as_deref()),
+        gclid: clean(body.gclid.as_deref()),
+    };
+    let answer = help::answer(ai.0.clone(), &issue).await;
+    let headline = help::headline(&attribution);
+    let visitor = req
+        .cookie(VISITOR_COOKIE)
+        .map(|cookie| cookie.value().to_owned())
+        .filter(|id| valid_visitor_id(id));
+    if let Some(visitor) = &visitor {
+        let record = answer.record(&issue, &headline, &attribution, Utc::now());
+        let stored = async {
+            store::funnels::touch_visitor(&db, visitor, &attribution).await?;
+            store::funnels::save_help_record(&db, visitor, &headline, &attribution, &record).await
+        };
+        if let Err(error) = stored.await {
+            // Step 2 still shows; the checkout then goes without the record.
+            tracing::warn!(%error, "a help funnel record could not be stored");
+        }
+    }
+    let event = store::analytics::NewAnalyticsEvent {
+        name: "issue_submission".to_owned(),
+        properties: json!({
+            "funnel": "help_funnel",
+            "keyword": attribution.keyword,
+            "campaignid": attribution.campaignid,
+            "summarised": answer.summary.is_some(),
+            "introStyle": answer.intro_style,
+        }),
+        visitor,
+        path: None,
+    };
+    if let Err(error) = store::analytics::record(&db, event).await {
+        tracing::warn!(%error, "an issue_submission event could not be stored");
+    }
+    let mut response = json!({ "summary": answer.summary, "intro": answer.intro });
+    if settings.security.debug_tools {
+        response["aiEvents"] = json!(answer.ai_events);
+    }
+    Ok(HttpResponse::Ok().json(response))
+}
+
+fn see_other(location: &str) -> actix_web::HttpResponseBuilder {
+    let mut response = HttpResponse::SeeOther();
+    response
+        .insert_header((header::LOCATION, location.to_owned()))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .insert_header((header::REFERRER_POLICY, "no-referrer"));
+    response
+}
+
+/// `GET /api/funnels/checkout/{secret}`: marks this browser as the one that started the checkout
+/// (only on the link's first use) and sends it to the provider's page. An unknown or expired
+/// link goes to the spec's checkout fallback.
+#[get("/funnels/checkout/{secret}")]
+pub async fn checkout_handoff(
+    db: web::Data<Db>,
+    cookies: web::Data<SessionCookies>,
+    secret: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let secret = secret.into_inner();
+    if !token::looks_like_secret(&secret) {
+        return Ok(see_other(CHECKOUT_FALLBACK_URL).finish());
+    }
+    // A page navigation: even a store failure ends on the spec's fallback page, not an error body.
+    let found = match store::billing::claim_handoff(&db, &token::hash_secret(&secret)).await {
+        Ok(found) => found,
+        Err(error) => {
+            tracing::error!(%error, "cannot read a checkout link");
+            return Ok(see_other(CHECKOUT_FALLBACK_URL).finish());
+        }
+    };
+    let Some(checkout) = found.filter(|c| Utc::now() - c.created_at < HANDOFF_LIFETIME) else {
+        return Ok(see_other(CHECKOUT_FALLBACK_URL).finish());
+    };
+    let Some(url) = checkout.url else {
+        return Ok(see_other(CHECKOUT_FALLBACK_URL).finish());
+    };
+    let mut response = see_other(&url);
+    if checkout.first_use {
+        response.cookie(
+            Cookie::build(CHECKOUT_START_COOKIE, checkout.tracking_id)
+                .path("/api")
+                .http_only(true)
+                .same_site(SameSite::Lax)
+                .secure(cookies.secure)
+                .max_age(time::Duration::days(1))
+                .finish(),
+        );
+    }
+    Ok(response.finish())
+}

@@ -1,0 +1,132 @@
+import { useEffect, useMemo, useRef } from 'react';
+import { useLocation } from 'react-router';
+import { usePublicConfig } from '../../app/public-config';
+import { Button } from '../../components/Button';
+import { funnelsApi } from './api';
+import { readCampaignParams, rememberCampaignParams, type CampaignParams } from './campaign-params';
+import { ChatComposer } from './ChatComposer';
+import { ChatMessages } from './ChatMessages';
+import { FunnelFooter } from './FunnelFooter';
+import { chatHeadline, type ChatFunnelKind } from './headline';
+import { useFunnelChat } from './useFunnelChat';
+import './funnels.css';
+
+type ChatFunnelPageProps = {
+  funnel: ChatFunnelKind;
+  /** The keyword when the query has none (/email-help is about email). */
+  defaultKeyword?: string;
+};
+
+const VIEW_EVENT = { chat: 'chatbot_funnel_view', refundable: 'refundable_fee_funnel_view' } as const;
+
+/** /chat-help, /Chat-Help-2 and /email-help: a live chat with the assistant that ends in the checkout. */
+export function ChatFunnelPage({ funnel, defaultKeyword }: ChatFunnelPageProps) {
+  const { pathname, search } = useLocation();
+  const { productName, assistantName } = usePublicConfig();
+
+  const queryParams = useMemo(() => readCampaignParams(search), [search]);
+  const params = useMemo<CampaignParams>(
+    () => (queryParams.keyword || !defaultKeyword ? queryParams : { ...queryParams, keyword: defaultKeyword }),
+    [queryParams, defaultKeyword],
+  );
+
+  useEffect(() => {
+    rememberCampaignParams(queryParams);
+  }, [queryParams]);
+
+  // One page view per visit of the page, whatever re-renders or strict-mode re-runs happen.
+  const viewTracked = useRef(false);
+  useEffect(() => {
+    if (viewTracked.current) return;
+    viewTracked.current = true;
+    const properties = { keyword: params.keyword ?? null, campaignid: params.campaignid ?? null };
+    funnelsApi.trackView(VIEW_EVENT[funnel], properties, pathname).catch(() => {
+      // Analytics never stands in the visitor's way.
+    });
+  }, [funnel, params, pathname]);
+
+  const chat = useFunnelChat(funnel, params);
+  const { state } = chat;
+  const headline = state.headline ?? chatHeadline(funnel, params.keyword);
+  const hasOffer = state.messages.some((message) => message.showSubscribeButton);
+
+  return (
+    <div className="chat-funnel">
+      <section className="chat-funnel__hero" aria-labelledby="chat-funnel-headline">
+        <h1 id="chat-funnel-headline" className="chat-funnel__headline">
+          {headline}
+        </h1>
+        <p className="chat-funnel__lead">Ask your question below and get a clear answer in plain words.</p>
+      </section>
+
+      <section className="chat-window" aria-labelledby="chat-window-title">
+        <header className="chat-window__header">
+          <h2 id="chat-window-title" className="chat-window__title">
+            <span className="chat-window__online" aria-hidden="true" />
+            {productName} Instant Online Help: Connected
+          </h2>
+          <div className="chat-window__assistant">
+            <span className="chat-avatar" aria-hidden="true">
+              {assistantName.charAt(0)}
+            </span>
+            <p className="chat-window__assistant-name">{assistantName}, Personal Chat Assistant</p>
+          </div>
+        </header>
+
+        <ChatMessages
+          messages={state.messages}
+          assistantName={assistantName}
+          typing={state.typing}
+          loading={state.messages.length === 0 && !state.hasConnected}
+          checkoutBusy={chat.checkoutBusy}
+          onCheckout={() => void chat.startCheckout()}
+        />
+
+        <div className="chat-window__status">
+          {state.connection === 'reconnecting' && (
+            <p className="chat-status" role="status">
+              {state.hasConnected
+                ? 'Connection lost. Reconnecting…'
+                : 'We are having trouble connecting. Trying again…'}
+            </p>
+          )}
+          {state.connection === 'closed' && (
+            <div className="chat-status chat-status--error" role="alert">
+              <p>{state.closedReason}</p>
+              <Button variant="secondary" onClick={chat.reconnect}>
+                Try again
+              </Button>
+            </div>
+          )}
+          {state.notice && (
+            <p className="chat-status" role="status">
+              {state.notice}
+            </p>
+          )}
+          {chat.sendError && (
+            <p className="chat-status chat-status--error" role="alert">
+              {chat.sendError}
+            </p>
+          )}
+          {chat.checkoutBusy && (
+            <p className="chat-status" role="status">
+              Taking you to the secure checkout…
+            </p>
+          )}
+          {state.final && hasOffer && !chat.checkoutBusy && (
+            <p className="chat-status">Press ‘Get started &gt;&gt;’ above to continue.</p>
+          )}
+        </div>
+
+        <ChatComposer
+          onSend={chat.send}
+          busy={chat.busy}
+          checkoutBusy={chat.checkoutBusy}
+          finished={state.final}
+        />
+      </section>
+
+      <FunnelFooter />
+    </div>
+  );
+}

@@ -1,0 +1,50 @@
+// The `/funnel` namespace's events (DESIGN.md section 3, docs/protocol.md), typed.
+import type { Socket } from 'socket.io-client';
+import { connectNamespace } from '../../lib/socket';
+import type { CampaignParams } from './campaign-params';
+import type { ChatFunnelKind } from './headline';
+
+export type WireMessage = {
+  role: 'assistant' | 'user';
+  text: string;
+  isFinal: boolean;
+  showSubscribeButton: boolean;
+};
+
+export type WireConversation = {
+  id: string;
+  funnel: ChatFunnelKind;
+  headline: string;
+  stage: number;
+  final: boolean;
+  typing?: boolean;
+  messages: WireMessage[];
+};
+
+export type SendRefusal = 'empty' | 'final' | 'busy' | 'too_long' | 'unavailable';
+
+export type SendAck = { ok: true } | { ok: false; code: SendRefusal; error: string };
+
+export type CheckoutAck = { url: string } | { error: string };
+
+export type FunnelServerEvents = {
+  /** The whole conversation, on every connect and reconnect: it replaces what the page holds. */
+  conversation: (conversation: WireConversation) => void;
+  typing: (typing: { active: boolean }) => void;
+  message: (message: WireMessage) => void;
+  /** The automatic checkout, 15 s after the final message. */
+  checkout: (checkout: { url: string }) => void;
+  notice: (notice: { code: string; text: string }) => void;
+};
+
+export type FunnelClientEvents = {
+  send: (message: { text: string }, ack: (reply: SendAck) => void) => void;
+  checkout: (request: Record<string, never>, ack: (reply: CheckoutAck) => void) => void;
+};
+
+export type FunnelSocket = Socket<FunnelServerEvents, FunnelClientEvents>;
+
+/** The visitor is the server's HttpOnly `vid` cookie, so the handshake carries no visitor id. */
+export function connectFunnel(funnel: ChatFunnelKind, params: CampaignParams): FunnelSocket {
+  return connectNamespace<FunnelServerEvents, FunnelClientEvents>('/funnel', { funnel, ...params });
+}
