@@ -3,13 +3,11 @@
 //! conversation actor of its visitor and funnel, which then gets the socket's events.
 
 use std::net::IpAddr;
-use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use actix::{Handler, Recipient};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use helpnow_actors::funnel::{
     Attribution, CheckoutAck, ClientEvent, ConversationKey, FunnelActor, FunnelRegistry,
     NewConversation, Reply, SendAck,
@@ -20,6 +18,7 @@ use helpnow_actors::rules::text::clean_query_value;
 use serde_json::{Map, Value, json};
 
 use crate::realtime::{AckSender, ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
+use crate::routes::client::AddressLimiter;
 use crate::store::{self, Db};
 
 /// The cookie that names a visitor (set with the pages, HttpOnly).
@@ -39,7 +38,7 @@ pub struct FunnelNamespace {
     /// Conversations (and rejoins) per address and minute (`realtime.funnel_joins_per_minute`):
     /// a tab's reconnects fit easily, a script opening conversation after conversation (each a
     /// stored row, an actor, AI calls) does not.
-    joins: Option<DefaultKeyedRateLimiter<IpAddr>>,
+    joins: Option<AddressLimiter>,
 }
 
 impl FunnelNamespace {
@@ -47,19 +46,13 @@ impl FunnelNamespace {
         Self {
             registry,
             db,
-            joins: NonZeroU32::new(joins_per_minute)
-                .map(|per_minute| RateLimiter::keyed(Quota::per_minute(per_minute))),
+            joins: (joins_per_minute > 0)
+                .then(|| AddressLimiter::per_minute(joins_per_minute, joins_per_minute)),
         }
     }
 
     fn allow_join(&self, address: Option<IpAddr>) -> bool {
-        let (Some(joins), Some(address)) = (&self.joins, address) else {
-            return true;
-        };
-        if joins.len() > 10_000 {
-            joins.retain_recent();
-        }
-        joins.check_key(&address).is_ok()
+        self.joins.as_ref().is_none_or(|joins| joins.allow(address))
     }
 }
 

@@ -1,8 +1,38 @@
 //! Who is asking: the client's address, for per-client limits.
 
 use std::net::{IpAddr, Ipv6Addr};
+use std::num::NonZeroU32;
 
 use actix_web::HttpRequest;
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+
+/// Past this many tracked addresses, addresses whose quota has refilled are forgotten.
+const LIMITER_CLEANUP_THRESHOLD: usize = 10_000;
+
+/// A per-address rate limit that forgets addresses whose quota refilled once it tracks many.
+pub struct AddressLimiter(DefaultKeyedRateLimiter<IpAddr>);
+
+impl AddressLimiter {
+    /// `per_minute` steadily, with bursts up to `burst` (both at least 1).
+    pub fn per_minute(per_minute: u32, burst: u32) -> Self {
+        let per_minute = NonZeroU32::new(per_minute).unwrap_or(NonZeroU32::MIN);
+        let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
+        Self(RateLimiter::keyed(
+            Quota::per_minute(per_minute).allow_burst(burst),
+        ))
+    }
+
+    /// Whether `address` may go on now; an unknown address (no peer) is let through.
+    pub fn allow(&self, address: Option<IpAddr>) -> bool {
+        let Some(address) = address else {
+            return true;
+        };
+        if self.0.len() > LIMITER_CLEANUP_THRESHOLD {
+            self.0.retain_recent();
+        }
+        self.0.check_key(&address).is_ok()
+    }
+}
 
 /// The client's address as a rate-limit key. Behind a trusted proxy (`server.trust_forwarded_for`)
 /// it is the last `X-Forwarded-For` entry, the one the proxy itself added; otherwise the peer.

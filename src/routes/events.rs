@@ -1,37 +1,26 @@
 //! `POST /api/events`: the browser records one analytics event of the spec's list — only those
 //! that happen in the browser; sign-ups, payments and the like are recorded by the server itself.
 
-use std::net::IpAddr;
-use std::num::NonZeroU32;
-
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, post, web};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::routes::ApiError;
-use crate::routes::client::client_key;
+use crate::routes::client::{AddressLimiter, client_key};
 use crate::store::{self, Db};
 
 const MAX_PROPERTIES_BYTES: usize = 4 * 1024;
 const MAX_PATH_CHARS: usize = 512;
 
-/// Past this many tracked addresses, addresses whose quota has refilled are forgotten.
-const LIMITER_CLEANUP_THRESHOLD: usize = 10_000;
-
 /// Events each address may record: a steady minute's worth of browsing, with room for bursts.
-pub struct EventLimiter(DefaultKeyedRateLimiter<IpAddr>);
+pub struct EventLimiter(AddressLimiter);
 
 impl EventLimiter {
     pub fn new() -> Self {
-        let per_minute = NonZeroU32::new(60).unwrap_or(NonZeroU32::MIN);
-        let burst = NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN);
-        Self(RateLimiter::keyed(
-            Quota::per_minute(per_minute).allow_burst(burst),
-        ))
+        Self(AddressLimiter::per_minute(60, 30))
     }
 }
 
@@ -58,17 +47,15 @@ pub async fn record_event(
     req: HttpRequest,
     body: web::Json<EventRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    if let Some(client) = client_key(&req, settings.server.trust_forwarded_for)
-        && limiter.0.check_key(&client).is_err()
+    if !limiter
+        .0
+        .allow(client_key(&req, settings.server.trust_forwarded_for))
     {
         return Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "rate_limited",
             "Too many requests. Please try again later.",
         ));
-    }
-    if limiter.0.len() > LIMITER_CLEANUP_THRESHOLD {
-        limiter.0.retain_recent();
     }
     let body = body.into_inner();
     let name = EventName::parse(&body.name)

@@ -2,15 +2,12 @@
 //! and the one-time link a chat funnel's checkout reaches the browser by
 //! (`GET /api/funnels/checkout/{secret}`).
 
-use std::net::IpAddr;
-use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use actix_web::cookie::{Cookie, SameSite, time};
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use chrono::Utc;
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use helpnow_actors::funnel::{Attribution, CHECKOUT_FALLBACK_URL};
 use helpnow_actors::ports::Ai;
 use helpnow_actors::rules::text::clean_query_value;
@@ -22,25 +19,18 @@ use crate::config::Settings;
 use crate::funnels::{VISITOR_COOKIE, help, valid_visitor_id};
 use crate::routes::ApiError;
 use crate::routes::billing::CHECKOUT_START_COOKIE;
-use crate::routes::client::client_key;
+use crate::routes::client::{AddressLimiter, client_key};
 use crate::store::{self, Db};
 
 /// How long a checkout's one-time link works (the provider's sessions last longer).
 const HANDOFF_LIFETIME: chrono::TimeDelta = chrono::TimeDelta::hours(1);
 
-/// Past this many tracked addresses, addresses whose quota has refilled are forgotten.
-const LIMITER_CLEANUP_THRESHOLD: usize = 10_000;
-
 /// Each help request is two AI calls: an address gets a few a minute.
-pub struct HelpLimiter(DefaultKeyedRateLimiter<IpAddr>);
+pub struct HelpLimiter(AddressLimiter);
 
 impl HelpLimiter {
     pub fn new() -> Self {
-        let per_minute = NonZeroU32::new(10).unwrap_or(NonZeroU32::MIN);
-        let burst = NonZeroU32::new(5).unwrap_or(NonZeroU32::MIN);
-        Self(RateLimiter::keyed(
-            Quota::per_minute(per_minute).allow_burst(burst),
-        ))
+        Self(AddressLimiter::per_minute(10, 5))
     }
 }
 
@@ -102,17 +92,15 @@ pub async fn help_answer(
             "Please describe your issue so we can help.",
         ));
     }
-    if let Some(client) = client_key(&req, settings.server.trust_forwarded_for) {
-        if limiter.0.check_key(&client).is_err() {
-            return Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limited",
-                "Too many requests. Please try again later.",
-            ));
-        }
-        if limiter.0.len() > LIMITER_CLEANUP_THRESHOLD {
-            limiter.0.retain_recent();
-        }
+    if !limiter
+        .0
+        .allow(client_key(&req, settings.server.trust_forwarded_for))
+    {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "Too many requests. Please try again later.",
+        ));
     }
     let attribution = Attribution {
         campaignid: clean(body.campaignid.as_deref()),

@@ -203,8 +203,7 @@ impl Harness {
         let ai = Arc::new(ScriptedAi::default());
         let checkout = Arc::new(FakeCheckout::default());
         let analytics = Arc::new(RecordedAnalytics::default());
-        let scripts: crate::rules::scripts::FunnelScripts =
-            toml::from_str(include_str!("../../../config/funnels.toml")).expect("scripts");
+        let scripts = shipped_scripts();
         let registry = FunnelRegistry::new(Deps {
             store: store.clone(),
             ai: ai.clone(),
@@ -316,6 +315,17 @@ impl Connected {
         });
     }
 
+    /// Three messages: the conversation reaches its final message.
+    async fn reach_final(&mut self) {
+        for text in [
+            "wifi keeps dropping",
+            "every few minutes",
+            "restarted the router",
+        ] {
+            self.exchange(text).await;
+        }
+    }
+
     /// Sends and waits for the assistant's reply; returns it and how long typing showed.
     async fn exchange(&mut self, text: &str) -> (Value, Duration) {
         assert_eq!(self.send(text).await, SendAck::Stored);
@@ -325,6 +335,10 @@ impl Connected {
         let message = self.next_named("message").await;
         (message, started.elapsed())
     }
+}
+
+fn shipped_scripts() -> crate::rules::scripts::FunnelScripts {
+    toml::from_str(include_str!("../../../config/funnels.toml")).expect("scripts")
 }
 
 /// Tokio's timers tick in whole milliseconds and round up.
@@ -490,13 +504,7 @@ async fn the_button_opens_the_checkout_at_once_and_cancels_the_timer() {
     let harness = Harness::new();
     let mut client = harness.connect(FunnelKind::Chat, "a").await;
     client.next_named("conversation").await;
-    for text in [
-        "wifi keeps dropping",
-        "every few minutes",
-        "restarted the router",
-    ] {
-        client.exchange(text).await;
-    }
+    client.reach_final().await;
     let pressed_at = Instant::now();
     let ack = client.press_get_started().await;
     assert_eq!(pressed_at.elapsed(), Duration::ZERO);
@@ -518,13 +526,7 @@ async fn pressing_the_button_again_reuses_the_checkout_for_half_an_hour() {
     let harness = Harness::new();
     let mut client = harness.connect(FunnelKind::Chat, "a").await;
     client.next_named("conversation").await;
-    for text in [
-        "wifi keeps dropping",
-        "every few minutes",
-        "restarted the router",
-    ] {
-        client.exchange(text).await;
-    }
+    client.reach_final().await;
     let first = client.press_get_started().await;
     tokio::time::sleep(Duration::from_secs(60)).await;
     assert_eq!(client.press_get_started().await, first);
@@ -542,13 +544,7 @@ async fn the_button_is_refused_before_the_final_message_and_a_failed_checkout_fa
     assert_eq!(client.press_get_started().await, CheckoutAck::NotReady);
 
     *harness.checkout.failing.lock().expect("lock") = true;
-    for text in [
-        "wifi keeps dropping",
-        "every few minutes",
-        "restarted the router",
-    ] {
-        client.exchange(text).await;
-    }
+    client.reach_final().await;
     let checkout = client.next_named("checkout").await;
     assert_eq!(checkout["url"], CHECKOUT_FALLBACK_URL);
 }
@@ -566,8 +562,7 @@ async fn two_junk_messages_turn_the_ai_off() {
     assert_eq!(first["text"], "Oh no, I'm sorry. Tell me more?");
     // Second junk: scripts from now on, even for a real message.
     let (second, _) = client.exchange("k").await;
-    let scripts: crate::rules::scripts::FunnelScripts =
-        toml::from_str(include_str!("../../../config/funnels.toml")).expect("scripts");
+    let scripts = shipped_scripts();
     assert_eq!(second["text"], scripts.flow("email").troubleshooting);
     let (last, _) = client.exchange("I cannot open my inbox at all").await;
     assert_eq!(last["isFinal"], true);
@@ -593,8 +588,7 @@ async fn a_failing_or_erroring_ai_is_replaced_by_the_script() {
         .answer("Error: Unexpected response format from the AI provider");
     let mut client = harness.connect(FunnelKind::Refundable, "a").await;
     client.next_named("conversation").await;
-    let scripts: crate::rules::scripts::FunnelScripts =
-        toml::from_str(include_str!("../../../config/funnels.toml")).expect("scripts");
+    let scripts = shipped_scripts();
     let flow = scripts.flow("email");
 
     let (first, elapsed) = client.exchange("my email stopped working").await;
@@ -735,13 +729,7 @@ async fn another_process_re_arms_the_auto_checkout_from_the_stored_deadline() {
     let harness = Harness::new();
     let mut client = harness.connect(FunnelKind::Chat, "a").await;
     client.next_named("conversation").await;
-    for text in [
-        "wifi keeps dropping",
-        "every few minutes",
-        "restarted the router",
-    ] {
-        client.exchange(text).await;
-    }
+    client.reach_final().await;
     let final_at = Instant::now();
     // The first process dies 5 s into the countdown.
     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -763,13 +751,7 @@ async fn a_deadline_that_passed_while_nobody_was_connected_fires_15_seconds_afte
     let harness = Harness::new();
     let mut client = harness.connect(FunnelKind::Chat, "a").await;
     client.next_named("conversation").await;
-    for text in [
-        "wifi keeps dropping",
-        "every few minutes",
-        "restarted the router",
-    ] {
-        client.exchange(text).await;
-    }
+    client.reach_final().await;
     client.leave();
     tokio::time::sleep(Duration::from_secs(40)).await;
     assert_eq!(harness.checkout.requests.lock().expect("lock").len(), 0);
