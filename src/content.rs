@@ -1,5 +1,5 @@
-//! Content the server reads from `config/` at start-up: the four legal texts, the shortcut list
-//! and the chat funnels' scripts (`funnels.toml`).
+//! Content the server reads from `config/` at start-up: the four legal texts, the shortcut list,
+//! the chat funnels' scripts (`funnels.toml`) and the offline help library (`help-library/`).
 //! A missing or malformed file stops start-up, naming the file.
 
 use std::path::Path;
@@ -42,6 +42,7 @@ pub struct Content {
     pub legal: Vec<LegalDocument>,
     pub shortcuts: Vec<Shortcut>,
     pub funnel_scripts: helpnow_actors::rules::scripts::FunnelScripts,
+    pub help_library: crate::ai::library::HelpLibrary,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -96,10 +97,16 @@ impl Content {
         funnel_scripts
             .validate()
             .map_err(|err| invalid(err.to_string()))?;
+        let help_library = crate::ai::library::HelpLibrary::load(&dir.join("help-library"))
+            .map_err(|err| ContentError::Invalid {
+                path: dir.join("help-library").display().to_string(),
+                problem: err.to_string(),
+            })?;
         Ok(Self {
             legal,
             shortcuts,
             funnel_scripts,
+            help_library,
         })
     }
 
@@ -223,5 +230,53 @@ mod tests {
                 .contains("/nonexistent-content/legal/privacy.md"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_help_library_answers_the_common_problems() {
+        let library = project_content().help_library;
+        assert!(library.len() >= 25, "{} guides", library.len());
+        let found = |question: &str| {
+            library
+                .best_match(question)
+                .map(|article| article.slug.clone())
+                .unwrap_or_default()
+        };
+        for (question, slug) in [
+            ("I forgot my gmail password", "gmail-sign-in-password"),
+            ("can't log into my hotmail", "outlook-hotmail-sign-in"),
+            ("yahoo mail says wrong password", "yahoo-mail-sign-in"),
+            ("my printer says offline", "printer-offline-not-printing"),
+            (
+                "the wifi won't connect on my laptop",
+                "wifi-not-connecting-computer",
+            ),
+            ("my computer is so slow", "slow-computer-windows"),
+            (
+                "a pop up says my computer is infected and to call microsoft",
+                "tech-support-scam",
+            ),
+            (
+                "zoom camera not working",
+                "zoom-camera-microphone-not-working",
+            ),
+            ("my phone storage is full", "phone-storage-full"),
+            (
+                "I got a text saying my package is held, is it a scam",
+                "phishing-emails-and-texts",
+            ),
+            (
+                "is this email from my bank real",
+                "phishing-emails-and-texts",
+            ),
+            (
+                "my outlook keeps asking for my password",
+                "outlook-hotmail-sign-in",
+            ),
+            ("windows update stuck at 30%", "windows-update-stuck"),
+            ("how do I back up my iphone photos", "backup-phone"),
+        ] {
+            assert_eq!(found(question), slug, "{question}");
+        }
     }
 }

@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 
 /// Who wrote a chat-completion message.
@@ -96,6 +98,12 @@ pub enum AiError {
 pub trait Ai: Send + Sync + 'static {
     /// The first choice's message content.
     fn complete(&self, request: AiRequest) -> BoxFuture<'static, Result<String, AiError>>;
+
+    /// The reply as it is generated: its pieces in order (joined, they are the whole reply).
+    /// Dropping the stream stops the call. Providers that cannot stream give one piece.
+    fn stream(&self, request: AiRequest) -> BoxStream<'static, Result<String, AiError>> {
+        futures_util::stream::once(self.complete(request)).boxed()
+    }
 }
 
 /// Wall-clock time. Stored deadlines are wall-clock instants; tests use a clock that follows

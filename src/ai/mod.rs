@@ -1,21 +1,29 @@
 //! The AI providers behind the actors' [`Ai`] port, chosen by `ai.provider`:
 //!
 //! - [`OfflineAi`] (`offline`, the default): needs no network and no key. It writes the help
-//!   funnel's issue summary from the visitor's own words and declines every other purpose with
+//!   funnel's issue summary from the visitor's own words, answers members (chat, task help, the
+//!   funnel solution) from the help library (`config/help-library/`, [`library`]) saying plainly
+//!   that the live assistant is offline, and declines the funnels' replies and intro with
 //!   [`AiError::Offline`], so callers fall back to their scripts and default texts.
 //! - [`OpenAiCompatible`] (`openai`): any OpenAI-compatible chat-completion API at `ai.base_url`,
 //!   called with `ai.api_key`, `ai.model` and `ai.temperature`; errors map onto [`AiError`] so
 //!   callers can tell a refused key, a rate limit and a timeout apart.
 //!
 //! Callers never see which provider they hold: they get an `Arc<dyn Ai>` from [`provider`].
-//! Rate-limit backoff belongs in a wrapper that implements [`Ai`] around either provider, so
-//! neither provider needs to know about it.
+//! The spec's rate-limit backoff is [`WithBackoff`], a wrapper that implements [`Ai`] around the
+//! OpenAI provider, so the provider itself only reports what the API said. The offline provider
+//! is never rate limited and goes unwrapped. Behind the OpenAI provider stands the offline one
+//! ([`fallback::WithFallback`]): when the service fails, members still get a guide.
 
+mod backoff;
+pub mod fallback;
+pub mod library;
 mod offline;
 mod openai;
 
 use std::sync::Arc;
 
+pub use backoff::WithBackoff;
 pub use helpnow_actors::ports::{Ai, AiError, AiMessage, AiPurpose, AiRequest, Role};
 pub use offline::OfflineAi;
 pub use openai::OpenAiCompatible;
@@ -37,10 +45,18 @@ pub enum AiSetupError {
     Client(#[source] reqwest::Error),
 }
 
-/// The provider `settings.provider` names.
-pub fn provider(settings: &AiSettings) -> Result<Arc<dyn Ai>, AiSetupError> {
+/// The provider `settings.provider` names. Every caller shares the one returned, and with it
+/// the OpenAI provider's connection pool and rate-limit backoff.
+pub fn provider(
+    settings: &AiSettings,
+    library: Arc<library::HelpLibrary>,
+) -> Result<Arc<dyn Ai>, AiSetupError> {
+    let offline = Arc::new(OfflineAi::new(library));
     Ok(match settings.provider {
-        AiProviderKind::Offline => Arc::new(OfflineAi),
-        AiProviderKind::Openai => Arc::new(OpenAiCompatible::new(settings)?),
+        AiProviderKind::Offline => offline,
+        AiProviderKind::Openai => Arc::new(fallback::WithFallback::new(
+            Arc::new(WithBackoff::new(OpenAiCompatible::new(settings)?)),
+            offline,
+        )),
     })
 }

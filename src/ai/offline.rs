@@ -1,8 +1,12 @@
-//! The provider used when no AI service is configured: it works from the visitor's own words.
+//! The provider used when no AI service is configured (and behind a failing one): it works from
+//! the visitor's own words and the help library.
+
+use std::sync::Arc;
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 
+use super::library::HelpLibrary;
 use super::{Ai, AiError, AiMessage, AiPurpose, AiRequest, Role};
 
 /// The longest summary this provider writes, in characters. The spec asks for 50-60; the caller
@@ -13,23 +17,46 @@ const SUMMARY_MAX_CHARS: usize = 60;
 /// left alone, or "My app (v2)" would lose its ")".
 const TRAILING_PUNCTUATION: &[char] = &['.', ',', ';', ':', '!', '?', '…', '-', '–', '—'];
 
-/// Answers without a network: the issue summary is extracted from the visitor's last message,
-/// and every other purpose is declined with [`AiError::Offline`] so the caller uses its script
-/// or default text.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct OfflineAi;
+/// Answers without a network: the issue summary is extracted from the visitor's last message;
+/// members' questions (chat, task help, the funnel solution) get the help library's best guide;
+/// the funnels' replies and intro are declined with [`AiError::Offline`] so the caller uses its
+/// script or default text.
+#[derive(Debug, Clone, Default)]
+pub struct OfflineAi {
+    library: Arc<HelpLibrary>,
+}
+
+impl OfflineAi {
+    pub fn new(library: Arc<HelpLibrary>) -> Self {
+        Self { library }
+    }
+}
 
 impl Ai for OfflineAi {
     fn complete(&self, request: AiRequest) -> BoxFuture<'static, Result<String, AiError>> {
         let answer = match request.purpose {
             AiPurpose::IssueSummary => summarise_issue(&request.messages).ok_or(AiError::Offline),
-            AiPurpose::FunnelFollowUp
-            | AiPurpose::FunnelIntro
-            | AiPurpose::MemberChat
-            | AiPurpose::TaskHelp
-            | AiPurpose::FunnelSolution => Err(AiError::Offline),
+            AiPurpose::MemberChat | AiPurpose::TaskHelp | AiPurpose::FunnelSolution => {
+                Ok(self.library.answer(&question(&request.messages)))
+            }
+            AiPurpose::FunnelFollowUp | AiPurpose::FunnelIntro => Err(AiError::Offline),
         };
         futures_util::future::ready(answer).boxed()
+    }
+}
+
+/// What the member is asking: their last message, with the one before it when the last is a
+/// short reply ("yes", "still not working") that names no problem by itself.
+fn question(messages: &[AiMessage]) -> String {
+    let mut asked = messages
+        .iter()
+        .rev()
+        .filter(|message| message.role == Role::User)
+        .map(|message| message.content.as_str());
+    let last = asked.next().unwrap_or_default();
+    match asked.next() {
+        Some(before) if last.split_whitespace().count() < 4 => format!("{before} {last}"),
+        _ => last.to_owned(),
     }
 }
 
@@ -92,7 +119,7 @@ mod tests {
     use super::*;
 
     async fn summary(messages: Vec<AiMessage>) -> Result<String, AiError> {
-        OfflineAi
+        OfflineAi::default()
             .complete(AiRequest {
                 purpose: AiPurpose::IssueSummary,
                 messages,
@@ -216,15 +243,47 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn every_other_purpose_is_declined() {
+    async fn members_get_the_library_guide_and_say_so() {
+        let library = crate::ai::library::HelpLibrary::new(vec![
+            crate::ai::library::parse_article(
+                "printer",
+                "---\ntitle: Printer says offline\nkeywords: printer, offline\n---\nWhy.\n\n1. Turn it off and on.\n",
+            )
+            .expect("parses"),
+        ]);
+        let offline = OfflineAi::new(Arc::new(library));
         for purpose in [
-            AiPurpose::FunnelFollowUp,
-            AiPurpose::FunnelIntro,
             AiPurpose::MemberChat,
             AiPurpose::TaskHelp,
             AiPurpose::FunnelSolution,
         ] {
-            let answer = OfflineAi
+            let answer = offline
+                .complete(AiRequest {
+                    purpose,
+                    messages: vec![
+                        AiMessage::user("My printer is offline again."),
+                        AiMessage::assistant("Is it switched on?"),
+                        AiMessage::user("yes it is"),
+                    ],
+                    timeout: Duration::from_secs(3),
+                })
+                .await
+                .expect("an answer");
+            assert!(
+                answer.starts_with(crate::ai::library::OFFLINE_NOTE),
+                "{answer}"
+            );
+            assert!(
+                answer.contains("Printer says offline"),
+                "{purpose:?}: {answer}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn the_funnels_replies_and_intro_are_declined() {
+        for purpose in [AiPurpose::FunnelFollowUp, AiPurpose::FunnelIntro] {
+            let answer = OfflineAi::default()
                 .complete(AiRequest {
                     purpose,
                     messages: vec![AiMessage::user("My printer is broken.")],

@@ -1,14 +1,28 @@
 //! Any OpenAI-compatible chat-completion API (OpenAI itself, Azure-style gateways, local servers
-//! such as Ollama or vLLM): `POST {base_url}/chat/completions`, Bearer auth, one non-streamed
-//! answer.
+//! such as Ollama or vLLM): `POST {base_url}/chat/completions` with Bearer auth, either as one
+//! answer ([`Ai::complete`]) or streamed ([`Ai::stream`]).
+//!
+//! Streaming asks for `"stream": true` and reads OpenAI's server-sent events
+//! (`data: {chat.completion.chunk}` ... `data: [DONE]`) straight off the response body with
+//! `reqwest::Response::chunk`, so reqwest needs no "stream" feature. The returned stream owns the
+//! response: dropping it (the Stop button) drops the body mid-read and so closes the connection,
+//! which is how the provider learns to stop generating the reply.
+//!
+//! Time-outs when streaming: `AiRequest::timeout` bounds each wait for the next piece, not the
+//! whole reply. The first wait includes connecting and the provider's answer headers; every later
+//! wait is the gap between two pieces. A long reply that keeps arriving is therefore never cut
+//! off, while a provider that stalls is given up on within one time-out. A caller that needs a
+//! bound on the whole reply wraps the stream in its own deadline.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
+use futures_util::{FutureExt, StreamExt};
 use reqwest::StatusCode;
-use reqwest::header::RETRY_AFTER;
+use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
@@ -99,6 +113,22 @@ impl Ai for OpenAiCompatible {
         }
         .boxed()
     }
+
+    fn stream(&self, request: AiRequest) -> BoxStream<'static, Result<String, AiError>> {
+        let start = Progress::Connect {
+            inner: Arc::clone(&self.inner),
+            messages: request.messages,
+        };
+        let wait = request.timeout;
+        futures_util::stream::unfold(start, move |progress| async move {
+            // Each wait for an item gets the whole time-out afresh (see the module docs). A
+            // time-out drops the half-read response with the future, closing the connection.
+            tokio::time::timeout(wait, progress.advance())
+                .await
+                .unwrap_or(Some((Err(AiError::Timeout), Progress::Ended)))
+        })
+        .boxed()
+    }
 }
 
 #[derive(Serialize)]
@@ -106,6 +136,9 @@ struct ChatCompletionRequest<'a> {
     model: &'a str,
     messages: &'a [AiMessage],
     temperature: f32,
+    /// Left out when false, so a plain completion is sent exactly as before streaming existed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
 }
 
 #[derive(Deserialize)]
@@ -135,8 +168,44 @@ struct ErrorDetail {
     message: String,
 }
 
+/// One `chat.completion.chunk` event, or OpenAI's `{"error": {...}}` sent mid-stream.
+#[derive(Deserialize)]
+struct StreamEvent {
+    #[serde(default)]
+    choices: Vec<StreamChoice>,
+    error: Option<ErrorDetail>,
+}
+
+#[derive(Deserialize)]
+struct StreamChoice {
+    /// Absent in some servers' final chunk, which carries only `finish_reason`.
+    #[serde(default)]
+    delta: Delta,
+}
+
+#[derive(Deserialize, Default)]
+struct Delta {
+    /// Absent or `null` in the first chunk (the role) and the last (the finish reason).
+    content: Option<String>,
+}
+
 impl Inner {
     async fn chat_completion(&self, messages: &[AiMessage]) -> Result<String, AiError> {
+        let response = self.send(messages, false).await?;
+        let body = response
+            .bytes()
+            .await
+            .map_err(|err| AiError::Failed(format!("reading the AI provider's answer: {err}")))?;
+        completion_text(&body)
+    }
+
+    /// Posts the chat completion and returns the 2xx response with its body unread; any other
+    /// status is mapped (and logged) by [`Inner::refusal`].
+    async fn send(
+        &self,
+        messages: &[AiMessage],
+        stream: bool,
+    ) -> Result<reqwest::Response, AiError> {
         let response = self
             .client
             .post(&self.endpoint)
@@ -145,20 +214,16 @@ impl Inner {
                 model: &self.model,
                 messages,
                 temperature: self.temperature,
+                stream,
             })
             .send()
             .await
             .map_err(|err| AiError::Failed(format!("cannot reach the AI provider: {err}")))?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(self.refusal(response).await);
+        if response.status().is_success() {
+            Ok(response)
+        } else {
+            Err(self.refusal(response).await)
         }
-        // A streaming reader (a later issue) replaces this: it yields the same content in parts.
-        let body = response
-            .bytes()
-            .await
-            .map_err(|err| AiError::Failed(format!("reading the AI provider's answer: {err}")))?;
-        completion_text(&body)
     }
 
     /// The error for a non-2xx answer, logged here because only here is the provider's own
@@ -231,9 +296,216 @@ fn completion_text(body: &[u8]) -> Result<String, AiError> {
     Ok(content)
 }
 
+/// Where a streamed call is: the state `Ai::stream` unfolds, one item per step.
+enum Progress {
+    Connect {
+        inner: Arc<Inner>,
+        messages: Vec<AiMessage>,
+    },
+    Read(Reader),
+    Ended,
+}
+
+impl Progress {
+    /// The stream's next item and the state after it; `None` once the reply is complete.
+    async fn advance(self) -> Option<(Result<String, AiError>, Progress)> {
+        let mut reader = match self {
+            Progress::Ended => return None,
+            Progress::Read(reader) => reader,
+            Progress::Connect { inner, messages } => match inner.send(&messages, true).await {
+                Err(err) => return Some((Err(err), Progress::Ended)),
+                Ok(response) if is_event_stream(&response) => Reader {
+                    inner,
+                    response,
+                    events: EventBuffer::default(),
+                    ready: VecDeque::new(),
+                    finished: false,
+                },
+                // Some OpenAI-compatible servers ignore `stream` and answer in one piece.
+                Ok(response) => {
+                    let answer = match response.bytes().await {
+                        Ok(body) => completion_text(&body),
+                        Err(err) => Err(AiError::Failed(format!(
+                            "reading the AI provider's answer: {err}"
+                        ))),
+                    };
+                    return Some((answer, Progress::Ended));
+                }
+            },
+        };
+        loop {
+            if let Some(item) = reader.ready.pop_front() {
+                return Some((item, Progress::Read(reader)));
+            }
+            if reader.finished {
+                return None;
+            }
+            reader.read_more().await;
+        }
+    }
+}
+
+fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.trim_start().starts_with("text/event-stream"))
+}
+
+/// A streamed response being read. Holding the response is what keeps the connection open.
+struct Reader {
+    inner: Arc<Inner>,
+    response: reqwest::Response,
+    events: EventBuffer,
+    /// Items decoded from the body but not yet handed out: one network chunk can carry several.
+    ready: VecDeque<Result<String, AiError>>,
+    /// `[DONE]` or an error was seen: nothing more is read.
+    finished: bool,
+}
+
+impl Reader {
+    /// Reads one network chunk and queues what it completes.
+    async fn read_more(&mut self) {
+        match self.response.chunk().await {
+            Ok(Some(bytes)) => {
+                for data in self.events.push(&bytes) {
+                    self.take_event(&data);
+                    if self.finished {
+                        break;
+                    }
+                }
+            }
+            Ok(None) => self.fail(AiError::Failed(
+                "the AI provider's stream ended before [DONE]".to_owned(),
+            )),
+            Err(err) => self.fail(AiError::Failed(format!(
+                "reading the AI provider's stream: {err}"
+            ))),
+        }
+    }
+
+    fn take_event(&mut self, data: &str) {
+        if data.trim() == "[DONE]" {
+            self.finished = true;
+            return;
+        }
+        let event: StreamEvent = match serde_json::from_str(data) {
+            Ok(event) => event,
+            Err(err) => {
+                return self.fail(AiError::UnexpectedResponse(format!(
+                    "not a chat completion chunk: {err}"
+                )));
+            }
+        };
+        if let Some(error) = event.error {
+            tracing::warn!(
+                endpoint = %self.inner.endpoint,
+                provider_message = %error.message,
+                "the AI provider's stream failed"
+            );
+            // The provider's words are kept so a rate limit announced mid-stream still reads
+            // as one to the backoff.
+            return self.fail(AiError::Failed(format!(
+                "the AI provider's stream failed: {}",
+                error.message
+            )));
+        }
+        let piece = event
+            .choices
+            .into_iter()
+            .next()
+            .and_then(|choice| choice.delta.content)
+            .filter(|content| !content.is_empty());
+        if let Some(piece) = piece {
+            self.ready.push_back(Ok(piece));
+        }
+    }
+
+    /// Ends the stream with `error` after the pieces already decoded.
+    fn fail(&mut self, error: AiError) {
+        self.ready.push_back(Err(error));
+        self.finished = true;
+    }
+}
+
+/// Splits a server-sent event body into the events' `data`, however the network chunks it.
+/// Bytes are kept until a whole line is in, so a chunk boundary inside a line or inside a UTF-8
+/// character costs nothing. Lines end with `\n` or `\r\n` (a lone `\r`, also allowed by the
+/// format, is not used by chat-completion servers); `event:`, `id:`, `retry:` and comment lines
+/// are ignored.
+#[derive(Default)]
+struct EventBuffer {
+    /// The start of a line whose end has not arrived yet.
+    partial: Vec<u8>,
+    /// The `data:` lines of the event being read, joined with `\n` as the format says.
+    data: Option<String>,
+}
+
+impl EventBuffer {
+    /// Takes the next bytes of the body and returns the data of every event they complete.
+    fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+        self.partial.extend_from_slice(bytes);
+        let mut complete = Vec::new();
+        let mut start = 0;
+        while let Some(end) = self.partial[start..].iter().position(|&byte| byte == b'\n') {
+            let line = &self.partial[start..start + end];
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let line = String::from_utf8_lossy(line);
+            if line.is_empty() {
+                complete.extend(self.data.take());
+            } else if let Some(value) = field_value(&line, "data") {
+                match &mut self.data {
+                    Some(data) => {
+                        data.push('\n');
+                        data.push_str(value);
+                    }
+                    None => self.data = Some(value.to_owned()),
+                }
+            }
+            start += end + 1;
+        }
+        self.partial.drain(..start);
+        complete
+    }
+}
+
+/// The value of a `field: value` line (one space after the colon is dropped), if it is `field`.
+fn field_value<'a>(line: &'a str, field: &str) -> Option<&'a str> {
+    let value = line.strip_prefix(field)?;
+    if value.is_empty() {
+        return Some(value);
+    }
+    let value = value.strip_prefix(':')?;
+    Some(value.strip_prefix(' ').unwrap_or(value))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_are_found_however_the_body_is_chunked() {
+        let body = "data: {\"a\":1}\n\n: keep-alive\n\nevent: x\r\ndata: two\r\ndata:  lines\r\n\r\n\
+                    data: caf\u{e9}\n\ndata: [DONE]\n\n";
+        let expected = ["{\"a\":1}", "two\n lines", "caf\u{e9}", "[DONE]"];
+        for size in 1..body.len() {
+            let mut buffer = EventBuffer::default();
+            let events: Vec<String> = body
+                .as_bytes()
+                .chunks(size)
+                .flat_map(|chunk| buffer.push(chunk))
+                .collect();
+            assert_eq!(events, expected, "chunks of {size} bytes");
+        }
+    }
+
+    #[test]
+    fn an_event_without_its_blank_line_is_not_complete() {
+        let mut buffer = EventBuffer::default();
+        assert!(buffer.push(b"data: {}\n").is_empty());
+        assert_eq!(buffer.push(b"\n"), ["{}"]);
+    }
 
     #[test]
     fn retry_after_reads_whole_and_fractional_seconds() {

@@ -4,6 +4,8 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
+use helpnow::ai::library::{HelpLibrary, OFFLINE_NOTE};
 use helpnow::ai::{
     Ai, AiError, AiMessage, AiPurpose, AiRequest, AiSetupError, OpenAiCompatible, provider,
 };
@@ -11,6 +13,7 @@ use helpnow::config::AiProviderKind;
 use tracing::instrument::WithSubscriber;
 
 use crate::ai_mock::{self, API_KEY, DEFAULT_REPLY, MODEL, MockAi};
+use crate::helpers::project_root;
 
 fn request(purpose: AiPurpose, messages: Vec<AiMessage>) -> AiRequest {
     AiRequest {
@@ -268,7 +271,7 @@ async fn the_key_never_appears_in_debug_output() {
 async fn the_settings_choose_the_provider() {
     let mock = MockAi::start().await;
 
-    let online = provider(&mock.settings()).expect("the OpenAI provider builds");
+    let online = provider(&mock.settings(), library()).expect("the OpenAI provider builds");
     assert_eq!(
         online.complete(member_chat("Hello")).await.as_deref(),
         Ok(DEFAULT_REPLY)
@@ -277,7 +280,7 @@ async fn the_settings_choose_the_provider() {
 
     let mut settings = mock.settings();
     settings.provider = AiProviderKind::Offline;
-    let offline = provider(&settings).expect("the offline provider builds");
+    let offline = provider(&settings, library()).expect("the offline provider builds");
     assert_eq!(
         offline
             .complete(request(
@@ -290,10 +293,12 @@ async fn the_settings_choose_the_provider() {
             .as_deref(),
         Ok("My scanner is not detected")
     );
-    assert_eq!(
-        offline.complete(member_chat("Hello")).await,
-        Err(AiError::Offline)
-    );
+    // Members get the help library, saying the live assistant is offline.
+    let guide = offline
+        .complete(member_chat("my printer says offline"))
+        .await
+        .expect("a guide");
+    assert!(guide.starts_with(OFFLINE_NOTE), "{guide}");
     assert_eq!(
         mock.requests().len(),
         1,
@@ -308,14 +313,14 @@ async fn the_openai_provider_needs_a_key_and_a_usable_base_url() {
     let mut settings = mock.settings();
     settings.api_key = None;
     assert!(matches!(
-        provider(&settings),
+        provider(&settings, library()),
         Err(AiSetupError::Missing("ai.api_key"))
     ));
 
     let mut settings = mock.settings();
     settings.base_url = Some("  ".to_owned());
     assert!(matches!(
-        provider(&settings),
+        provider(&settings, library()),
         Err(AiSetupError::Missing("ai.base_url"))
     ));
 
@@ -323,8 +328,245 @@ async fn the_openai_provider_needs_a_key_and_a_usable_base_url() {
         let mut settings = mock.settings();
         settings.base_url = Some(url.to_owned());
         assert!(
-            matches!(provider(&settings), Err(AiSetupError::InvalidBaseUrl(_))),
+            matches!(
+                provider(&settings, library()),
+                Err(AiSetupError::InvalidBaseUrl(_))
+            ),
             "{url}"
         );
     }
+}
+
+/// Every item of a streamed reply, in order.
+async fn stream_items(provider: &impl Ai, request: AiRequest) -> Vec<Result<String, AiError>> {
+    provider.stream(request).collect().await
+}
+
+#[tokio::test]
+async fn a_streamed_reply_comes_in_pieces_that_join_into_the_reply() {
+    let mock = MockAi::start().await;
+
+    let items = stream_items(&openai(&mock), member_chat("My printer will not print.")).await;
+
+    let pieces: Vec<String> = items
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .expect("every piece arrives");
+    assert!(pieces.len() > 3, "word by word, not at once: {pieces:?}");
+    assert!(pieces.iter().all(|piece| !piece.is_empty()), "{pieces:?}");
+    assert_eq!(pieces.concat(), DEFAULT_REPLY);
+    let sent = &mock.requests()[0];
+    assert_eq!(sent.body["stream"], true);
+    assert_eq!(sent.body["model"], MODEL);
+    assert_eq!(sent.contents(), ["My printer will not print."]);
+    assert!(!mock.stream_cancelled(), "the reply was read to its end");
+}
+
+#[tokio::test]
+async fn a_provider_that_ignores_stream_gives_its_reply_in_one_piece() {
+    let mock = MockAi::start().await;
+    mock.malformed(
+        r#"{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"All at once."},"finish_reason":"stop"}]}"#,
+    );
+
+    let items = stream_items(&openai(&mock), member_chat("Hello")).await;
+
+    assert_eq!(items, [Ok("All at once.".to_owned())]);
+}
+
+#[tokio::test]
+async fn a_stream_refused_before_its_first_piece_is_one_error_like_a_completion() {
+    let mock = MockAi::start().await;
+    let wrong_key = "sk-wrong-helpnow-key-that-must-stay-secret-4321";
+    let mut settings = mock.settings();
+    settings.api_key = Some(wrong_key.to_owned().into());
+    let refused = OpenAiCompatible::new(&settings).expect("the provider builds");
+
+    let (items, logs) = logs_of(stream_items(&refused, member_chat("Hello"))).await;
+    assert_eq!(items, [Err(AiError::Unauthorized)]);
+    assert!(logs.contains("ERROR") && logs.contains("API key"), "{logs}");
+    assert!(!logs.contains("sk-wrong"), "{logs}");
+
+    let provider = openai(&mock);
+    mock.rate_limit(Some(20));
+    assert_eq!(
+        stream_items(&provider, member_chat("Hello")).await,
+        [Err(AiError::RateLimited {
+            retry_after: Duration::from_secs(20)
+        })]
+    );
+
+    mock.fail_with(
+        500,
+        ai_mock::error_body("The server had an error.", "server_error", None),
+    );
+    assert_eq!(
+        stream_items(&provider, member_chat("Hello")).await,
+        [Err(AiError::Failed("status 500".to_owned()))]
+    );
+}
+
+#[tokio::test]
+async fn an_error_event_mid_stream_ends_it_with_an_error_after_the_pieces_so_far() {
+    let mock = MockAi::start().await;
+    mock.stream_error_after(
+        2,
+        ai_mock::error_body(
+            "The server had an error while processing your request.",
+            "server_error",
+            None,
+        ),
+    );
+
+    let (items, logs) = logs_of(stream_items(&openai(&mock), member_chat("Hello"))).await;
+
+    assert_eq!(items.len(), 3, "{items:?}");
+    assert_eq!(items[0].as_deref(), Ok("I "));
+    assert_eq!(items[1].as_deref(), Ok("understand "));
+    assert!(
+        matches!(&items[2], Err(AiError::Failed(text)) if text.contains("while processing")),
+        "{items:?}"
+    );
+    assert!(logs.contains("while processing your request"), "{logs}");
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_without_done_ends_with_an_error() {
+    let mock = MockAi::start().await;
+    mock.stream_cut_after(3);
+
+    let items = stream_items(&openai(&mock), member_chat("Hello")).await;
+
+    assert_eq!(items.len(), 4, "{items:?}");
+    assert!(items[..3].iter().all(Result::is_ok), "{items:?}");
+    assert!(matches!(items[3], Err(AiError::Failed(_))), "{items:?}");
+}
+
+#[tokio::test]
+async fn a_stream_that_stalls_before_its_first_piece_times_out() {
+    let mock = MockAi::start().await;
+    mock.stream_stall(0, Duration::from_secs(3));
+    let mut slow = member_chat("Hello");
+    slow.timeout = Duration::from_millis(300);
+
+    let started = Instant::now();
+    let items = stream_items(&openai(&mock), slow).await;
+
+    assert_eq!(items, [Err(AiError::Timeout)]);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn the_time_out_bounds_each_gap_between_pieces_not_the_whole_reply() {
+    let mock = MockAi::start().await;
+    let provider = openai(&mock);
+    let mut request = member_chat("Hello");
+    request.timeout = Duration::from_millis(400);
+
+    // Twelve words at 100 ms each take longer than the time-out, but no gap does.
+    mock.stream_delay(Duration::from_millis(100));
+    let started = Instant::now();
+    let items = stream_items(&provider, request.clone()).await;
+    assert!(started.elapsed() > request.timeout);
+    let reply: String = items
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .expect("a steady stream is not cut off");
+    assert_eq!(reply, DEFAULT_REPLY);
+
+    // One gap longer than the time-out ends the stream after the pieces so far.
+    mock.stream_delay(Duration::ZERO);
+    mock.stream_stall(2, Duration::from_secs(3));
+    let started = Instant::now();
+    let items = stream_items(&provider, request).await;
+    assert_eq!(
+        items,
+        [
+            Ok("I ".to_owned()),
+            Ok("understand ".to_owned()),
+            Err(AiError::Timeout)
+        ]
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn dropping_the_stream_hangs_up_on_the_provider() {
+    let mock = MockAi::start().await;
+    mock.stream_delay(Duration::from_millis(100));
+    let mut stream = openai(&mock).stream(member_chat("Hello"));
+
+    let first = stream.next().await.expect("a first piece");
+    assert_eq!(first.as_deref(), Ok("I "));
+    assert!(!mock.stream_cancelled());
+
+    // What the Stop button does.
+    drop(stream);
+
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !mock.stream_cancelled() {
+        assert!(
+            Instant::now() < deadline,
+            "the provider is still sending the reply"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_openai_provider_backs_off_after_a_rate_limit() {
+    let mock = MockAi::start().await;
+    let provider = provider(&mock.settings(), library()).expect("the OpenAI provider builds");
+    mock.rate_limit(Some(5));
+
+    // A funnel reply: the offline provider has none, so the service's own answer shows.
+    let follow_up = || request(AiPurpose::FunnelFollowUp, vec![AiMessage::user("Hello")]);
+    assert_eq!(
+        provider.complete(follow_up()).await,
+        Err(AiError::RateLimited {
+            retry_after: Duration::from_secs(5)
+        })
+    );
+    mock.reply_with("Back again.");
+    for refused in [
+        provider.complete(follow_up()).await,
+        provider.stream(follow_up()).next().await.expect("an item"),
+    ] {
+        match refused {
+            Err(AiError::RateLimited { retry_after }) => assert!(
+                retry_after > Duration::from_secs(25) && retry_after <= Duration::from_secs(30),
+                "the spec's first backoff, 30 s, not the provider's 5 s: {retry_after:?}"
+            ),
+            other => panic!("refused during the backoff, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "refused calls never reach the provider"
+    );
+    // A member meanwhile gets the help library's guide instead of an error.
+    let guide = provider
+        .complete(member_chat("my printer says offline"))
+        .await
+        .expect("the offline guide");
+    assert!(guide.starts_with(OFFLINE_NOTE), "{guide}");
+    assert!(guide.contains("Printer"), "{guide}");
+    assert_eq!(mock.requests().len(), 1);
+}
+
+/// The project's help library, as the server loads it.
+fn library() -> std::sync::Arc<HelpLibrary> {
+    std::sync::Arc::new(
+        HelpLibrary::load(&project_root().join("config/help-library"))
+            .expect("the help library loads"),
+    )
 }

@@ -10,13 +10,23 @@
 //! The answer is scripted and stays until changed: a completion by default, or `reply_with`,
 //! `fail_with`, `rate_limit` and `malformed`; `delay` holds every answer back (for time-outs).
 //! Route tests point the app at it with `settings.ai = mock.settings()`.
+//!
+//! A request with `"stream": true` gets the scripted completion as OpenAI streams it: a
+//! `text/event-stream` of `chat.completion.chunk` events (the role, then the reply word by word,
+//! then the finish reason) ending with `data: [DONE]`. Errors are answered before any event, as
+//! OpenAI does. `stream_delay` spaces the events out and `stream_stall` pauses once mid-reply;
+//! `stream_error_after` and `stream_cut_after` end the stream early with an error event or
+//! without `[DONE]`. `stream_cancelled` tells whether a client hung up before the end, which is
+//! how a test sees that dropping a stream really stops the provider's request.
 
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use futures_util::StreamExt;
 use helpnow::config::{AiProviderKind, AiSettings};
 use serde_json::{Value, json};
 
@@ -79,10 +89,33 @@ enum Reply {
     },
 }
 
+/// How a streamed answer is paced and how it ends.
+#[derive(Clone)]
+struct StreamScript {
+    /// Before every event after the first.
+    delay: Duration,
+    /// After this many content pieces, one extra pause.
+    stall: Option<(usize, Duration)>,
+    end: StreamEnd,
+}
+
+#[derive(Clone)]
+enum StreamEnd {
+    /// The whole reply, the finish reason and `[DONE]`.
+    Done,
+    /// This many content pieces, then OpenAI's error event, then the body ends.
+    Error { after: usize, body: Value },
+    /// This many content pieces, then the body ends without `[DONE]`.
+    Cut { after: usize },
+}
+
 struct State {
     requests: Vec<RecordedRequest>,
     reply: Reply,
     delay: Duration,
+    stream: StreamScript,
+    /// A streamed answer was dropped before its last event was handed to the connection.
+    stream_cancelled: bool,
 }
 
 pub struct MockAi {
@@ -105,6 +138,12 @@ impl MockAi {
             requests: Vec::new(),
             reply: Reply::Completion(DEFAULT_REPLY.to_owned()),
             delay: Duration::ZERO,
+            stream: StreamScript {
+                delay: Duration::ZERO,
+                stall: None,
+                end: StreamEnd::Done,
+            },
+            stream_cancelled: false,
         }));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
         let port = listener.local_addr().expect("local address").port();
@@ -190,6 +229,36 @@ impl MockAi {
         self.state().delay = delay;
     }
 
+    /// Wait this long between the events of a streamed answer from now on.
+    pub fn stream_delay(&self, delay: Duration) {
+        self.state().stream.delay = delay;
+    }
+
+    /// Pause streamed answers once for `pause` after `pieces` content pieces.
+    pub fn stream_stall(&self, pieces: usize, pause: Duration) {
+        self.state().stream.stall = Some((pieces, pause));
+    }
+
+    /// End streamed answers after `pieces` content pieces with `body` as an event (OpenAI's
+    /// shape, see [`error_body`]) and no `[DONE]`.
+    pub fn stream_error_after(&self, pieces: usize, body: Value) {
+        self.state().stream.end = StreamEnd::Error {
+            after: pieces,
+            body,
+        };
+    }
+
+    /// End streamed answers after `pieces` content pieces, without a finish reason or `[DONE]`.
+    pub fn stream_cut_after(&self, pieces: usize) {
+        self.state().stream.end = StreamEnd::Cut { after: pieces };
+    }
+
+    /// Whether a client went away before a streamed answer's last event: the connection closed,
+    /// or writing to it failed.
+    pub fn stream_cancelled(&self) -> bool {
+        self.state().stream_cancelled
+    }
+
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.state().requests.clone()
     }
@@ -223,9 +292,10 @@ async fn handle(
     // Answer from the state as it was when the request arrived, without holding the lock
     // across the delay.
     let (delay, answer) = {
-        let mut state = state.lock().expect("mock state");
-        state.requests.push(recorded.clone());
-        (state.delay, answer(&recorded, &state.reply))
+        let mut locked = state.lock().expect("mock state");
+        locked.requests.push(recorded.clone());
+        let answer = answer(&recorded, &locked.reply, &locked.stream, &state);
+        (locked.delay, answer)
     };
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
@@ -234,7 +304,12 @@ async fn handle(
 }
 
 /// OpenAI's checks in its order (route, key, body), then the scripted reply.
-fn answer(request: &RecordedRequest, reply: &Reply) -> HttpResponse {
+fn answer(
+    request: &RecordedRequest,
+    reply: &Reply,
+    script: &StreamScript,
+    state: &web::Data<Mutex<State>>,
+) -> HttpResponse {
     if request.method != "POST" || request.path != "/v1/chat/completions" {
         return error(
             404,
@@ -312,6 +387,13 @@ fn answer(request: &RecordedRequest, reply: &Reply) -> HttpResponse {
         );
     }
     match reply {
+        Reply::Completion(text) if request.body["stream"].as_bool() == Some(true) => {
+            HttpResponse::Ok()
+                .insert_header(("x-request-id", request_id()))
+                .insert_header(("cache-control", "no-cache"))
+                .content_type("text/event-stream; charset=utf-8")
+                .streaming(event_stream(model, text, script, state.clone()))
+        }
         Reply::Completion(text) => HttpResponse::Ok()
             .insert_header(("x-request-id", request_id()))
             .json(completion(model, request, text)),
@@ -359,6 +441,100 @@ fn completion(model: &str, request: &RecordedRequest, text: &str) -> Value {
         "service_tier": "default",
         "system_fingerprint": "fp_mock"
     })
+}
+
+/// A streamed completion's events as OpenAI sends them, one write each, paced by `script`.
+fn event_stream(
+    model: &str,
+    text: &str,
+    script: &StreamScript,
+    state: web::Data<Mutex<State>>,
+) -> impl futures_util::Stream<Item = Result<web::Bytes, Infallible>> + 'static {
+    let id = format!(
+        "chatcmpl-mock{:08}",
+        NEXT_ID.fetch_add(1, Ordering::Relaxed)
+    );
+    let created = chrono::Utc::now().timestamp();
+    let chunk = |delta: Value, finish_reason: Value| {
+        json!({
+            "id": id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "system_fingerprint": "fp_mock",
+            "choices": [{
+                "index": 0,
+                "delta": delta,
+                "logprobs": null,
+                "finish_reason": finish_reason
+            }]
+        })
+        .to_string()
+    };
+    // Word by word, each with the space after it, so the pieces join back into `text`.
+    let pieces: Vec<&str> = text.split_inclusive(' ').collect();
+    let sent = match &script.end {
+        StreamEnd::Done => pieces.len(),
+        StreamEnd::Error { after, .. } | StreamEnd::Cut { after } => (*after).min(pieces.len()),
+    };
+    let mut events = vec![(
+        Duration::ZERO,
+        chunk(
+            json!({"role": "assistant", "content": "", "refusal": null}),
+            Value::Null,
+        ),
+    )];
+    for (index, piece) in pieces[..sent].iter().enumerate() {
+        let mut wait = script.delay;
+        if let Some((after, pause)) = script.stall
+            && after == index
+        {
+            wait += pause;
+        }
+        events.push((wait, chunk(json!({"content": piece}), Value::Null)));
+    }
+    match &script.end {
+        StreamEnd::Done => {
+            events.push((script.delay, chunk(json!({}), json!("stop"))));
+            events.push((script.delay, "[DONE]".to_owned()));
+        }
+        StreamEnd::Error { body, .. } => events.push((script.delay, body.to_string())),
+        StreamEnd::Cut { .. } => {}
+    }
+    let total = events.len();
+    let mut watch = HangUpWatch {
+        state,
+        finished: false,
+    };
+    futures_util::stream::iter(events.into_iter().enumerate())
+        .then(|(index, (wait, data))| async move {
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+            (index, data)
+        })
+        .map(move |(index, data)| {
+            // The whole watch moves into the closure (not just the field), so it lives as long
+            // as the body does.
+            let watch = &mut watch;
+            watch.finished = index + 1 == total;
+            Ok(web::Bytes::from(format!("data: {data}\n\n")))
+        })
+}
+
+/// Lives as long as a streamed answer: actix drops the body when the client goes away or a
+/// write to it fails, so being dropped before the last event means the client hung up.
+struct HangUpWatch {
+    state: web::Data<Mutex<State>>,
+    finished: bool,
+}
+
+impl Drop for HangUpWatch {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.state.lock().expect("mock state").stream_cancelled = true;
+        }
+    }
 }
 
 fn error(status: u16, body: Value) -> HttpResponse {
