@@ -335,6 +335,11 @@ fn run(
                     .service(routes::billing::cancel_subscription)
                     .service(routes::funnels::help_answer)
                     .service(routes::funnels::checkout_handoff)
+                    .service(routes::tasks::list_tasks)
+                    .service(routes::tasks::create_task)
+                    .service(routes::tasks::add_item)
+                    .service(routes::tasks::update_item)
+                    .service(routes::tasks::delete_task)
                     .configure(|cfg| {
                         // The demo checkout exists only while it is the provider.
                         if demo_payments {

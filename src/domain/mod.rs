@@ -3,6 +3,8 @@
 pub mod analytics;
 pub mod email;
 pub mod password;
+pub mod task;
 
 pub use email::{Email, EmailError};
 pub use password::{NewPassword, PasswordError};
+pub use task::{ItemText, TaskError, TaskItems, TaskName};

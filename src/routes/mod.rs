@@ -10,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod funnels;
 pub mod health;
+pub mod tasks;
 pub mod web_app;
 
 pub use error::ApiError;

@@ -10,6 +10,7 @@ pub mod funnels;
 mod migrate;
 pub mod password_resets;
 pub mod sessions;
+pub mod tasks;
 pub mod users;
 
 use std::path::Path;
@@ -98,18 +99,30 @@ pub(crate) fn check_transaction(
 /// Runs a write again when it lost an optimistic-concurrency race (the embedded engines abort
 /// one of two transactions that touch the same record). Conditional updates used as claims
 /// ("set used where unused") then give the loser an honest "already taken" instead of an error.
-pub async fn retry_on_conflict<T, F, Fut>(mut write: F) -> Result<T, surrealdb::Error>
+pub async fn retry_on_conflict<T, F, Fut>(write: F) -> Result<T, surrealdb::Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, surrealdb::Error>>,
 {
-    const ATTEMPTS: u64 = 8;
+    retry_conflicts(8, write).await
+}
+
+/// `retry_on_conflict` with a chosen number of attempts, for records many writers touch at once
+/// (a member ticking items quickly). The pauses are random, growing to 40 ms, so writers that
+/// collided do not collide again in step.
+pub async fn retry_conflicts<T, F, Fut>(attempts: u64, mut write: F) -> Result<T, surrealdb::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, surrealdb::Error>>,
+{
+    use rand::Rng;
     let mut attempt = 0;
     loop {
         attempt += 1;
         match write().await {
-            Err(error) if billing::is_conflict(&error) && attempt < ATTEMPTS => {
-                tokio::time::sleep(std::time::Duration::from_millis(3 * attempt)).await;
+            Err(error) if billing::is_conflict(&error) && attempt < attempts => {
+                let pause = rand::rng().random_range(1..=(3 * attempt).min(40));
+                tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
             }
             other => return other,
         }

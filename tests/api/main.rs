@@ -16,4 +16,5 @@ mod realtime;
 mod stripe;
 mod stripe_mock;
 mod stripe_routes;
+mod tasks;
 mod web_app;

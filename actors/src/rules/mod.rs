@@ -1,8 +1,9 @@
 //! Pure functions from the product spec: junk detection, title case, headlines, summary and intro
-//! cleaning, and the choice of a funnel's scripted flow.
+//! cleaning, the choice of a funnel's scripted flow, and the members' chat titles and greeting.
 
 use serde::{Deserialize, Serialize};
 
+pub mod chat;
 pub mod headline;
 pub mod junk;
 pub mod scripts;
