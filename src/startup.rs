@@ -340,6 +340,9 @@ fn run(
                     .service(routes::tasks::add_item)
                     .service(routes::tasks::update_item)
                     .service(routes::tasks::delete_task)
+                    .service(routes::chats::list_chats)
+                    .service(routes::chats::get_chat)
+                    .service(routes::chats::delete_chat)
                     .configure(|cfg| {
                         // The demo checkout exists only while it is the provider.
                         if demo_payments {

@@ -4,6 +4,7 @@ pub mod account;
 pub mod admin;
 pub mod auth;
 pub mod billing;
+pub mod chats;
 pub mod client;
 pub mod content;
 pub mod error;

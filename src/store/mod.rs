@@ -6,6 +6,7 @@
 
 pub mod analytics;
 pub mod billing;
+pub mod chats;
 pub mod funnels;
 mod migrate;
 pub mod password_resets;

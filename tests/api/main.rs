@@ -4,6 +4,7 @@ mod ai;
 mod ai_mock;
 mod auth;
 mod billing;
+mod chats;
 mod content;
 mod durability;
 mod events;

@@ -1,0 +1,487 @@
+//! The `chat` and `message` tables: a member's saved conversations (spec sections 2, 3, 4 and 5,
+//! `users/{uid}/chats`). The member chat actor writes them (`create_chat`, `append_message`,
+//! `set_title`); the history API reads and deletes them. Every statement names the owner
+//! (`user = type::record('user', $user)`) next to the record, so a chat id of another member finds
+//! nothing here: the routes answer that as "not found", the writers get `ChatStoreError::NotFound`.
+//!
+//! Shape: a `chat` record (title, `updated_at` = last activity, and `preview`: the history list's
+//! cut of its last message, kept up to date by every write so listing is one indexed read) and one
+//! `message` record per message, linked by `chat` and read through the `(chat, created_at)` index.
+//!
+//! Concurrency: a message is created in the same transaction that bumps its chat, and a chat is
+//! deleted with its messages in one transaction, so an append racing a delete either lands before
+//! it (and is deleted with the chat) or finds no chat; the embedded engines abort one of two
+//! transactions touching the same chat and `store::retry_conflicts` runs it again. Running a write
+//! again is safe: the ids of new records are chosen before the first attempt and nothing of an
+//! aborted attempt is written.
+
+use chrono::{DateTime, Utc};
+use helpnow_actors::rules::chat::preview;
+use rand::Rng;
+use surrealdb::types::SurrealValue;
+
+use super::Db;
+
+/// A chat's title until its first message names it (the table's default too).
+pub const DEFAULT_TITLE: &str = "New Conversation";
+/// A stored message keeps at most this many characters; longer content is cut.
+pub const MAX_CONTENT_CHARS: usize = 20_000;
+/// A stored title keeps at most this many characters (the spec's titles are far shorter).
+pub const MAX_TITLE_CHARS: usize = 200;
+/// The history list shows at most this many chats, the most recently active.
+pub const MAX_LISTED_CHATS: usize = 1_000;
+/// Record keys we generate are this many random letters and digits.
+const ID_LEN: usize = 20;
+/// Anything much longer than our keys is not one of ours.
+const MAX_ID_LEN: usize = 64;
+/// A member typing while the assistant streams makes several writers of one chat record.
+const WRITE_ATTEMPTS: u64 = 40;
+/// What a transaction throws when the member has no such chat.
+const NOT_FOUND_MARK: &str = "chat_not_found";
+
+/// A chat id as a client sends it (the record key): ASCII letters and digits only, so it can only
+/// ever name a `chat` record. Anything else is simply not found.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ChatId(String);
+
+impl ChatId {
+    pub fn parse(raw: &str) -> Option<Self> {
+        let shaped = !raw.is_empty()
+            && raw.len() <= MAX_ID_LEN
+            && raw.bytes().all(|b| b.is_ascii_alphanumeric());
+        shaped.then(|| Self(raw.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A fresh record key: 20 random letters and digits (119 bits).
+fn random_key() -> String {
+    let mut rng = rand::rng();
+    (0..ID_LEN)
+        .map(|_| char::from(rng.sample(rand::distr::Alphanumeric)))
+        .collect()
+}
+
+/// Who wrote a stored message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+impl Role {
+    /// The stored (and API) name: `user` or `assistant`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+
+    fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "user" => Some(Role::User),
+            "assistant" => Some(Role::Assistant),
+            _ => None,
+        }
+    }
+}
+
+/// A stored chat, without its messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chat {
+    pub id: String,
+    pub title: String,
+    pub created_at: DateTime<Utc>,
+    /// The last activity: creation or the last message.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A stored message of a chat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub id: String,
+    pub role: Role,
+    pub content: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One row of the history list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatSummary {
+    pub id: String,
+    pub title: String,
+    /// The last message as the list previews it (`rules::chat::preview`: 60 characters at most).
+    pub preview: String,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChatStoreError {
+    /// The member has no chat of this id (none at all, or another member's).
+    #[error("conversation not found")]
+    NotFound,
+    /// A stored message has a role other than `user` or `assistant`.
+    #[error("a stored message has an unknown role: {0}")]
+    Broken(String),
+    #[error("database: {0}")]
+    Database(#[from] surrealdb::Error),
+}
+
+/// `NotFound` where a transaction threw it, otherwise the database error.
+fn from_transaction(error: surrealdb::Error) -> ChatStoreError {
+    if error.to_string().contains(NOT_FOUND_MARK) {
+        ChatStoreError::NotFound
+    } else {
+        ChatStoreError::Database(error)
+    }
+}
+
+#[derive(Debug, Clone, SurrealValue)]
+struct ChatRow {
+    id: String,
+    title: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+const CHAT_FIELDS: &str = "record::id(id) AS id, title, created_at, updated_at";
+
+impl From<ChatRow> for Chat {
+    fn from(row: ChatRow) -> Self {
+        Self {
+            id: row.id,
+            title: row.title,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, SurrealValue)]
+struct MessageRow {
+    id: String,
+    role: String,
+    content: String,
+    created_at: DateTime<Utc>,
+}
+
+const MESSAGE_FIELDS: &str = "record::id(id) AS id, role, content, created_at";
+
+impl TryFrom<MessageRow> for Message {
+    type Error = ChatStoreError;
+
+    fn try_from(row: MessageRow) -> Result<Self, Self::Error> {
+        let role = Role::parse(&row.role).ok_or(ChatStoreError::Broken(row.role))?;
+        Ok(Self {
+            id: row.id,
+            role,
+            content: row.content,
+            created_at: row.created_at,
+        })
+    }
+}
+
+#[derive(Debug, Clone, SurrealValue)]
+struct SummaryRow {
+    id: String,
+    title: String,
+    preview: Option<String>,
+    updated_at: DateTime<Utc>,
+}
+
+/// The first `max` characters of `text`.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => text[..end].to_owned(),
+        None => text.to_owned(),
+    }
+}
+
+/// A title as stored: trimmed, at most `MAX_TITLE_CHARS`, `DEFAULT_TITLE` when blank.
+fn stored_title(title: &str) -> String {
+    let title = title.trim();
+    if title.is_empty() {
+        DEFAULT_TITLE.to_owned()
+    } else {
+        cut(title, MAX_TITLE_CHARS)
+    }
+}
+
+/// The member's chat of this id, without its messages.
+async fn find_chat(
+    db: &Db,
+    user_id: &str,
+    chat_id: &str,
+) -> Result<Option<Chat>, surrealdb::Error> {
+    let mut response = db
+        .query(format!(
+            "SELECT {CHAT_FIELDS} FROM type::record('chat', $id) \
+             WHERE user = type::record('user', $user)"
+        ))
+        .bind(("id", chat_id.to_owned()))
+        .bind(("user", user_id.to_owned()))
+        .await?
+        .check()?;
+    let rows: Vec<ChatRow> = response.take(0)?;
+    Ok(rows.into_iter().next().map(Chat::from))
+}
+
+/// Creates a chat for the member, titled `title` (`DEFAULT_TITLE` when blank), that starts with
+/// the assistant's `greeting` as its first message (`rules::chat::GREETING`, or the funnel-adapted
+/// `rules::chat::greeting(issue)`). Chat and greeting are written in one transaction.
+pub async fn create_chat(
+    db: &Db,
+    user_id: &str,
+    title: &str,
+    greeting: &str,
+) -> Result<Chat, ChatStoreError> {
+    let chat_id = random_key();
+    let greeting_id = random_key();
+    let greeting = cut(greeting, MAX_CONTENT_CHARS);
+    let title = stored_title(title);
+    super::retry_conflicts(WRITE_ATTEMPTS, || async {
+        db.query(
+            "BEGIN TRANSACTION;
+             LET $now = time::now();
+             LET $chat = type::record('chat', $id);
+             CREATE $chat CONTENT {
+                 user: type::record('user', $user), title: $title, preview: $preview,
+                 created_at: $now, updated_at: $now
+             };
+             CREATE type::record('message', $greeting_id) CONTENT {
+                 chat: $chat, role: 'assistant', content: $greeting, created_at: $now
+             };
+             COMMIT TRANSACTION;",
+        )
+        .bind(("id", chat_id.clone()))
+        .bind(("user", user_id.to_owned()))
+        .bind(("title", title.clone()))
+        .bind(("preview", preview(&greeting)))
+        .bind(("greeting_id", greeting_id.clone()))
+        .bind(("greeting", greeting.clone()))
+        .await
+        .and_then(super::check_transaction)
+    })
+    .await?;
+    find_chat(db, user_id, &chat_id).await?.ok_or_else(|| {
+        ChatStoreError::Database(surrealdb::Error::internal(
+            "a created chat was not found".to_owned(),
+        ))
+    })
+}
+
+/// Appends a message to the member's chat and makes it the chat's last activity (`updated_at`
+/// becomes the message's `created_at`; the history preview its content), in one transaction.
+/// Content over `MAX_CONTENT_CHARS` characters is cut. `NotFound` when the member has no such
+/// chat: nothing is written then.
+pub async fn append_message(
+    db: &Db,
+    user_id: &str,
+    chat_id: &ChatId,
+    role: Role,
+    content: &str,
+) -> Result<Message, ChatStoreError> {
+    let message_id = random_key();
+    let content = cut(content, MAX_CONTENT_CHARS);
+    super::retry_conflicts(WRITE_ATTEMPTS, || async {
+        db.query(
+            "BEGIN TRANSACTION;
+             LET $now = time::now();
+             LET $chat = type::record('chat', $id);
+             LET $owned = (UPDATE $chat SET updated_at = $now, preview = $preview
+                 WHERE user = type::record('user', $user) RETURN VALUE id);
+             IF array::len($owned) = 0 { THROW 'chat_not_found'; };
+             CREATE type::record('message', $message_id) CONTENT {
+                 chat: $chat, role: $role, content: $content, created_at: $now
+             };
+             COMMIT TRANSACTION;",
+        )
+        .bind(("id", chat_id.as_str().to_owned()))
+        .bind(("user", user_id.to_owned()))
+        .bind(("preview", preview(&content)))
+        .bind(("message_id", message_id.clone()))
+        .bind(("role", role.as_str()))
+        .bind(("content", content.clone()))
+        .await
+        .and_then(super::check_transaction)
+    })
+    .await
+    .map_err(from_transaction)?;
+
+    let mut response = db
+        .query(format!(
+            "SELECT {MESSAGE_FIELDS} FROM type::record('message', $message_id) \
+             WHERE chat = type::record('chat', $id) AND chat.user = type::record('user', $user)"
+        ))
+        .bind(("message_id", message_id))
+        .bind(("id", chat_id.as_str().to_owned()))
+        .bind(("user", user_id.to_owned()))
+        .await?
+        .check()?;
+    let rows: Vec<MessageRow> = response.take(0)?;
+    // Deleted with its chat in the moment between the two statements.
+    rows.into_iter()
+        .next()
+        .ok_or(ChatStoreError::NotFound)?
+        .try_into()
+}
+
+/// Renames the member's chat (trimmed, at most `MAX_TITLE_CHARS`; `DEFAULT_TITLE` when blank).
+/// It is not activity: `updated_at` stays. `NotFound` when the member has no such chat.
+pub async fn set_title(
+    db: &Db,
+    user_id: &str,
+    chat_id: &ChatId,
+    title: &str,
+) -> Result<(), ChatStoreError> {
+    let title = stored_title(title);
+    let ids: Vec<String> = super::retry_conflicts(WRITE_ATTEMPTS, || async {
+        let mut response = db
+            .query(
+                "UPDATE type::record('chat', $id) SET title = $title \
+                 WHERE user = type::record('user', $user) RETURN VALUE record::id(id)",
+            )
+            .bind(("id", chat_id.as_str().to_owned()))
+            .bind(("user", user_id.to_owned()))
+            .bind(("title", title.clone()))
+            .await?
+            .check()?;
+        response.take(0)
+    })
+    .await?;
+    if ids.is_empty() {
+        return Err(ChatStoreError::NotFound);
+    }
+    Ok(())
+}
+
+/// The member's chat with its messages, oldest first; `None` when the member has no such chat.
+pub async fn chat_with_messages(
+    db: &Db,
+    user_id: &str,
+    chat_id: &ChatId,
+) -> Result<Option<(Chat, Vec<Message>)>, ChatStoreError> {
+    let mut response = db
+        .query(format!(
+            "SELECT {CHAT_FIELDS} FROM type::record('chat', $id) \
+             WHERE user = type::record('user', $user);
+             SELECT {MESSAGE_FIELDS} FROM message \
+             WHERE chat = type::record('chat', $id) AND chat.user = type::record('user', $user) \
+             ORDER BY created_at ASC"
+        ))
+        .bind(("id", chat_id.as_str().to_owned()))
+        .bind(("user", user_id.to_owned()))
+        .await?
+        .check()?;
+    let chats: Vec<ChatRow> = response.take(0)?;
+    let Some(chat) = chats.into_iter().next() else {
+        return Ok(None);
+    };
+    let rows: Vec<MessageRow> = response.take(1)?;
+    let messages = rows
+        .into_iter()
+        .map(Message::try_from)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some((chat.into(), messages)))
+}
+
+/// The member's chats for the history list, the most recently active first; at most `limit`
+/// (and never more than `MAX_LISTED_CHATS`).
+pub async fn list_chats(
+    db: &Db,
+    user_id: &str,
+    limit: usize,
+) -> Result<Vec<ChatSummary>, ChatStoreError> {
+    let limit = limit.min(MAX_LISTED_CHATS);
+    let mut response = db
+        .query(
+            "SELECT record::id(id) AS id, title, preview, updated_at FROM chat \
+             WHERE user = type::record('user', $user) ORDER BY updated_at DESC LIMIT $limit",
+        )
+        .bind(("user", user_id.to_owned()))
+        .bind(("limit", limit as i64))
+        .await?
+        .check()?;
+    let rows: Vec<SummaryRow> = response.take(0)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| ChatSummary {
+            id: row.id,
+            title: row.title,
+            preview: row.preview.unwrap_or_default(),
+            updated_at: row.updated_at,
+        })
+        .collect())
+}
+
+/// Deletes the member's chat and all its messages in one transaction (the messages are found
+/// through the `(chat, created_at)` index, never by a scan of the table); `false` when the member
+/// has no such chat.
+pub async fn delete_chat(db: &Db, user_id: &str, chat_id: &ChatId) -> Result<bool, ChatStoreError> {
+    let result = super::retry_conflicts(WRITE_ATTEMPTS, || async {
+        db.query(
+            "BEGIN TRANSACTION;
+             LET $chat = type::record('chat', $id);
+             LET $owned = (SELECT VALUE id FROM $chat WHERE user = type::record('user', $user));
+             IF array::len($owned) = 0 { THROW 'chat_not_found'; };
+             DELETE (SELECT VALUE id FROM message WHERE chat = $chat);
+             DELETE $chat WHERE user = type::record('user', $user);
+             COMMIT TRANSACTION;",
+        )
+        .bind(("id", chat_id.as_str().to_owned()))
+        .bind(("user", user_id.to_owned()))
+        .await
+        .and_then(super::check_transaction)
+    })
+    .await;
+    match result.map_err(from_transaction) {
+        Ok(_) => Ok(true),
+        Err(ChatStoreError::NotFound) => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_letters_and_digits_only() {
+        assert!(ChatId::parse("k3j2h4g5f6d7s8a9q0w1").is_some());
+        for raw in ["", "chat:abc", "a b", "x'y", "⟨abc⟩", &"a".repeat(65)] {
+            assert_eq!(ChatId::parse(raw), None, "{raw:?}");
+        }
+        let key = random_key();
+        assert_eq!(key.len(), ID_LEN);
+        assert!(ChatId::parse(&key).is_some());
+    }
+
+    #[test]
+    fn long_content_and_titles_are_cut_in_characters() {
+        assert_eq!(
+            cut(&"é".repeat(MAX_CONTENT_CHARS + 5), MAX_CONTENT_CHARS)
+                .chars()
+                .count(),
+            MAX_CONTENT_CHARS
+        );
+        assert_eq!(cut("short", MAX_CONTENT_CHARS), "short");
+        assert_eq!(stored_title("   "), DEFAULT_TITLE);
+        assert_eq!(stored_title(" Printer "), "Printer");
+        assert_eq!(
+            stored_title(&"t".repeat(500)).chars().count(),
+            MAX_TITLE_CHARS
+        );
+    }
+
+    #[test]
+    fn roles_round_trip() {
+        for role in [Role::User, Role::Assistant] {
+            assert_eq!(Role::parse(role.as_str()), Some(role));
+        }
+        assert_eq!(Role::parse("system"), None);
+    }
+}
