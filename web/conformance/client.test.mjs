@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import { io, Manager } from 'socket.io-client';
-import { nextEvent, skipProduct, sleep, startProduct, startReference, within } from './harness.mjs';
+import { connectedWithin as connected, nextEvent, skipProduct, sleep, startProduct, startReference, within } from './harness.mjs';
 import { engineUrl, parseOpen, PollingSession, RawSocket } from './raw.mjs';
 
 const T = { timeout: 20_000 };
@@ -51,22 +51,6 @@ function client(baseUrl, path, variant, options = {}) {
   );
 }
 
-/** Resolves on `connect`, rejects with the error on `connect_error`. */
-function connected(socket, ms = 5_000) {
-  if (socket.connected) return Promise.resolve();
-  let onConnect;
-  let onError;
-  const outcome = new Promise((resolve, reject) => {
-    onConnect = resolve;
-    onError = reject;
-    socket.once('connect', onConnect);
-    socket.once('connect_error', onError);
-  });
-  return within(outcome, ms, 'connect').finally(() => {
-    socket.off('connect', onConnect);
-    socket.off('connect_error', onError);
-  });
-}
 
 /** The error of the next `connect_error`; fails if the socket connects instead. */
 async function connectError(socket, ms = 5_000) {

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { io } from 'socket.io-client';
-import { skipProduct, sleep, startProduct, within } from './harness.mjs';
+import { connectedWithin, skipProduct, sleep, startProduct, within } from './harness.mjs';
 
 const T = { timeout: 60_000 };
 
@@ -72,22 +72,8 @@ function open(t, server, auth, options = {}) {
   return socket;
 }
 
-/** Resolves on `connect`, rejects with the error on `connect_error`. */
-function connected(socket, ms = 10_000) {
-  if (socket.connected) return Promise.resolve();
-  let onConnect;
-  let onError;
-  const outcome = new Promise((resolve, reject) => {
-    onConnect = resolve;
-    onError = reject;
-    socket.once('connect', onConnect);
-    socket.once('connect_error', onError);
-  });
-  return within(outcome, ms, 'connect').finally(() => {
-    socket.off('connect', onConnect);
-    socket.off('connect_error', onError);
-  });
-}
+/** Resolves on `connect` (10 s: a conversation is loaded or started first). */
+const connected = (socket) => connectedWithin(socket, 10_000);
 
 /** The error of the next `connect_error`; fails if the socket connects instead. */
 function connectError(socket, ms = 10_000) {

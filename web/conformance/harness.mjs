@@ -125,3 +125,20 @@ export async function startProduct(env = {}) {
   const server = await startServer(env);
   return { ...server, wsUrl: server.baseUrl.replace('http', 'ws') };
 }
+
+/** Resolves on a socket.io-client socket's `connect`, rejects with the error on `connect_error`. */
+export function connectedWithin(socket, ms = 5_000) {
+  if (socket.connected) return Promise.resolve();
+  let onConnect;
+  let onError;
+  const outcome = new Promise((resolve, reject) => {
+    onConnect = resolve;
+    onError = reject;
+    socket.once('connect', onConnect);
+    socket.once('connect_error', onError);
+  });
+  return within(outcome, ms, 'connect').finally(() => {
+    socket.off('connect', onConnect);
+    socket.off('connect_error', onError);
+  });
+}
