@@ -3,6 +3,7 @@
 //! A missing or malformed file stops start-up, naming the file.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -41,8 +42,8 @@ struct ShortcutFile {
 pub struct Content {
     pub legal: Vec<LegalDocument>,
     pub shortcuts: Vec<Shortcut>,
-    pub funnel_scripts: helpnow_actors::rules::scripts::FunnelScripts,
-    pub help_library: crate::ai::library::HelpLibrary,
+    pub funnel_scripts: Arc<helpnow_actors::rules::scripts::FunnelScripts>,
+    pub help_library: Arc<crate::ai::library::HelpLibrary>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -105,8 +106,8 @@ impl Content {
         Ok(Self {
             legal,
             shortcuts,
-            funnel_scripts,
-            help_library,
+            funnel_scripts: Arc::new(funnel_scripts),
+            help_library: Arc::new(help_library),
         })
     }
 

@@ -97,7 +97,7 @@ impl Application {
             settings.product.name.clone(),
         ));
         workers.extend(billing.spawn_trial_reminders(TRIAL_REMINDER_INTERVAL));
-        let ai = crate::ai::provider(&settings.ai, Arc::new(content.help_library.clone()))?;
+        let ai = crate::ai::provider(&settings.ai, content.help_library.clone())?;
         let auth_throttle = Arc::new(AuthThrottle::new());
         let funnel_registry = funnels::registry(
             &settings,

@@ -42,7 +42,7 @@ pub fn registry(
     db: Db,
     ai: Arc<dyn Ai>,
     checkouts: FunnelCheckouts,
-    scripts: FunnelScripts,
+    scripts: Arc<FunnelScripts>,
 ) -> FunnelRegistry {
     FunnelRegistry::new(Deps {
         store: Arc::new(store::funnels::ConversationStore(db.clone())),
@@ -50,7 +50,7 @@ pub fn registry(
         checkout: Arc::new(checkouts),
         analytics: Arc::new(StoredAnalytics(db)),
         clock: Arc::new(SystemClock),
-        scripts: Arc::new(scripts),
+        scripts,
         settings: FunnelSettings::new(&settings.product.assistant_name, &settings.product.name),
     })
 }

@@ -32,6 +32,17 @@ pub const MISSING_SESSION: &str = "Missing required session parameters";
 /// checkout's sign-in cookie on the success page, so a success URL seen elsewhere signs nobody in.
 pub const CHECKOUT_START_COOKIE: &str = "helpnow_checkout_start";
 
+/// The start cookie naming `tracking_id`: HttpOnly, sent only to `/api`, for a day.
+pub fn checkout_start_cookie(cookies: &SessionCookies, tracking_id: String) -> Cookie<'static> {
+    Cookie::build(CHECKOUT_START_COOKIE, tracking_id)
+        .path("/api")
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .secure(cookies.secure)
+        .max_age(time::Duration::days(1))
+        .finish()
+}
+
 fn billing_error(context: &str, error: BillingError) -> ApiError {
     match error {
         BillingError::NotFound(_) => ApiError::new(
@@ -173,13 +184,7 @@ pub async fn create_checkout(
         })
         .await
         .map_err(|error| ApiError::internal("cannot start a checkout", error))?;
-    let start_cookie = Cookie::build(CHECKOUT_START_COOKIE, started.tracking_id.clone())
-        .path("/api")
-        .http_only(true)
-        .same_site(SameSite::Lax)
-        .secure(cookies.secure)
-        .max_age(time::Duration::days(1))
-        .finish();
+    let start_cookie = checkout_start_cookie(&cookies, started.tracking_id.clone());
     Ok(HttpResponse::Ok().cookie(start_cookie).json(json!({
         "sessionId": started.provider_session_id,
         "trackingSessionId": started.tracking_id,

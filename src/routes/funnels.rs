@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use actix_web::cookie::{Cookie, SameSite, time};
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use chrono::Utc;
@@ -18,7 +17,7 @@ use crate::auth::{SessionCookies, token};
 use crate::config::Settings;
 use crate::funnels::{VISITOR_COOKIE, help, valid_visitor_id};
 use crate::routes::ApiError;
-use crate::routes::billing::CHECKOUT_START_COOKIE;
+use crate::routes::billing::checkout_start_cookie;
 use crate::routes::client::{AddressLimiter, client_key};
 use crate::store::{self, Db};
 
@@ -187,15 +186,7 @@ pub async fn checkout_handoff(
     };
     let mut response = see_other(&url);
     if checkout.first_use {
-        response.cookie(
-            Cookie::build(CHECKOUT_START_COOKIE, checkout.tracking_id)
-                .path("/api")
-                .http_only(true)
-                .same_site(SameSite::Lax)
-                .secure(cookies.secure)
-                .max_age(time::Duration::days(1))
-                .finish(),
-        );
+        response.cookie(checkout_start_cookie(&cookies, checkout.tracking_id));
     }
     Ok(response.finish())
 }

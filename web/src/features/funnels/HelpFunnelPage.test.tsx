@@ -102,7 +102,8 @@ describe('HelpFunnelPage', () => {
 
     answer({ body: ANSWER });
     const heading = await screen.findByRole('heading', { level: 1, name: 'Solution Found:' });
-    expect(document.activeElement).toBe(heading);
+    // Focus moves in an effect after the step renders: on a busy machine, a moment later.
+    await waitFor(() => expect(document.activeElement).toBe(heading));
     expect(screen.getByText(ANSWER.summary)).toBeTruthy();
     expect(screen.getByText(ANSWER.intro)).toBeTruthy();
     expect(screen.getByRole('heading', { level: 2, name: 'Apply the solution' })).toBeTruthy();
