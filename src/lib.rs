@@ -8,6 +8,7 @@ pub mod content;
 pub mod domain;
 pub mod funnels;
 pub mod mail;
+pub mod members;
 pub mod metrics;
 pub mod realtime;
 pub mod routes;

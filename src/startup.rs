@@ -20,6 +20,7 @@ use crate::config::{PaymentProviderKind, RedactedUrl, Settings};
 use crate::content::Content;
 use crate::funnels;
 use crate::mail::Mailer;
+use crate::members;
 use crate::metrics::{ConnectionGuard, Metrics, track_requests};
 use crate::realtime::{OriginPolicy, RateLimit, RealtimeConfig, RealtimeServer};
 use crate::routes::{self, error::json_error_handler};
@@ -109,6 +110,7 @@ impl Application {
             },
             content.funnel_scripts.clone(),
         );
+        let member_registry = members::registry(&settings, db.clone(), ai.clone());
         let realtime = RealtimeServer::builder(realtime_config(&settings))
             .connection_gauge(metrics.realtime_connections.clone())
             .namespace(
@@ -118,6 +120,10 @@ impl Application {
                     db.clone(),
                     settings.realtime.funnel_joins_per_minute,
                 ),
+            )
+            .namespace(
+                "/member",
+                members::MemberNamespace::new(member_registry, db.clone()),
             )
             .build();
         let server = run(
@@ -322,6 +328,7 @@ fn run(
                     .service(routes::account::redeem_token)
                     .service(routes::account::setup_status)
                     .service(routes::account::setup)
+                    .service(routes::account::save_shortcuts)
                     .service(routes::billing::create_checkout)
                     .service(routes::billing::checkout_success)
                     .service(routes::billing::check_subscription)

@@ -3,5 +3,8 @@
 //! so the actors are tested with paused time and in-memory ports.
 
 pub mod funnel;
+pub mod live;
+pub mod member;
 pub mod ports;
+pub mod reply;
 pub mod rules;

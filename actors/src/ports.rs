@@ -176,14 +176,81 @@ pub trait FunnelCheckout: Send + Sync + 'static {
 
 /// The analytics events table. Recording never fails the conversation.
 pub trait Analytics: Send + Sync + 'static {
-    fn record(&self, event: &'static str, visitor_id: &str, properties: serde_json::Value);
+    /// `subject`: the visitor id (funnels) or the user id (members), as the implementation says.
+    fn record(&self, event: &'static str, subject: &str, properties: serde_json::Value);
 }
 
-/// One connected client of a conversation (a Socket.IO socket in the server).
+/// One connected client of an actor (a Socket.IO socket in the server).
 pub trait FunnelClient: Send + Sync + 'static {
-    /// Unique among the conversation's clients; a client that comes back keeps it.
+    /// Unique among the actor's clients; a client that comes back keeps it.
     fn id(&self) -> &str;
     /// Where the client connects from, when known.
     fn address(&self) -> Option<std::net::IpAddr>;
     fn emit(&self, event: &'static str, data: serde_json::Value);
+    /// An event a slow client may miss (a streamed piece whose whole follows later).
+    fn emit_volatile(&self, event: &'static str, data: serde_json::Value) {
+        self.emit(event, data);
+    }
+}
+
+/// A member's saved chat as the member actor needs it for the next reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredChat {
+    pub title: String,
+    /// The last messages, oldest first (user and assistant only).
+    pub messages: Vec<AiMessage>,
+}
+
+/// A member's task as the request for AI help on it names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskBrief {
+    pub name: String,
+    pub items: Vec<TaskItemBrief>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskItemBrief {
+    pub text: String,
+    pub completed: bool,
+}
+
+/// Where members' chats live, and what decides their access (SurrealDB in the server). Every
+/// call names the member: another member's chat or task is simply not found.
+pub trait MemberStore: Send + Sync + 'static {
+    /// Whether the member has an active trial or subscription now.
+    fn has_access(&self, user_id: &str) -> BoxFuture<'static, Result<bool, StoreError>>;
+
+    /// A new chat titled `title` whose first message is the assistant's `greeting`; its id.
+    fn create_chat(
+        &self,
+        user_id: &str,
+        title: &str,
+        greeting: &str,
+    ) -> BoxFuture<'static, Result<String, StoreError>>;
+
+    /// Appends a message under the id the actor chose; `Ok(false)` when the member has no such
+    /// chat (nothing is written then).
+    fn append_message(
+        &self,
+        user_id: &str,
+        chat_id: &str,
+        message_id: &str,
+        role: Role,
+        content: &str,
+    ) -> BoxFuture<'static, Result<bool, StoreError>>;
+
+    /// The chat's title and its last `last` messages; `None` when the member has no such chat.
+    fn chat(
+        &self,
+        user_id: &str,
+        chat_id: &str,
+        last: usize,
+    ) -> BoxFuture<'static, Result<Option<StoredChat>, StoreError>>;
+
+    /// The member's task; `None` when the member has no such task.
+    fn task(
+        &self,
+        user_id: &str,
+        task_id: &str,
+    ) -> BoxFuture<'static, Result<Option<TaskBrief>, StoreError>>;
 }

@@ -17,6 +17,7 @@ use helpnow_actors::rules::FunnelKind;
 use helpnow_actors::rules::scripts::FunnelScripts;
 
 pub use namespace::{FunnelNamespace, VISITOR_COOKIE, valid_visitor_id};
+pub(crate) use namespace::{SocketClient, reply};
 
 use crate::auth::AuthThrottle;
 use crate::billing::Billing;

@@ -141,10 +141,10 @@ impl Namespace for FunnelNamespace {
     }
 }
 
-/// A socket as the conversation actor sees it.
-struct SocketClient {
-    socket: SocketRef,
-    address: Option<IpAddr>,
+/// A socket as an actor sees it (the funnel's and the member's).
+pub(crate) struct SocketClient {
+    pub(crate) socket: SocketRef,
+    pub(crate) address: Option<IpAddr>,
 }
 
 impl FunnelClient for SocketClient {
@@ -159,9 +159,14 @@ impl FunnelClient for SocketClient {
     fn emit(&self, event: &'static str, data: Value) {
         self.socket.emit(event, &data);
     }
+
+    fn emit_volatile(&self, event: &'static str, data: Value) {
+        self.socket.emit_volatile(event, &data);
+    }
 }
 
-fn reply<T: 'static>(ack: Option<AckSender>, to_json: fn(&T) -> Value) -> Reply<T> {
+/// The acknowledgement of a client's event as an actor's `Reply` (none when none was asked for).
+pub(crate) fn reply<T: 'static>(ack: Option<AckSender>, to_json: fn(&T) -> Value) -> Reply<T> {
     match ack {
         Some(ack) => Reply::new(move |answer: T| ack.send_json(&to_json(&answer))),
         None => Reply::none(),

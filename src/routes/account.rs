@@ -3,7 +3,7 @@
 //! cookie the success page set).
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse, get, post, web};
+use actix_web::{HttpRequest, HttpResponse, get, post, put, web};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -268,4 +268,41 @@ pub async fn redeem_token(
         .cookie(session)
         .cookie(clear_checkout_cookie(**cookies))
         .json(json!({ "user": { "id": owner.user_id, "email": owner.email } })))
+}
+
+#[derive(Deserialize)]
+pub struct ShortcutsRequest {
+    shortcuts: Vec<String>,
+}
+
+/// `PUT /api/account/shortcuts {shortcuts: [name]}`: the member's extra shortcuts ('Select
+/// Additional Shortcuts'), by name, in the order picked. Unknown names are refused; repeats are
+/// kept once. The answer is the saved list (also in `/api/auth/me` as `user.shortcuts`).
+#[put("/account/shortcuts")]
+pub async fn save_shortcuts(
+    user: CurrentUser,
+    db: web::Data<Db>,
+    content: web::Data<crate::content::Content>,
+    body: web::Json<ShortcutsRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut names: Vec<String> = Vec::new();
+    for name in body.into_inner().shortcuts {
+        if !content
+            .shortcuts
+            .iter()
+            .any(|shortcut| shortcut.name == name)
+        {
+            return Err(ApiError::bad_request(
+                "unknown_shortcut",
+                "That shortcut is not available. Please reload the page and try again.",
+            ));
+        }
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    store::users::set_shortcuts(&db, &user.id, &names)
+        .await
+        .map_err(|e| ApiError::internal("cannot save shortcuts", e))?;
+    Ok(HttpResponse::Ok().json(json!({ "shortcuts": names })))
 }

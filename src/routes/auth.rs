@@ -190,7 +190,8 @@ pub async fn logout(
         .finish())
 }
 
-/// Who is signed in, with what access: `{user: {id, email, hasPassword, access, pendingSetup}}`,
+/// Who is signed in, with what access: `{user: {id, email, hasPassword, access, pendingSetup,
+/// funnel, shortcuts}}`,
 /// or `{user: null}` for a visitor. `pendingSetup` names the checkout of an account that a
 /// checkout created and that has no password yet (the page shows 'Complete Your Account Setup').
 #[get("/auth/me")]
@@ -221,6 +222,9 @@ pub async fn me(user: MaybeUser, billing: web::Data<Billing>) -> Result<HttpResp
     let funnel = store::users::funnel_record(billing.db(), &user.id)
         .await
         .map_err(|e| ApiError::internal("cannot read an account", e))?;
+    let shortcuts = store::users::shortcuts(billing.db(), &user.id)
+        .await
+        .map_err(|e| ApiError::internal("cannot read an account", e))?;
     let access = check.map(|check| {
         json!({
             "hasAccess": check.trial_active || check.has_active_subscription,
@@ -239,6 +243,7 @@ pub async fn me(user: MaybeUser, billing: web::Data<Billing>) -> Result<HttpResp
             })),
             "pendingSetup": pending_setup,
             "funnel": funnel,
+            "shortcuts": shortcuts,
         }
     })))
 }

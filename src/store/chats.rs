@@ -285,7 +285,38 @@ pub async fn append_message(
     role: Role,
     content: &str,
 ) -> Result<Message, ChatStoreError> {
-    let message_id = random_key();
+    append_message_as(
+        db,
+        user_id,
+        chat_id,
+        &MessageId(random_key()),
+        role,
+        content,
+    )
+    .await
+}
+
+/// A message id chosen by the writer (the member actor names a reply before it is stored, so
+/// its streamed pieces and the stored message share the id): shaped like our keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageId(String);
+
+impl MessageId {
+    pub fn parse(raw: &str) -> Option<Self> {
+        ChatId::parse(raw).map(|id| Self(id.0))
+    }
+}
+
+/// `append_message` under the given id. Appending the same id twice fails (the record exists).
+pub async fn append_message_as(
+    db: &Db,
+    user_id: &str,
+    chat_id: &ChatId,
+    message_id: &MessageId,
+    role: Role,
+    content: &str,
+) -> Result<Message, ChatStoreError> {
+    let message_id = message_id.0.clone();
     let content = cut(content, MAX_CONTENT_CHARS);
     super::retry_conflicts(WRITE_ATTEMPTS, || async {
         db.query(
@@ -386,6 +417,41 @@ pub async fn chat_with_messages(
         .into_iter()
         .map(Message::try_from)
         .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some((chat.into(), messages)))
+}
+
+/// The member's chat with its last `last` messages, oldest first (what the AI sees of it);
+/// `None` when the member has no such chat. Read newest first through the `(chat, created_at)`
+/// index, so a long chat costs no more than a short one.
+pub async fn chat_with_recent_messages(
+    db: &Db,
+    user_id: &str,
+    chat_id: &ChatId,
+    last: usize,
+) -> Result<Option<(Chat, Vec<Message>)>, ChatStoreError> {
+    let mut response = db
+        .query(format!(
+            "SELECT {CHAT_FIELDS} FROM type::record('chat', $id) \
+             WHERE user = type::record('user', $user);
+             SELECT {MESSAGE_FIELDS} FROM message \
+             WHERE chat = type::record('chat', $id) AND chat.user = type::record('user', $user) \
+             ORDER BY created_at DESC LIMIT $last"
+        ))
+        .bind(("id", chat_id.as_str().to_owned()))
+        .bind(("user", user_id.to_owned()))
+        .bind(("last", last as i64))
+        .await?
+        .check()?;
+    let chats: Vec<ChatRow> = response.take(0)?;
+    let Some(chat) = chats.into_iter().next() else {
+        return Ok(None);
+    };
+    let rows: Vec<MessageRow> = response.take(1)?;
+    let mut messages = rows
+        .into_iter()
+        .map(Message::try_from)
+        .collect::<Result<Vec<_>, _>>()?;
+    messages.reverse();
     Ok(Some((chat.into(), messages)))
 }
 

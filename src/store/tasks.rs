@@ -105,6 +105,24 @@ pub async fn list(db: &Db, user_id: &str) -> Result<Vec<Task>, TaskStoreError> {
     rows.into_iter().map(from_row).collect()
 }
 
+/// The member's task; `None` when the member has no such task.
+pub async fn find(
+    db: &Db,
+    user_id: &str,
+    task_id: &TaskId,
+) -> Result<Option<Task>, TaskStoreError> {
+    let mut response = db
+        .query(format!(
+            "SELECT {TASK_FIELDS} FROM type::record('task', $id) \
+             WHERE user = type::record('user', $user)"
+        ))
+        .bind(("id", task_id.as_str().to_owned()))
+        .bind(("user", user_id.to_owned()))
+        .await?
+        .check()?;
+    first_task(response.take(0)?)
+}
+
 /// How many tasks the member keeps.
 async fn count(db: &Db, user_id: &str) -> Result<usize, surrealdb::Error> {
     let mut response = db

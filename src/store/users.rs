@@ -92,3 +92,28 @@ pub async fn funnel_record(
     let records: Vec<Option<serde_json::Value>> = response.take(0)?;
     Ok(records.into_iter().next().flatten())
 }
+
+/// Replaces the user's chosen shortcut names.
+pub async fn set_shortcuts(
+    db: &Db,
+    user_id: &str,
+    names: &[String],
+) -> Result<(), surrealdb::Error> {
+    db.query("UPDATE type::record('user', $id) SET shortcuts = $names")
+        .bind(("id", user_id.to_owned()))
+        .bind(("names", names.to_vec()))
+        .await?
+        .check()?;
+    Ok(())
+}
+
+/// The user's chosen shortcut names.
+pub async fn shortcuts(db: &Db, user_id: &str) -> Result<Vec<String>, surrealdb::Error> {
+    let mut response = db
+        .query("SELECT VALUE shortcuts ?? [] FROM type::record('user', $id)")
+        .bind(("id", user_id.to_owned()))
+        .await?
+        .check()?;
+    let found: Vec<Vec<String>> = response.take(0)?;
+    Ok(found.into_iter().next().unwrap_or_default())
+}

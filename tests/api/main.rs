@@ -13,6 +13,7 @@ mod health;
 mod helpers;
 mod lifecycle;
 mod mail;
+mod members;
 mod realtime;
 mod stripe;
 mod stripe_mock;

@@ -18,6 +18,7 @@ use crate::funnel::Attribution;
 use crate::ports::{
     AiError, AiPurpose, AiRequest, FunnelCheckoutRequest, FunnelClient, StoreError,
 };
+use crate::reply::Reply;
 use crate::rules::FunnelKind;
 use crate::rules::headline::funnel_headline;
 use crate::rules::junk::is_junk;
@@ -36,36 +37,6 @@ const CHECKOUT_REUSE: Duration = Duration::from_secs(30 * 60);
 
 /// How often a reply whose save failed is tried again before the visitor is told.
 const REPLY_SAVE_ATTEMPTS: u32 = 3;
-
-/// A one-shot answer to a client (a Socket.IO acknowledgement in the server).
-pub struct Reply<T>(Option<Box<dyn FnOnce(T) + Send>>);
-
-impl<T> Reply<T> {
-    pub fn new(send: impl FnOnce(T) + Send + 'static) -> Self {
-        Self(Some(Box::new(send)))
-    }
-
-    /// For a client that did not ask for an answer.
-    pub fn none() -> Self {
-        Self(None)
-    }
-
-    fn send(mut self, value: T) {
-        if let Some(send) = self.0.take() {
-            send(value);
-        }
-    }
-}
-
-impl<T> std::fmt::Debug for Reply<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "Reply"
-        } else {
-            "Reply(none)"
-        })
-    }
-}
 
 /// Why a visitor's message was not taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,9 +15,10 @@ mod model;
 mod prompts;
 mod registry;
 
+pub use crate::reply::Reply;
 pub use actor::{
     CHECKOUT_FALLBACK_URL, CheckoutAck, ClientEvent, FunnelActor, JoinError, NewConversation,
-    Refusal, Reply, SendAck,
+    Refusal, SendAck,
 };
 pub use model::{
     Attribution, Conversation, ConversationKey, FunnelMessage, MessageView, Speaker,

@@ -1,14 +1,14 @@
 //! The live funnel actors of this process, one per conversation. A join finds the live actor or
 //! starts one; an actor that stops (idle) takes itself out.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use actix::{Actor, Addr};
 
 use super::Deps;
 use super::actor::{FunnelActor, Join, JoinError, NewConversation};
 use super::model::ConversationKey;
+use crate::live::LiveActors;
 use crate::ports::FunnelClient;
 
 /// A join meets an actor that is just stopping at most this often before giving up.
@@ -21,23 +21,13 @@ pub struct FunnelRegistry {
 
 pub struct RegistryShared {
     deps: Arc<Deps>,
-    live: Mutex<HashMap<ConversationKey, Addr<FunnelActor>>>,
+    live: LiveActors<ConversationKey, FunnelActor>,
 }
 
 impl RegistryShared {
-    fn live(&self) -> MutexGuard<'_, HashMap<ConversationKey, Addr<FunnelActor>>> {
-        // A panic elsewhere while holding the lock leaves the map itself intact.
-        self.live
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Called by a stopping actor: removes it unless a newer actor already took its place.
+    /// Called by a stopping actor.
     pub(super) fn forget(&self, key: &ConversationKey, addr: &Addr<FunnelActor>) {
-        let mut live = self.live();
-        if live.get(key).is_some_and(|current| current == addr) {
-            live.remove(key);
-        }
+        self.live.forget(key, addr);
     }
 }
 
@@ -46,7 +36,7 @@ impl FunnelRegistry {
         Self {
             shared: Arc::new(RegistryShared {
                 deps: Arc::new(deps),
-                live: Mutex::new(HashMap::new()),
+                live: LiveActors::new(),
             }),
         }
     }
@@ -75,22 +65,18 @@ impl FunnelRegistry {
     }
 
     fn live_actor(&self, key: &ConversationKey) -> Addr<FunnelActor> {
-        let mut live = self.shared.live();
-        if let Some(addr) = live.get(key).filter(|addr| addr.connected()) {
-            return addr.clone();
-        }
-        let addr = FunnelActor::new(
-            self.shared.deps.clone(),
-            key.clone(),
-            Arc::downgrade(&self.shared),
-        )
-        .start();
-        live.insert(key.clone(), addr.clone());
-        addr
+        self.shared.live.get_or_start(key, || {
+            FunnelActor::new(
+                self.shared.deps.clone(),
+                key.clone(),
+                Arc::downgrade(&self.shared),
+            )
+            .start()
+        })
     }
 
     /// How many conversations are live in this process.
     pub fn live_count(&self) -> usize {
-        self.shared.live().len()
+        self.shared.live.len()
     }
 }

@@ -1,0 +1,749 @@
+//! `MemberActor`: one signed-in member's chats while any of their sockets is open. Every message
+//! is stored before it is acknowledged, every reply before `chat:done` says so.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Weak};
+
+use actix::prelude::*;
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use rand::Rng;
+use serde_json::{Value, json};
+
+use super::registry::RegistryShared;
+use super::{Deps, FunnelBrief, prompts};
+use crate::ports::{AiError, AiPurpose, AiRequest, FunnelClient, Role, StoreError};
+use crate::reply::Reply;
+use crate::rules::chat::{chat_title, greeting, is_affirmative_reply};
+
+/// The spec's chat failure text.
+pub const CHAT_ERROR: &str = "I apologize, but I encountered an error. Please try again.";
+/// The spec's task-help failure text.
+pub const TASK_ERROR: &str =
+    "I apologize, but I encountered an error while analyzing your task. Please try again.";
+/// The spec's task-help text when the AI gave nothing to show.
+pub const TASK_FALLBACK: &str = "I'd be happy to help with your task! Could you provide a bit more detail about what you're working on?";
+
+/// Why a member's request was not taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    Empty,
+    TooLong,
+    Busy,
+    ChatNotFound,
+    TaskNotFound,
+    UpgradeRequired,
+    Unavailable,
+}
+
+impl Refusal {
+    pub fn code(self) -> &'static str {
+        match self {
+            Refusal::Empty => "empty",
+            Refusal::TooLong => "too_long",
+            Refusal::Busy => "busy",
+            Refusal::ChatNotFound | Refusal::TaskNotFound => "not_found",
+            Refusal::UpgradeRequired => "upgrade_required",
+            Refusal::Unavailable => "unavailable",
+        }
+    }
+
+    pub fn text(self) -> &'static str {
+        match self {
+            Refusal::Empty => "Please type your question first.",
+            Refusal::TooLong => "Please keep your message under 4,000 characters.",
+            Refusal::Busy => "Please wait for the reply before sending another message.",
+            Refusal::ChatNotFound => "Conversation not found.",
+            Refusal::TaskNotFound => "Task not found.",
+            Refusal::UpgradeRequired => "Start your trial to chat with your assistant.",
+            Refusal::Unavailable => {
+                "Your message could not be saved just now. Please try again in a moment."
+            }
+        }
+    }
+
+    fn to_json(self) -> Value {
+        json!({ "ok": false, "code": self.code(), "error": self.text() })
+    }
+}
+
+/// The acknowledgement of `chat:send`: only once the message is stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendAck {
+    Stored {
+        chat_id: String,
+        message_id: String,
+        title: String,
+    },
+    Refused(Refusal),
+}
+
+impl SendAck {
+    pub fn to_json(&self) -> Value {
+        match self {
+            SendAck::Stored {
+                chat_id,
+                message_id,
+                title,
+            } => json!({ "ok": true, "chatId": chat_id, "messageId": message_id, "title": title }),
+            SendAck::Refused(refusal) => refusal.to_json(),
+        }
+    }
+}
+
+/// The acknowledgement of `task:help`: the chat that holds the request and its reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskHelpAck {
+    Started { chat_id: String, title: String },
+    Refused(Refusal),
+}
+
+impl TaskHelpAck {
+    pub fn to_json(&self) -> Value {
+        match self {
+            TaskHelpAck::Started { chat_id, title } => {
+                json!({ "ok": true, "chatId": chat_id, "title": title })
+            }
+            TaskHelpAck::Refused(refusal) => refusal.to_json(),
+        }
+    }
+}
+
+/// The acknowledgement of `chat:stop`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StopAck;
+
+impl StopAck {
+    pub fn to_json(&self) -> Value {
+        json!({ "ok": true })
+    }
+}
+
+/// A client joins the member's actor: it gets `chat:ready` with the greeting of a new chat.
+#[derive(Clone, Message)]
+#[rtype(result = "()")]
+pub struct Join {
+    pub client: Arc<dyn FunnelClient>,
+    /// The funnel record on the member's account, read at each join (a checkout may have added it).
+    pub funnel: Option<FunnelBrief>,
+}
+
+/// What a client does.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub enum Event {
+    Send {
+        chat_id: Option<String>,
+        text: String,
+        reply: Reply<SendAck>,
+    },
+    Stop {
+        chat_id: String,
+        reply: Reply<StopAck>,
+    },
+    TaskHelp {
+        task_id: String,
+        reply: Reply<TaskHelpAck>,
+    },
+    Left {
+        client_id: String,
+    },
+}
+
+/// The next piece of a reply, from the task reading the AI's stream.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Piece {
+    chat_id: String,
+    message_id: String,
+    text: String,
+}
+
+/// The AI's stream ended (or failed).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Ended {
+    chat_id: String,
+    message_id: String,
+    result: Result<(), AiError>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReplyKind {
+    Chat,
+    Task,
+}
+
+impl ReplyKind {
+    fn error_text(self) -> &'static str {
+        match self {
+            ReplyKind::Chat => CHAT_ERROR,
+            ReplyKind::Task => TASK_ERROR,
+        }
+    }
+}
+
+/// A reply being written.
+struct Writing {
+    message_id: String,
+    kind: ReplyKind,
+    title: String,
+    text: String,
+    /// The task reading the AI's stream; aborting it drops the stream, which ends the AI call.
+    reader: tokio::task::JoinHandle<()>,
+}
+
+/// A chat ready for its reply: the member's message is stored.
+struct Prepared {
+    chat_id: String,
+    message_id: String,
+    title: String,
+    request: AiRequest,
+    new_chat: bool,
+}
+
+pub struct MemberActor {
+    deps: Arc<Deps>,
+    user_id: String,
+    registry: Weak<RegistryShared>,
+    clients: Vec<Arc<dyn FunnelClient>>,
+    funnel: Option<FunnelBrief>,
+    /// Chats with a message being stored or a finished reply being saved.
+    busy: HashSet<String>,
+    writing: HashMap<String, Writing>,
+    idle_timer: Option<SpawnHandle>,
+}
+
+impl MemberActor {
+    pub(super) fn new(deps: Arc<Deps>, user_id: String, registry: Weak<RegistryShared>) -> Self {
+        Self {
+            deps,
+            user_id,
+            registry,
+            clients: Vec::new(),
+            funnel: None,
+            busy: HashSet::new(),
+            writing: HashMap::new(),
+            idle_timer: None,
+        }
+    }
+
+    /// The first message of a new chat.
+    fn greeting(&self) -> String {
+        greeting(self.funnel.as_ref().map(|funnel| funnel.issue.as_str()))
+    }
+
+    fn broadcast(&self, event: &'static str, data: &Value) {
+        for client in &self.clients {
+            client.emit(event, data.clone());
+        }
+    }
+
+    fn is_working(&self) -> bool {
+        !self.busy.is_empty() || !self.writing.is_empty()
+    }
+
+    fn is_taken(&self, chat_id: &str) -> bool {
+        self.busy.contains(chat_id) || self.writing.contains_key(chat_id)
+    }
+
+    fn on_send(
+        &mut self,
+        chat_id: Option<String>,
+        text: String,
+        reply: Reply<SendAck>,
+        ctx: &mut Context<Self>,
+    ) {
+        let text = text.trim().to_owned();
+        let refusal = if text.is_empty() {
+            Some(Refusal::Empty)
+        } else if text.chars().count() > self.deps.settings.max_message_chars {
+            Some(Refusal::TooLong)
+        } else if chat_id.as_deref().is_some_and(|id| self.is_taken(id)) {
+            Some(Refusal::Busy)
+        } else {
+            None
+        };
+        if let Some(refusal) = refusal {
+            reply.send(SendAck::Refused(refusal));
+            return;
+        }
+        if let Some(id) = &chat_id {
+            self.busy.insert(id.clone());
+        }
+        // The shortcut answers the funnel greeting, so only a new chat's first message counts.
+        let solution = chat_id.is_none() && is_affirmative_reply(&text);
+        let funnel = self.funnel.clone().filter(|_| solution);
+        let prepare = prepare_chat_reply(
+            self.deps.clone(),
+            self.user_id.clone(),
+            chat_id.clone(),
+            self.greeting(),
+            text,
+            funnel,
+        );
+        let timeout = self.deps.settings.store_timeout;
+        ctx.spawn(
+            within(timeout, prepare)
+                .into_actor(self)
+                .map(move |prepared, act, ctx| {
+                    if let Some(id) = &chat_id {
+                        act.busy.remove(id);
+                    }
+                    match prepared {
+                        Ok(prepared) => {
+                            reply.send(SendAck::Stored {
+                                chat_id: prepared.chat_id.clone(),
+                                message_id: prepared.message_id.clone(),
+                                title: prepared.title.clone(),
+                            });
+                            act.deps.analytics.record(
+                                "chat_message_sent",
+                                &act.user_id,
+                                json!({ "chatId": prepared.chat_id, "newChat": prepared.new_chat }),
+                            );
+                            if prepared.new_chat {
+                                act.deps.analytics.record(
+                                    "new_chat_started",
+                                    &act.user_id,
+                                    json!({ "chatId": prepared.chat_id }),
+                                );
+                            }
+                            act.start_reply(prepared, ReplyKind::Chat, ctx);
+                        }
+                        Err(refusal) => reply.send(SendAck::Refused(refusal)),
+                    }
+                    act.arm_idle_timer_if_alone(ctx);
+                }),
+        );
+    }
+
+    fn on_task_help(
+        &mut self,
+        task_id: String,
+        reply: Reply<TaskHelpAck>,
+        ctx: &mut Context<Self>,
+    ) {
+        let deps = self.deps.clone();
+        let user_id = self.user_id.clone();
+        let greeting = self.greeting();
+        let prepare = async move {
+            if !deps.store.has_access(&user_id).await.map_err(unavailable)? {
+                return Err(Refusal::UpgradeRequired);
+            }
+            let task = deps
+                .store
+                .task(&user_id, &task_id)
+                .await
+                .map_err(unavailable)?
+                .ok_or(Refusal::TaskNotFound)?;
+            let request = prompts::task_request(&task);
+            let title = chat_title(&task.name);
+            let chat_id = deps
+                .store
+                .create_chat(&user_id, &title, &greeting)
+                .await
+                .map_err(unavailable)?;
+            let message_id = new_message_id();
+            deps.store
+                .append_message(&user_id, &chat_id, &message_id, Role::User, &request)
+                .await
+                .map_err(unavailable)?;
+            let settings = &deps.settings;
+            Ok(Prepared {
+                chat_id,
+                message_id,
+                title,
+                request: AiRequest {
+                    purpose: AiPurpose::TaskHelp,
+                    messages: prompts::task_help_messages(
+                        &settings.assistant_name,
+                        &settings.product_name,
+                        &request,
+                    ),
+                    timeout: settings.ai_timeout,
+                },
+                new_chat: true,
+            })
+        };
+        let timeout = self.deps.settings.store_timeout;
+        ctx.spawn(
+            within(timeout, prepare)
+                .into_actor(self)
+                .map(move |prepared, act, ctx| {
+                    match prepared {
+                        Ok(prepared) => {
+                            reply.send(TaskHelpAck::Started {
+                                chat_id: prepared.chat_id.clone(),
+                                title: prepared.title.clone(),
+                            });
+                            act.start_reply(prepared, ReplyKind::Task, ctx);
+                        }
+                        Err(refusal) => reply.send(TaskHelpAck::Refused(refusal)),
+                    }
+                    act.arm_idle_timer_if_alone(ctx);
+                }),
+        );
+    }
+
+    /// Starts the AI's reply: `chat:typing` now, then a `chat:delta` per piece as it comes.
+    fn start_reply(&mut self, prepared: Prepared, kind: ReplyKind, ctx: &mut Context<Self>) {
+        let message_id = new_message_id();
+        let chat_id = prepared.chat_id;
+        self.broadcast(
+            "chat:typing",
+            &json!({ "chatId": chat_id, "messageId": message_id }),
+        );
+        let mut stream = self.deps.ai.stream(prepared.request);
+        let wait = self.deps.settings.ai_timeout;
+        let addr = ctx.address();
+        let (reader_chat, reader_message) = (chat_id.clone(), message_id.clone());
+        let reader = tokio::spawn(async move {
+            let result = loop {
+                match tokio::time::timeout(wait, stream.next()).await {
+                    Ok(Some(Ok(text))) => addr.do_send(Piece {
+                        chat_id: reader_chat.clone(),
+                        message_id: reader_message.clone(),
+                        text,
+                    }),
+                    Ok(Some(Err(error))) => break Err(error),
+                    Ok(None) => break Ok(()),
+                    Err(_) => break Err(AiError::Timeout),
+                }
+            };
+            addr.do_send(Ended {
+                chat_id: reader_chat,
+                message_id: reader_message,
+                result,
+            });
+        });
+        self.writing.insert(
+            chat_id,
+            Writing {
+                message_id,
+                kind,
+                title: prepared.title,
+                text: String::new(),
+                reader,
+            },
+        );
+    }
+
+    /// The writing reply of `chat_id`, if `message_id` is still it (a stopped reply's last
+    /// pieces may still arrive).
+    fn current(&mut self, chat_id: &str, message_id: &str) -> Option<&mut Writing> {
+        self.writing
+            .get_mut(chat_id)
+            .filter(|writing| writing.message_id == message_id)
+    }
+
+    fn on_piece(&mut self, piece: Piece) {
+        if piece.text.is_empty() {
+            return;
+        }
+        let Some(writing) = self.current(&piece.chat_id, &piece.message_id) else {
+            return;
+        };
+        writing.text.push_str(&piece.text);
+        let data =
+            json!({ "chatId": piece.chat_id, "messageId": piece.message_id, "text": piece.text });
+        for client in &self.clients {
+            client.emit_volatile("chat:delta", data.clone());
+        }
+    }
+
+    fn on_ended(&mut self, ended: Ended, ctx: &mut Context<Self>) {
+        if self.current(&ended.chat_id, &ended.message_id).is_none() {
+            return;
+        }
+        let Some(writing) = self.writing.remove(&ended.chat_id) else {
+            return;
+        };
+        let text = writing.text.trim().to_owned();
+        match (ended.result, writing.kind) {
+            (Ok(()), _) if !text.is_empty() => {
+                self.finish(ended.chat_id, writing, text, false, ctx);
+            }
+            (Ok(()), ReplyKind::Task) => {
+                self.finish(ended.chat_id, writing, TASK_FALLBACK.to_owned(), false, ctx);
+            }
+            (result, kind) => {
+                if let Err(error) = result {
+                    tracing::warn!(user = %self.user_id, %error, "a member's reply failed");
+                } else {
+                    tracing::warn!(user = %self.user_id, "the AI gave an empty reply");
+                }
+                self.broadcast(
+                    "chat:error",
+                    &json!({ "chatId": ended.chat_id, "text": kind.error_text() }),
+                );
+                self.arm_idle_timer_if_alone(ctx);
+            }
+        }
+    }
+
+    fn on_stop(&mut self, chat_id: String, reply: Reply<StopAck>, ctx: &mut Context<Self>) {
+        reply.send(StopAck);
+        let Some(writing) = self.writing.remove(&chat_id) else {
+            return;
+        };
+        // Dropping the stream (with the task that reads it) hangs up on the AI provider.
+        writing.reader.abort();
+        let text = writing.text.trim().to_owned();
+        if text.is_empty() {
+            self.broadcast(
+                "chat:done",
+                &json!({
+                    "chatId": chat_id, "messageId": writing.message_id, "text": "",
+                    "title": writing.title, "stopped": true,
+                }),
+            );
+            self.arm_idle_timer_if_alone(ctx);
+        } else {
+            self.finish(chat_id, writing, text, true, ctx);
+        }
+    }
+
+    /// Stores the reply (tried a few times), then tells every client with `chat:done`. The chat
+    /// takes no send meanwhile, so the next message lands after the reply.
+    fn finish(
+        &mut self,
+        chat_id: String,
+        writing: Writing,
+        text: String,
+        stopped: bool,
+        ctx: &mut Context<Self>,
+    ) {
+        self.busy.insert(chat_id.clone());
+        let deps = self.deps.clone();
+        let user_id = self.user_id.clone();
+        let (save_chat, message_id, content) =
+            (chat_id.clone(), writing.message_id.clone(), text.clone());
+        let save = async move {
+            let attempts = deps.settings.reply_save_attempts.max(1);
+            let mut last = None;
+            for attempt in 1..=attempts {
+                let saving = deps.store.append_message(
+                    &user_id,
+                    &save_chat,
+                    &message_id,
+                    Role::Assistant,
+                    &content,
+                );
+                match within(deps.settings.store_timeout, async {
+                    saving.await.map_err(unavailable)
+                })
+                .await
+                {
+                    Ok(_) => return Ok(()),
+                    Err(refusal) => last = Some(refusal),
+                }
+                if attempt < attempts {
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            }
+            Err(last.unwrap_or(Refusal::Unavailable))
+        };
+        ctx.spawn(save.into_actor(self).map(move |saved, act, ctx| {
+            act.busy.remove(&chat_id);
+            if saved.is_err() {
+                // The member still sees the reply; only a reload would miss it.
+                tracing::error!(user = %act.user_id, chat = %chat_id, "a finished reply could not be stored");
+            }
+            act.broadcast(
+                "chat:done",
+                &json!({
+                    "chatId": chat_id, "messageId": writing.message_id, "text": text,
+                    "title": writing.title, "stopped": stopped,
+                }),
+            );
+            act.arm_idle_timer_if_alone(ctx);
+        }));
+    }
+
+    fn on_join(&mut self, join: Join, ctx: &mut Context<Self>) {
+        if let Some(timer) = self.idle_timer.take() {
+            ctx.cancel_future(timer);
+        }
+        self.funnel = join.funnel;
+        let client = join.client;
+        self.clients.retain(|c| c.id() != client.id());
+        client.emit("chat:ready", json!({ "greeting": self.greeting() }));
+        self.clients.push(client);
+    }
+
+    fn on_left(&mut self, client_id: &str, ctx: &mut Context<Self>) {
+        self.clients.retain(|c| c.id() != client_id);
+        self.arm_idle_timer_if_alone(ctx);
+    }
+
+    /// Nobody is connected and nothing is left to finish: the actor stops after a while. A reply
+    /// being written when the last tab closes is still finished and stored first.
+    fn arm_idle_timer_if_alone(&mut self, ctx: &mut Context<Self>) {
+        if !self.clients.is_empty() || self.is_working() {
+            return;
+        }
+        if let Some(timer) = self.idle_timer.take() {
+            ctx.cancel_future(timer);
+        }
+        self.idle_timer = Some(
+            ctx.run_later(self.deps.settings.idle_stop_after, |act, ctx| {
+                act.idle_timer = None;
+                if act.clients.is_empty() && !act.is_working() {
+                    ctx.stop();
+                }
+            }),
+        );
+    }
+}
+
+/// Stores the member's message (creating the chat on its first send) and builds the AI request.
+fn prepare_chat_reply(
+    deps: Arc<Deps>,
+    user_id: String,
+    chat_id: Option<String>,
+    greeting: String,
+    text: String,
+    solution_for: Option<FunnelBrief>,
+) -> BoxFuture<'static, Result<Prepared, Refusal>> {
+    Box::pin(async move {
+        if !deps.store.has_access(&user_id).await.map_err(unavailable)? {
+            return Err(Refusal::UpgradeRequired);
+        }
+        let new_chat = chat_id.is_none();
+        let chat_id = match chat_id {
+            Some(id) => id,
+            None => deps
+                .store
+                .create_chat(&user_id, &chat_title(&text), &greeting)
+                .await
+                .map_err(unavailable)?,
+        };
+        let message_id = new_message_id();
+        let stored = deps
+            .store
+            .append_message(&user_id, &chat_id, &message_id, Role::User, &text)
+            .await
+            .map_err(unavailable)?;
+        if !stored {
+            return Err(Refusal::ChatNotFound);
+        }
+        let settings = &deps.settings;
+        let chat = deps
+            .store
+            .chat(&user_id, &chat_id, settings.context_messages)
+            .await
+            .map_err(unavailable)?
+            .ok_or(Refusal::ChatNotFound)?;
+        let (purpose, messages) = match solution_for {
+            Some(funnel) => (
+                AiPurpose::FunnelSolution,
+                prompts::funnel_solution_messages(
+                    &settings.assistant_name,
+                    &settings.product_name,
+                    &funnel,
+                    &text,
+                ),
+            ),
+            None => {
+                let mut messages = vec![crate::ports::AiMessage::system(
+                    prompts::chat_system_prompt(&settings.assistant_name, &settings.product_name),
+                )];
+                messages.extend(chat.messages);
+                (AiPurpose::MemberChat, messages)
+            }
+        };
+        Ok(Prepared {
+            chat_id,
+            message_id,
+            title: chat.title,
+            request: AiRequest {
+                purpose,
+                messages,
+                timeout: settings.ai_timeout,
+            },
+            new_chat,
+        })
+    })
+}
+
+/// Store work bounded in time: past it, the member is asked to try again.
+async fn within<T>(
+    limit: std::time::Duration,
+    work: impl std::future::Future<Output = Result<T, Refusal>>,
+) -> Result<T, Refusal> {
+    tokio::time::timeout(limit, work)
+        .await
+        .unwrap_or(Err(Refusal::Unavailable))
+}
+
+fn unavailable(error: StoreError) -> Refusal {
+    tracing::warn!(%error, "the member chat's store failed");
+    Refusal::Unavailable
+}
+
+/// A message id: 20 random letters and digits, like the store's own keys.
+fn new_message_id() -> String {
+    let mut rng = rand::rng();
+    (0..20)
+        .map(|_| char::from(rng.sample(rand::distr::Alphanumeric)))
+        .collect()
+}
+
+impl Actor for MemberActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.arm_idle_timer_if_alone(ctx);
+    }
+
+    fn stopped(&mut self, ctx: &mut Self::Context) {
+        for writing in self.writing.values() {
+            writing.reader.abort();
+        }
+        if let Some(registry) = self.registry.upgrade() {
+            registry.forget(&self.user_id, &ctx.address());
+        }
+    }
+}
+
+impl Handler<Join> for MemberActor {
+    type Result = ();
+
+    fn handle(&mut self, join: Join, ctx: &mut Self::Context) {
+        self.on_join(join, ctx);
+    }
+}
+
+impl Handler<Event> for MemberActor {
+    type Result = ();
+
+    fn handle(&mut self, event: Event, ctx: &mut Self::Context) {
+        match event {
+            Event::Send {
+                chat_id,
+                text,
+                reply,
+            } => self.on_send(chat_id, text, reply, ctx),
+            Event::Stop { chat_id, reply } => self.on_stop(chat_id, reply, ctx),
+            Event::TaskHelp { task_id, reply } => self.on_task_help(task_id, reply, ctx),
+            Event::Left { client_id } => self.on_left(&client_id, ctx),
+        }
+    }
+}
+
+impl Handler<Piece> for MemberActor {
+    type Result = ();
+
+    fn handle(&mut self, piece: Piece, _ctx: &mut Self::Context) {
+        self.on_piece(piece);
+    }
+}
+
+impl Handler<Ended> for MemberActor {
+    type Result = ();
+
+    fn handle(&mut self, ended: Ended, ctx: &mut Self::Context) {
+        self.on_ended(ended, ctx);
+    }
+}

@@ -1,0 +1,70 @@
+//! The live member actors of this process, one per signed-in member with a socket open.
+
+use std::sync::Arc;
+
+use actix::{Actor, Addr};
+
+use super::Deps;
+use super::actor::{Join, MemberActor};
+use crate::live::LiveActors;
+
+/// A join meets an actor that is just stopping at most this often before giving up.
+const JOIN_ATTEMPTS: usize = 3;
+
+#[derive(Clone)]
+pub struct MemberRegistry {
+    shared: Arc<RegistryShared>,
+}
+
+pub struct RegistryShared {
+    deps: Arc<Deps>,
+    live: LiveActors<String, MemberActor>,
+}
+
+impl RegistryShared {
+    /// Called by a stopping actor.
+    pub(super) fn forget(&self, user_id: &String, addr: &Addr<MemberActor>) {
+        self.live.forget(user_id, addr);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the member's chat is not available")]
+pub struct Unavailable;
+
+impl MemberRegistry {
+    pub fn new(deps: Deps) -> Self {
+        Self {
+            shared: Arc::new(RegistryShared {
+                deps: Arc::new(deps),
+                live: LiveActors::new(),
+            }),
+        }
+    }
+
+    /// Joins a client to the member's actor, starting it if needed. Must be called on an actix
+    /// arbiter (the actor starts there).
+    pub async fn join(&self, user_id: &str, join: Join) -> Result<Addr<MemberActor>, Unavailable> {
+        for _ in 0..JOIN_ATTEMPTS {
+            let addr = self.shared.live.get_or_start(&user_id.to_owned(), || {
+                MemberActor::new(
+                    self.shared.deps.clone(),
+                    user_id.to_owned(),
+                    Arc::downgrade(&self.shared),
+                )
+                .start()
+            });
+            match addr.send(join.clone()).await {
+                Ok(()) => return Ok(addr),
+                // The actor stopped between the lookup and the join: start a new one.
+                Err(_) => self.shared.forget(&user_id.to_owned(), &addr),
+            }
+        }
+        Err(Unavailable)
+    }
+
+    /// How many members have a live actor in this process.
+    pub fn live_count(&self) -> usize {
+        self.shared.live.len()
+    }
+}

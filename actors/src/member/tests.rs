@@ -1,0 +1,817 @@
+//! The member actor with in-memory ports and paused time: replies stream from a test-driven AI
+//! whose streams report when they are dropped (which, in the server, hangs up on the provider).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
+use futures_util::{FutureExt, StreamExt};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::*;
+use crate::ports::{
+    AiError, AiMessage, AiPurpose, AiRequest, FunnelClient, Role, StoreError, StoredChat,
+    TaskBrief, TaskItemBrief,
+};
+use crate::reply::Reply;
+use crate::rules::chat::{GREETING, chat_title};
+
+const USER: &str = "member-1";
+
+// ---------------------------------------------------------------------------------------------
+// Ports
+
+struct StoredMessage {
+    id: String,
+    role: Role,
+    content: String,
+}
+
+struct MemoryChat {
+    owner: String,
+    title: String,
+    messages: Vec<StoredMessage>,
+}
+
+struct MemoryStore {
+    chats: Mutex<HashMap<String, MemoryChat>>,
+    tasks: Mutex<HashMap<String, (String, TaskBrief)>>,
+    access: AtomicBool,
+    next_id: Mutex<u32>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self {
+            chats: Mutex::default(),
+            tasks: Mutex::default(),
+            access: AtomicBool::new(true),
+            next_id: Mutex::new(0),
+        }
+    }
+}
+
+impl MemoryStore {
+    /// The chat's messages as (role, content).
+    fn messages(&self, chat_id: &str) -> Vec<(Role, String)> {
+        self.chats.lock().expect("lock")[chat_id]
+            .messages
+            .iter()
+            .map(|m| (m.role, m.content.clone()))
+            .collect()
+    }
+
+    fn message_ids(&self, chat_id: &str) -> Vec<String> {
+        self.chats.lock().expect("lock")[chat_id]
+            .messages
+            .iter()
+            .map(|m| m.id.clone())
+            .collect()
+    }
+
+    fn chat_count(&self) -> usize {
+        self.chats.lock().expect("lock").len()
+    }
+
+    fn add_chat_of(&self, owner: &str) -> String {
+        let id = format!("chat{}", self.chats.lock().expect("lock").len() + 100);
+        self.chats.lock().expect("lock").insert(
+            id.clone(),
+            MemoryChat {
+                owner: owner.into(),
+                title: "Theirs".into(),
+                messages: Vec::new(),
+            },
+        );
+        id
+    }
+
+    fn add_task(&self, owner: &str, task: TaskBrief) -> String {
+        let id = format!("task{}", self.tasks.lock().expect("lock").len() + 1);
+        self.tasks
+            .lock()
+            .expect("lock")
+            .insert(id.clone(), (owner.into(), task));
+        id
+    }
+}
+
+impl crate::ports::MemberStore for MemoryStore {
+    fn has_access(&self, _user_id: &str) -> BoxFuture<'static, Result<bool, StoreError>> {
+        let access = self.access.load(Ordering::SeqCst);
+        async move { Ok(access) }.boxed()
+    }
+
+    fn create_chat(
+        &self,
+        user_id: &str,
+        title: &str,
+        greeting: &str,
+    ) -> BoxFuture<'static, Result<String, StoreError>> {
+        let mut next = self.next_id.lock().expect("lock");
+        *next += 1;
+        let id = format!("c{next}");
+        self.chats.lock().expect("lock").insert(
+            id.clone(),
+            MemoryChat {
+                owner: user_id.into(),
+                title: title.into(),
+                messages: vec![StoredMessage {
+                    id: format!("greeting-{id}"),
+                    role: Role::Assistant,
+                    content: greeting.into(),
+                }],
+            },
+        );
+        async move { Ok(id) }.boxed()
+    }
+
+    fn append_message(
+        &self,
+        user_id: &str,
+        chat_id: &str,
+        message_id: &str,
+        role: Role,
+        content: &str,
+    ) -> BoxFuture<'static, Result<bool, StoreError>> {
+        let mut chats = self.chats.lock().expect("lock");
+        let found = match chats.get_mut(chat_id).filter(|chat| chat.owner == user_id) {
+            Some(chat) => {
+                chat.messages.push(StoredMessage {
+                    id: message_id.into(),
+                    role,
+                    content: content.into(),
+                });
+                true
+            }
+            None => false,
+        };
+        async move { Ok(found) }.boxed()
+    }
+
+    fn chat(
+        &self,
+        user_id: &str,
+        chat_id: &str,
+        last: usize,
+    ) -> BoxFuture<'static, Result<Option<StoredChat>, StoreError>> {
+        let chats = self.chats.lock().expect("lock");
+        let found = chats
+            .get(chat_id)
+            .filter(|chat| chat.owner == user_id)
+            .map(|chat| {
+                let skip = chat.messages.len().saturating_sub(last);
+                StoredChat {
+                    title: chat.title.clone(),
+                    messages: chat.messages[skip..]
+                        .iter()
+                        .map(|m| AiMessage {
+                            role: m.role,
+                            content: m.content.clone(),
+                        })
+                        .collect(),
+                }
+            });
+        async move { Ok(found) }.boxed()
+    }
+
+    fn task(
+        &self,
+        user_id: &str,
+        task_id: &str,
+    ) -> BoxFuture<'static, Result<Option<TaskBrief>, StoreError>> {
+        let found = self
+            .tasks
+            .lock()
+            .expect("lock")
+            .get(task_id)
+            .filter(|(owner, _)| owner == user_id)
+            .map(|(_, task)| task.clone());
+        async move { Ok(found) }.boxed()
+    }
+}
+
+/// One AI call the test drives: pieces go in through `pieces`; `dropped` turns true when the
+/// actor lets go of the stream.
+struct Call {
+    request: AiRequest,
+    pieces: mpsc::UnboundedSender<Result<String, AiError>>,
+    dropped: Arc<AtomicBool>,
+}
+
+impl Call {
+    fn piece(&self, text: &str) {
+        self.pieces
+            .send(Ok(text.into()))
+            .expect("the stream is read");
+    }
+
+    fn fail(&self, error: AiError) {
+        self.pieces.send(Err(error)).expect("the stream is read");
+    }
+
+    /// The reply is complete.
+    fn end(self) {}
+}
+
+/// Sets its flag when dropped, with the stream that owns it.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[derive(Default)]
+struct DrivenAi {
+    calls: Mutex<VecDeque<Call>>,
+}
+
+impl DrivenAi {
+    /// The next call the actor made (waiting for it on the paused clock).
+    async fn next_call(&self) -> Call {
+        for _ in 0..1000 {
+            if let Some(call) = self.calls.lock().expect("lock").pop_front() {
+                return call;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        panic!("no AI call was made");
+    }
+
+    fn no_call_made(&self) -> bool {
+        self.calls.lock().expect("lock").is_empty()
+    }
+}
+
+impl crate::ports::Ai for DrivenAi {
+    fn complete(&self, _request: AiRequest) -> BoxFuture<'static, Result<String, AiError>> {
+        async { Err(AiError::Offline) }.boxed()
+    }
+
+    fn stream(&self, request: AiRequest) -> BoxStream<'static, Result<String, AiError>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let dropped = Arc::new(AtomicBool::new(false));
+        self.calls.lock().expect("lock").push_back(Call {
+            request,
+            pieces: tx,
+            dropped: dropped.clone(),
+        });
+        futures_util::stream::unfold((rx, DropFlag(dropped)), |(mut rx, flag)| async move {
+            rx.recv().await.map(|piece| (piece, (rx, flag)))
+        })
+        .boxed()
+    }
+}
+
+#[derive(Default)]
+struct RecordedAnalytics(Mutex<Vec<(String, String)>>);
+
+impl RecordedAnalytics {
+    fn names(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .expect("lock")
+            .iter()
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+}
+
+impl crate::ports::Analytics for RecordedAnalytics {
+    fn record(&self, event: &'static str, subject: &str, _properties: Value) {
+        self.0
+            .lock()
+            .expect("lock")
+            .push((event.to_owned(), subject.to_owned()));
+    }
+}
+
+struct TestClient {
+    id: String,
+    events: mpsc::UnboundedSender<(String, Value)>,
+}
+
+impl FunnelClient for TestClient {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn address(&self) -> Option<std::net::IpAddr> {
+        None
+    }
+
+    fn emit(&self, event: &'static str, data: Value) {
+        let _ = self.events.send((event.to_owned(), data));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Harness
+
+struct Harness {
+    store: Arc<MemoryStore>,
+    ai: Arc<DrivenAi>,
+    analytics: Arc<RecordedAnalytics>,
+    registry: MemberRegistry,
+}
+
+impl Harness {
+    fn new() -> Self {
+        tokio::time::pause();
+        let store = Arc::new(MemoryStore::default());
+        let ai = Arc::new(DrivenAi::default());
+        let analytics = Arc::new(RecordedAnalytics::default());
+        let registry = MemberRegistry::new(Deps {
+            store: store.clone(),
+            ai: ai.clone(),
+            analytics: analytics.clone(),
+            settings: MemberSettings::new("Emma", "HelpNow"),
+        });
+        Self {
+            store,
+            ai,
+            analytics,
+            registry,
+        }
+    }
+
+    async fn connect(&self, client_id: &str, funnel: Option<FunnelBrief>) -> Tab {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let client = Arc::new(TestClient {
+            id: client_id.into(),
+            events: tx,
+        });
+        let addr = self
+            .registry
+            .join(USER, Join { client, funnel })
+            .await
+            .expect("join");
+        Tab {
+            id: client_id.into(),
+            addr,
+            events: rx,
+        }
+    }
+}
+
+struct Tab {
+    id: String,
+    addr: actix::Addr<MemberActor>,
+    events: mpsc::UnboundedReceiver<(String, Value)>,
+}
+
+impl Tab {
+    async fn next(&mut self) -> (String, Value) {
+        tokio::time::timeout(Duration::from_secs(600), self.events.recv())
+            .await
+            .expect("an event within 10 minutes")
+            .expect("the actor is alive")
+    }
+
+    async fn next_named(&mut self, name: &str) -> Value {
+        loop {
+            let (event, data) = self.next().await;
+            if event == name {
+                return data;
+            }
+        }
+    }
+
+    async fn send(&self, chat_id: Option<&str>, text: &str) -> SendAck {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.addr.do_send(Event::Send {
+            chat_id: chat_id.map(str::to_owned),
+            text: text.into(),
+            reply: Reply::new(move |ack| {
+                let _ = tx.send(ack);
+            }),
+        });
+        rx.await.expect("an ack")
+    }
+
+    /// Sends and expects the message to be stored: the chat id.
+    async fn send_stored(&self, chat_id: Option<&str>, text: &str) -> String {
+        match self.send(chat_id, text).await {
+            SendAck::Stored { chat_id, .. } => chat_id,
+            refused => panic!("refused: {refused:?}"),
+        }
+    }
+
+    async fn stop(&self, chat_id: &str) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.addr.do_send(Event::Stop {
+            chat_id: chat_id.into(),
+            reply: Reply::new(move |ack| {
+                let _ = tx.send(ack);
+            }),
+        });
+        rx.await.expect("an ack");
+    }
+
+    async fn task_help(&self, task_id: &str) -> TaskHelpAck {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.addr.do_send(Event::TaskHelp {
+            task_id: task_id.into(),
+            reply: Reply::new(move |ack| {
+                let _ = tx.send(ack);
+            }),
+        });
+        rx.await.expect("an ack")
+    }
+
+    fn leave(&self) {
+        self.addr.do_send(Event::Left {
+            client_id: self.id.clone(),
+        });
+    }
+}
+
+fn outlook_funnel() -> FunnelBrief {
+    FunnelBrief {
+        issue: "Outlook keeps asking for my password".into(),
+        raw_input: Some("outlook password popup".into()),
+        user_messages: Vec::new(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+
+#[actix::test]
+async fn the_first_send_saves_a_titled_chat_and_the_reply_streams_in() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    assert_eq!(tab.next_named("chat:ready").await["greeting"], GREETING);
+
+    let question = "My printer says it is offline, what should I do?";
+    let ack = tab.send(None, question).await;
+    let SendAck::Stored {
+        chat_id,
+        message_id,
+        title,
+    } = ack
+    else {
+        panic!("refused: {ack:?}");
+    };
+    assert_eq!(title, chat_title(question));
+    assert_eq!(title, "My printer says it is offline,...");
+    assert!(harness.store.message_ids(&chat_id).contains(&message_id));
+
+    let typing = tab.next_named("chat:typing").await;
+    assert_eq!(typing["chatId"], chat_id.as_str());
+    let call = harness.ai.next_call().await;
+    assert_eq!(call.request.purpose, AiPurpose::MemberChat);
+    call.piece("1. Turn the printer ");
+    let first = tab.next_named("chat:delta").await;
+    assert_eq!(first["text"], "1. Turn the printer ");
+    assert_eq!(first["messageId"], typing["messageId"]);
+    call.piece("off and on.");
+    assert_eq!(tab.next_named("chat:delta").await["text"], "off and on.");
+    call.end();
+
+    let done = tab.next_named("chat:done").await;
+    assert_eq!(done["text"], "1. Turn the printer off and on.");
+    assert_eq!(done["title"], title.as_str());
+    assert_eq!(done["stopped"], false);
+    assert_eq!(
+        harness.store.messages(&chat_id),
+        vec![
+            (Role::Assistant, GREETING.to_owned()),
+            (Role::User, question.to_owned()),
+            (
+                Role::Assistant,
+                "1. Turn the printer off and on.".to_owned()
+            ),
+        ]
+    );
+    assert_eq!(
+        harness.analytics.names(),
+        vec!["chat_message_sent", "new_chat_started"]
+    );
+    assert!(
+        harness
+            .analytics
+            .0
+            .lock()
+            .expect("lock")
+            .iter()
+            .all(|(_, who)| who == USER)
+    );
+}
+
+#[actix::test]
+async fn later_sends_add_to_the_chat_and_the_ai_sees_the_conversation() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    let chat_id = tab
+        .send_stored(None, "How do I attach a photo to an email?")
+        .await;
+    let call = harness.ai.next_call().await;
+    call.piece("Click the paper clip.");
+    call.end();
+    tab.next_named("chat:done").await;
+
+    let again = tab
+        .send_stored(Some(&chat_id), "I do not see a paper clip")
+        .await;
+    assert_eq!(again, chat_id, "the same chat");
+    let call = harness.ai.next_call().await;
+    let said: Vec<(Role, &str)> = call
+        .request
+        .messages
+        .iter()
+        .map(|m| (m.role, m.content.as_str()))
+        .collect();
+    assert_eq!(said[0].0, Role::System);
+    assert_eq!(
+        &said[1..],
+        &[
+            (Role::Assistant, GREETING),
+            (Role::User, "How do I attach a photo to an email?"),
+            (Role::Assistant, "Click the paper clip."),
+            (Role::User, "I do not see a paper clip"),
+        ]
+    );
+    call.piece("Look for 'Attach'.");
+    call.end();
+    let done = tab.next_named("chat:done").await;
+    assert_eq!(done["title"], "How do I attach a photo to an...");
+    assert_eq!(harness.store.chat_count(), 1);
+    assert_eq!(harness.store.messages(&chat_id).len(), 5);
+    let started = harness
+        .analytics
+        .names()
+        .iter()
+        .filter(|n| *n == "new_chat_started")
+        .count();
+    assert_eq!(started, 1);
+}
+
+#[actix::test]
+async fn stop_drops_the_ai_stream_and_keeps_what_was_written() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    let chat_id = tab.send_stored(None, "My computer is very slow").await;
+    let call = harness.ai.next_call().await;
+    call.piece("1. Restart the computer.");
+    tab.next_named("chat:delta").await;
+    assert!(!call.dropped.load(Ordering::SeqCst));
+
+    tab.stop(&chat_id).await;
+    let done = tab.next_named("chat:done").await;
+    assert_eq!(done["stopped"], true);
+    assert_eq!(done["text"], "1. Restart the computer.");
+    // The stream (and so the provider's request) is gone.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert!(
+        call.dropped.load(Ordering::SeqCst),
+        "the AI stream was dropped"
+    );
+    assert!(call.pieces.send(Ok("2. more".into())).is_err());
+    assert_eq!(
+        harness.store.messages(&chat_id).last(),
+        Some(&(Role::Assistant, "1. Restart the computer.".to_owned()))
+    );
+
+    // The chat takes the next message at once.
+    tab.send_stored(Some(&chat_id), "Thanks, that helped").await;
+    harness.ai.next_call().await.end();
+    tab.next_named("chat:error").await;
+}
+
+#[actix::test]
+async fn stop_before_any_text_stores_nothing_for_the_reply() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    let chat_id = tab.send_stored(None, "Is this email a scam?").await;
+    let call = harness.ai.next_call().await;
+    tab.stop(&chat_id).await;
+    let done = tab.next_named("chat:done").await;
+    assert_eq!(done["text"], "");
+    assert_eq!(done["stopped"], true);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert!(call.dropped.load(Ordering::SeqCst));
+    assert_eq!(
+        harness.store.messages(&chat_id).len(),
+        2,
+        "greeting and question"
+    );
+}
+
+#[actix::test]
+async fn a_failed_or_silent_ai_gives_the_spec_error_and_no_reply_is_stored() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    let chat_id = tab.send_stored(None, "Why is my wifi slow?").await;
+    let call = harness.ai.next_call().await;
+    call.piece("Let me");
+    call.fail(AiError::Failed("connection reset".into()));
+    let error = tab.next_named("chat:error").await;
+    assert_eq!(error["text"], CHAT_ERROR);
+    assert_eq!(error["chatId"], chat_id.as_str());
+    assert_eq!(harness.store.messages(&chat_id).len(), 2);
+
+    // A stall: no piece within the AI time-out (30 s of paused time).
+    tab.send_stored(Some(&chat_id), "Hello?").await;
+    let _stalled = harness.ai.next_call().await;
+    let started = tokio::time::Instant::now();
+    assert_eq!(tab.next_named("chat:error").await["text"], CHAT_ERROR);
+    assert_eq!(started.elapsed().as_secs(), 30);
+}
+
+#[actix::test]
+async fn sends_are_refused_when_empty_too_long_busy_or_not_the_members() {
+    let harness = Harness::new();
+    let tab = harness.connect("tab-1", None).await;
+    assert_eq!(
+        tab.send(None, "   \n ").await,
+        SendAck::Refused(Refusal::Empty)
+    );
+    assert_eq!(
+        tab.send(None, &"a".repeat(4001)).await,
+        SendAck::Refused(Refusal::TooLong)
+    );
+    let chat_id = tab.send_stored(None, "How do I update Windows?").await;
+    let _writing = harness.ai.next_call().await;
+    let busy = tab.send(Some(&chat_id), "and also?").await;
+    assert_eq!(busy, SendAck::Refused(Refusal::Busy));
+    assert_eq!(
+        busy.to_json()["error"],
+        "Please wait for the reply before sending another message."
+    );
+
+    let theirs = harness.store.add_chat_of("member-2");
+    let refused = tab.send(Some(&theirs), "let me in").await;
+    assert_eq!(refused, SendAck::Refused(Refusal::ChatNotFound));
+    assert_eq!(refused.to_json()["code"], "not_found");
+    assert!(
+        harness.store.messages(&theirs).is_empty(),
+        "nothing written"
+    );
+}
+
+#[actix::test]
+async fn without_access_a_send_asks_for_the_upgrade_and_nothing_is_saved() {
+    let harness = Harness::new();
+    let tab = harness.connect("tab-1", None).await;
+    harness.store.access.store(false, Ordering::SeqCst);
+    let refused = tab.send(None, "Can you help me?").await;
+    assert_eq!(refused, SendAck::Refused(Refusal::UpgradeRequired));
+    assert_eq!(refused.to_json()["code"], "upgrade_required");
+    assert_eq!(harness.store.chat_count(), 0);
+    assert!(harness.ai.no_call_made());
+    assert!(harness.analytics.names().is_empty());
+}
+
+#[actix::test]
+async fn after_a_funnel_the_greeting_names_the_issue_and_yes_gets_the_solution() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", Some(outlook_funnel())).await;
+    let greeting = tab.next_named("chat:ready").await["greeting"]
+        .as_str()
+        .expect("text")
+        .to_owned();
+    assert!(
+        greeting.contains("Outlook keeps asking for my password"),
+        "{greeting}"
+    );
+
+    let chat_id = tab.send_stored(None, "yes").await;
+    let call = harness.ai.next_call().await;
+    assert_eq!(call.request.purpose, AiPurpose::FunnelSolution);
+    let request = &call.request.messages.last().expect("a message").content;
+    assert!(
+        request.contains("Outlook keeps asking for my password"),
+        "{request}"
+    );
+    call.piece("1. Open Outlook.");
+    call.end();
+    tab.next_named("chat:done").await;
+    assert_eq!(
+        harness.store.messages(&chat_id)[0].1,
+        greeting,
+        "stored greeting"
+    );
+
+    // Only the first reply to the greeting takes the shortcut.
+    tab.send_stored(Some(&chat_id), "ok").await;
+    assert_eq!(
+        harness.ai.next_call().await.request.purpose,
+        AiPurpose::MemberChat
+    );
+}
+
+#[actix::test]
+async fn a_question_after_the_funnel_greeting_is_answered_as_asked() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", Some(outlook_funnel())).await;
+    tab.next_named("chat:ready").await;
+    tab.send_stored(None, "Actually, how do I print a web page?")
+        .await;
+    assert_eq!(
+        harness.ai.next_call().await.request.purpose,
+        AiPurpose::MemberChat
+    );
+}
+
+#[actix::test]
+async fn task_help_opens_a_chat_with_the_request_and_the_structured_reply() {
+    let harness = Harness::new();
+    let task_id = harness.store.add_task(
+        USER,
+        TaskBrief {
+            name: "Set up my new phone".into(),
+            items: vec![TaskItemBrief {
+                text: "Move my photos".into(),
+                completed: false,
+            }],
+        },
+    );
+    let mut tab = harness.connect("tab-1", None).await;
+    let ack = tab.task_help(&task_id).await;
+    let TaskHelpAck::Started { chat_id, title } = ack else {
+        panic!("refused: {ack:?}");
+    };
+    assert_eq!(title, "Set up my new phone");
+    tab.next_named("chat:typing").await;
+    let call = harness.ai.next_call().await;
+    assert_eq!(call.request.purpose, AiPurpose::TaskHelp);
+    call.piece("## Move my photos\n1. Open Photos.");
+    call.end();
+    let done = tab.next_named("chat:done").await;
+    assert_eq!(done["chatId"], chat_id.as_str());
+    let messages = harness.store.messages(&chat_id);
+    assert_eq!(messages.len(), 3);
+    assert!(
+        messages[1].1.contains("- Move my photos"),
+        "{:?}",
+        messages[1]
+    );
+    assert_eq!(messages[2].1, "## Move my photos\n1. Open Photos.");
+
+    // An empty answer gets the spec's helper text; a failure its error text.
+    tab.task_help(&task_id).await;
+    harness.ai.next_call().await.end();
+    assert_eq!(tab.next_named("chat:done").await["text"], TASK_FALLBACK);
+    tab.task_help(&task_id).await;
+    harness
+        .ai
+        .next_call()
+        .await
+        .fail(AiError::Failed("boom".into()));
+    assert_eq!(tab.next_named("chat:error").await["text"], TASK_ERROR);
+
+    let theirs = harness.store.add_task(
+        "member-2",
+        TaskBrief {
+            name: "Private".into(),
+            items: Vec::new(),
+        },
+    );
+    assert_eq!(
+        tab.task_help(&theirs).await,
+        TaskHelpAck::Refused(Refusal::TaskNotFound)
+    );
+}
+
+#[actix::test]
+async fn every_tab_sees_the_reply_and_it_is_stored_after_the_last_tab_closes() {
+    let harness = Harness::new();
+    let mut first = harness.connect("tab-1", None).await;
+    let mut second = harness.connect("tab-2", None).await;
+    let chat_id = first
+        .send_stored(None, "How do I make the text bigger?")
+        .await;
+    let call = harness.ai.next_call().await;
+    call.piece("Press Ctrl and +.");
+    assert_eq!(
+        first.next_named("chat:delta").await["text"],
+        "Press Ctrl and +."
+    );
+    assert_eq!(
+        second.next_named("chat:delta").await["text"],
+        "Press Ctrl and +."
+    );
+    first.leave();
+    second.leave();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    call.end();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(
+        harness.store.messages(&chat_id).last(),
+        Some(&(Role::Assistant, "Press Ctrl and +.".to_owned()))
+    );
+    assert_eq!(harness.registry.live_count(), 1);
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    assert_eq!(harness.registry.live_count(), 0, "the idle actor stopped");
+
+    // The next join starts a fresh actor.
+    let mut back = harness.connect("tab-3", None).await;
+    assert_eq!(back.next_named("chat:ready").await["greeting"], GREETING);
+}

@@ -1,0 +1,156 @@
+//! The `/member` namespace (docs/protocol.md): a signed-in member with an active trial or
+//! subscription. The member is found by the session cookie, or by `auth.token`: a session secret
+//! (clients without cookies, such as load generators) or a one-time sign-in token (used up).
+
+use std::sync::Arc;
+
+use actix::{Handler, Recipient};
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use helpnow_actors::member::{Event, Join, MemberActor, MemberRegistry, StopAck};
+use helpnow_actors::ports::FunnelClient;
+use serde_json::{Value, json};
+
+use crate::auth::session::COOKIE_NAME;
+use crate::auth::token;
+use crate::funnels::{SocketClient, reply};
+use crate::realtime::{ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
+use crate::store::{self, Db};
+
+pub struct MemberNamespace {
+    registry: MemberRegistry,
+    db: Db,
+}
+
+impl MemberNamespace {
+    pub fn new(registry: MemberRegistry, db: Db) -> Self {
+        Self { registry, db }
+    }
+}
+
+fn refusal(code: &str, message: &str) -> ConnectError {
+    ConnectError::new(message).with_data(json!({ "code": code }))
+}
+
+fn unavailable(error: impl std::fmt::Display) -> ConnectError {
+    tracing::warn!(%error, "a member's chat could not be opened");
+    refusal(
+        "unavailable",
+        "We could not open your chat just now. Please try again in a moment.",
+    )
+}
+
+/// The member a handshake names: the session cookie, else `auth.token`.
+async fn member_of(
+    db: &Db,
+    cookie: Option<String>,
+    auth_token: Option<String>,
+) -> Result<Option<String>, surrealdb::Error> {
+    for secret in cookie.iter().chain(auth_token.iter()) {
+        if let Some(user) = store::sessions::find_user(db, &token::hash_secret(secret)).await? {
+            return Ok(Some(user.user_id));
+        }
+    }
+    if let Some(secret) = auth_token {
+        let owner = store::billing::redeem_sign_in_token(db, &token::hash_secret(&secret)).await?;
+        return Ok(owner.map(|owner| owner.user_id));
+    }
+    Ok(None)
+}
+
+impl Namespace for MemberNamespace {
+    fn connect(
+        &self,
+        request: ConnectRequest,
+        socket: SocketRef,
+    ) -> BoxFuture<'static, Result<Recipient<SocketEvent>, ConnectError>> {
+        let secret = |value: Option<&str>| {
+            value
+                .filter(|value| token::looks_like_secret(value))
+                .map(str::to_owned)
+        };
+        let cookie = secret(request.handshake.cookie(COOKIE_NAME));
+        let auth_token = secret(request.auth.get("token").and_then(Value::as_str));
+        let address = request.handshake.address;
+        let registry = self.registry.clone();
+        let db = self.db.clone();
+        async move {
+            let user_id = member_of(&db, cookie, auth_token)
+                .await
+                .map_err(unavailable)?
+                .ok_or_else(|| refusal("sign_in_required", "Please sign in to chat."))?;
+            if !super::has_access(&db, &user_id)
+                .await
+                .map_err(unavailable)?
+            {
+                return Err(refusal(
+                    "upgrade_required",
+                    "Start your trial to chat with your assistant.",
+                ));
+            }
+            let funnel = store::users::funnel_record(&db, &user_id)
+                .await
+                .map_err(unavailable)?
+                .as_ref()
+                .and_then(super::funnel_brief);
+            let client: Arc<dyn FunnelClient> = Arc::new(SocketClient { socket, address });
+            registry
+                .join(&user_id, Join { client, funnel })
+                .await
+                .map(|actor| actor.recipient())
+                .map_err(unavailable)
+        }
+        .boxed()
+    }
+}
+
+fn text_field(args: &[Value], key: &str) -> Option<String> {
+    args.first()
+        .and_then(|data| data.get(key))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// The socket's events, as the member actor understands them.
+impl Handler<SocketEvent> for MemberActor {
+    type Result = ();
+
+    fn handle(&mut self, event: SocketEvent, ctx: &mut Self::Context) {
+        let event = match event {
+            SocketEvent::Event {
+                name, payload, ack, ..
+            } => {
+                let args = &payload.args;
+                match name.as_str() {
+                    "chat:send" => Event::Send {
+                        chat_id: text_field(args, "chatId"),
+                        text: text_field(args, "text").unwrap_or_default(),
+                        reply: reply(ack, |answer: &helpnow_actors::member::SendAck| {
+                            answer.to_json()
+                        }),
+                    },
+                    "chat:stop" => Event::Stop {
+                        chat_id: text_field(args, "chatId").unwrap_or_default(),
+                        reply: reply(ack, StopAck::to_json),
+                    },
+                    "task:help" => Event::TaskHelp {
+                        task_id: text_field(args, "taskId").unwrap_or_default(),
+                        reply: reply(ack, |answer: &helpnow_actors::member::TaskHelpAck| {
+                            answer.to_json()
+                        }),
+                    },
+                    _ => {
+                        if let Some(ack) = ack {
+                            ack.send_json(&json!({ "ok": false, "error": "Unknown event." }));
+                        }
+                        return;
+                    }
+                }
+            }
+            SocketEvent::Disconnected { socket, .. } => Event::Left {
+                client_id: socket.id().to_owned(),
+            },
+        };
+        <Self as Handler<Event>>::handle(self, event, ctx);
+    }
+}

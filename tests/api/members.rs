@@ -1,0 +1,450 @@
+//! The members' chat on the real server: the `/member` namespace's refusals, a streamed reply
+//! saved with its title, Stop hanging up on the AI provider (the mock sees the request end), owner
+//! isolation, and the saved shortcuts. A small Socket.IO client over HTTP long-polling speaks the
+//! protocol here; the official client checks the same namespace in web/conformance.
+
+use std::time::{Duration, Instant};
+
+use helpnow::store::chats::{self, ChatId, MessageId, Role};
+use serde_json::{Value, json};
+
+use crate::ai_mock::MockAi;
+use crate::auth::{me, sign_up};
+use crate::helpers::{TestApp, get_with_cookie, spawn_app, spawn_app_with};
+
+const HANDSHAKE: &str = "/socket.io/?EIO=4&transport=polling";
+const NAMESPACE: &str = "/member";
+
+/// Gives the account behind `cookie` a trial that ends in a week (as fulfilment would).
+async fn start_trial(app: &TestApp, cookie: &str) -> String {
+    let user_id = me(app, cookie).await["user"]["id"]
+        .as_str()
+        .expect("user id")
+        .to_owned();
+    app.db
+        .query(
+            "UPDATE type::record('user', $id) SET trial_started = true, \
+             trial_start_date = time::now(), trial_end_date = time::now() + 7d",
+        )
+        .bind(("id", user_id.clone()))
+        .await
+        .expect("query")
+        .check()
+        .expect("trial set");
+    user_id
+}
+
+async fn member(app: &TestApp, email: &str) -> (String, String) {
+    let cookie = sign_up(app, email, "correct horse battery").await;
+    let user_id = start_trial(app, &cookie).await;
+    (cookie, user_id)
+}
+
+/// A Socket.IO client of the `/member` namespace over HTTP long-polling.
+struct MemberSocket<'a> {
+    app: &'a TestApp,
+    sid: String,
+    cookie: Option<String>,
+    /// Packets read but not yet taken.
+    inbox: Vec<String>,
+    next_ack: u64,
+}
+
+impl<'a> MemberSocket<'a> {
+    /// Opens the Engine.IO session (with the cookie, if any) and asks to join the namespace.
+    async fn open(app: &'a TestApp, cookie: Option<&str>, auth: Value) -> (Self, Value) {
+        let mut request = app.client.get(app.url(HANDSHAKE));
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        let body = request
+            .send()
+            .await
+            .expect("handshake")
+            .text()
+            .await
+            .expect("body");
+        let open: Value =
+            serde_json::from_str(body.strip_prefix('0').expect("an open packet")).expect("json");
+        let mut socket = Self {
+            app,
+            sid: open["sid"].as_str().expect("sid").to_owned(),
+            cookie: cookie.map(str::to_owned),
+            inbox: Vec::new(),
+            next_ack: 0,
+        };
+        socket.post(&format!("40{NAMESPACE},{auth}")).await;
+        let answer = socket
+            .take(|packet| {
+                packet.starts_with(&format!("40{NAMESPACE},"))
+                    || packet.starts_with(&format!("44{NAMESPACE},"))
+            })
+            .await;
+        let joined = answer.starts_with("40");
+        let data: Value = serde_json::from_str(&answer[NAMESPACE.len() + 3..]).expect("json");
+        (socket, json!({ "joined": joined, "data": data }))
+    }
+
+    async fn post(&self, body: &str) {
+        let mut request = self
+            .app
+            .client
+            .post(self.app.url(&format!("{HANDSHAKE}&sid={}", self.sid)))
+            .body(body.to_owned());
+        if let Some(cookie) = &self.cookie {
+            request = request.header("cookie", cookie);
+        }
+        let response = request.send().await.expect("POST");
+        assert_eq!(response.status(), 200);
+    }
+
+    /// The first packet (read so far or from the next polls) that `wanted` picks. Pings are
+    /// answered on the way.
+    async fn take(&mut self, wanted: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(index) = self.inbox.iter().position(|packet| wanted(packet)) {
+                return self.inbox.remove(index);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no such packet; got {:?}",
+                self.inbox
+            );
+            let body = self
+                .app
+                .get(&format!("{HANDSHAKE}&sid={}", self.sid))
+                .await
+                .text()
+                .await
+                .expect("poll body");
+            for packet in body.split('\u{1e}') {
+                if packet == "2" {
+                    self.post("3").await;
+                } else if !packet.is_empty() {
+                    self.inbox.push(packet.to_owned());
+                }
+            }
+        }
+    }
+
+    /// Emits `event` with `data`, asking for an acknowledgement; returns the ack's data.
+    async fn call(&mut self, event: &str, data: Value) -> Value {
+        let id = self.next_ack;
+        self.next_ack += 1;
+        self.post(&format!("42{NAMESPACE},{id}{}", json!([event, data])))
+            .await;
+        let prefix = format!("43{NAMESPACE},{id}[");
+        let packet = self.take(|packet| packet.starts_with(&prefix)).await;
+        let args: Value = serde_json::from_str(&packet[prefix.len() - 1..]).expect("json");
+        args[0].clone()
+    }
+
+    /// The next server event named `event`; its data.
+    async fn event(&mut self, event: &str) -> Value {
+        let prefix = format!("42{NAMESPACE},[\"{event}\",");
+        let packet = self.take(|packet| packet.starts_with(&prefix)).await;
+        let args: Value = serde_json::from_str(&packet[NAMESPACE.len() + 3..]).expect("json");
+        args[1].clone()
+    }
+}
+
+#[tokio::test]
+async fn visitors_and_members_without_access_are_refused_with_a_code() {
+    let app = spawn_app().await;
+    let (_, visitor) = MemberSocket::open(&app, None, json!({})).await;
+    assert_eq!(visitor["joined"], false);
+    assert_eq!(visitor["data"]["data"]["code"], "sign_in_required");
+    assert_eq!(visitor["data"]["message"], "Please sign in to chat.");
+
+    let (_, forged) = MemberSocket::open(&app, None, json!({ "token": "x".repeat(43) })).await;
+    assert_eq!(forged["data"]["data"]["code"], "sign_in_required");
+
+    let cookie = sign_up(&app, "no-trial@example.com", "correct horse battery").await;
+    let (_, no_access) = MemberSocket::open(&app, Some(&cookie), json!({})).await;
+    assert_eq!(no_access["joined"], false);
+    assert_eq!(no_access["data"]["data"]["code"], "upgrade_required");
+
+    start_trial(&app, &cookie).await;
+    let (_, member) = MemberSocket::open(&app, Some(&cookie), json!({})).await;
+    assert_eq!(member["joined"], true);
+}
+
+#[tokio::test]
+async fn a_streamed_reply_is_saved_under_the_title_of_the_first_message() {
+    let ai = MockAi::start().await;
+    ai.reply_with("1. Open **Settings**.\n2. Choose *Wi-Fi*.\n3. Pick your network.");
+    let app = spawn_app_with(|settings| settings.ai = ai.settings()).await;
+    let (cookie, _) = member(&app, "streams@example.com").await;
+    let (mut socket, joined) = MemberSocket::open(&app, Some(&cookie), json!({})).await;
+    assert_eq!(joined["joined"], true);
+    assert_eq!(
+        socket.event("chat:ready").await["greeting"],
+        "Hello! How can I help you today?"
+    );
+
+    let question = "How do I connect my new laptop to the Wi-Fi at home?";
+    let ack = socket.call("chat:send", json!({ "text": question })).await;
+    assert_eq!(ack["ok"], true, "{ack}");
+    assert_eq!(ack["title"], "How do I connect my new laptop...");
+    let chat_id = ack["chatId"].as_str().expect("chat id").to_owned();
+
+    let typing = socket.event("chat:typing").await;
+    assert_eq!(typing["chatId"], chat_id.as_str());
+    let mut streamed = String::new();
+    let done = loop {
+        let packet = socket
+            .take(|p| p.contains("\"chat:delta\"") || p.contains("\"chat:done\""))
+            .await;
+        let args: Value = serde_json::from_str(&packet[NAMESPACE.len() + 3..]).expect("json");
+        if args[0] == "chat:done" {
+            break args[1].clone();
+        }
+        streamed.push_str(args[1]["text"].as_str().expect("text"));
+    };
+    assert_eq!(
+        done["text"],
+        "1. Open **Settings**.\n2. Choose *Wi-Fi*.\n3. Pick your network."
+    );
+    assert_eq!(
+        streamed,
+        done["text"].as_str().expect("text"),
+        "the pieces make the reply"
+    );
+    assert_eq!(done["messageId"], typing["messageId"]);
+    assert_eq!(done["stopped"], false);
+    let sent = ai.requests().last().expect("a request").clone();
+    assert!(
+        sent.contents().iter().any(|c| c == question),
+        "{:?}",
+        sent.contents()
+    );
+
+    // Reloaded (or from another device): the history has it, in order.
+    let list: Value = get_with_cookie(&app, "/api/chats", &cookie)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(list["chats"][0]["id"], chat_id.as_str());
+    assert_eq!(
+        list["chats"][0]["title"],
+        "How do I connect my new laptop..."
+    );
+    let chat: Value = get_with_cookie(&app, &format!("/api/chats/{chat_id}"), &cookie)
+        .await
+        .json()
+        .await
+        .expect("json");
+    let messages: Vec<(&str, &str)> = chat["chat"]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap_or_default(),
+                m["content"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        messages,
+        vec![
+            ("assistant", "Hello! How can I help you today?"),
+            ("user", question),
+            ("assistant", done["text"].as_str().expect("text")),
+        ]
+    );
+    assert_eq!(chat["chat"]["messages"][2]["id"], done["messageId"]);
+}
+
+#[tokio::test]
+async fn stop_ends_the_providers_request_and_keeps_what_was_written() {
+    let ai = MockAi::start().await;
+    // A long reply, a piece every 300 ms: about 20 s to write in full.
+    let steps: Vec<String> = (1..=20).map(|n| format!("{n}. Step number {n}.")).collect();
+    ai.reply_with(steps.join(" "));
+    ai.stream_delay(Duration::from_millis(300));
+    let app = spawn_app_with(|settings| settings.ai = ai.settings()).await;
+    let (cookie, _) = member(&app, "stops@example.com").await;
+    let (mut socket, _) = MemberSocket::open(&app, Some(&cookie), json!({})).await;
+    let ack = socket
+        .call("chat:send", json!({ "text": "My internet keeps dropping" }))
+        .await;
+    let chat_id = ack["chatId"].as_str().expect("chat id").to_owned();
+    let first = socket.event("chat:delta").await;
+    assert!(!ai.stream_cancelled());
+
+    let stopped = socket.call("chat:stop", json!({ "chatId": chat_id })).await;
+    assert_eq!(stopped["ok"], true);
+    let done = socket.event("chat:done").await;
+    assert_eq!(done["stopped"], true);
+    let kept = done["text"].as_str().expect("text").to_owned();
+    assert!(
+        kept.starts_with(first["text"].as_str().expect("text").trim()),
+        "{kept:?}"
+    );
+
+    // The provider sees its request end long before the reply would have been written.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !ai.stream_cancelled() {
+        assert!(
+            Instant::now() < deadline,
+            "the provider's request was not ended"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let chat: Value = get_with_cookie(&app, &format!("/api/chats/{chat_id}"), &cookie)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(chat["chat"]["messages"][2]["content"], kept.as_str());
+    assert_eq!(
+        chat["chat"]["messages"].as_array().expect("messages").len(),
+        3
+    );
+}
+
+#[tokio::test]
+async fn another_members_chat_is_not_found_and_a_session_token_works_without_cookies() {
+    let app = spawn_app().await;
+    let (owner_cookie, owner) = member(&app, "owner@example.com").await;
+    let (other_cookie, _) = member(&app, "other@example.com").await;
+    let chat = chats::create_chat(&app.db, &owner, "Mine", "Hello! How can I help you today?")
+        .await
+        .expect("chat");
+
+    // The other member connects with the session secret in `auth.token` (no cookie).
+    let secret = other_cookie
+        .split_once('=')
+        .expect("name=value")
+        .1
+        .to_owned();
+    let (mut socket, joined) = MemberSocket::open(&app, None, json!({ "token": secret })).await;
+    assert_eq!(joined["joined"], true, "{joined}");
+    let refused = socket
+        .call(
+            "chat:send",
+            json!({ "chatId": chat.id, "text": "let me read it" }),
+        )
+        .await;
+    assert_eq!(refused["ok"], false);
+    assert_eq!(refused["code"], "not_found");
+    assert_eq!(refused["error"], "Conversation not found.");
+    let task = socket
+        .call("task:help", json!({ "taskId": "abc123" }))
+        .await;
+    assert_eq!(task["code"], "not_found");
+
+    let stored: Value = get_with_cookie(&app, &format!("/api/chats/{}", chat.id), &owner_cookie)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        stored["chat"]["messages"]
+            .as_array()
+            .expect("messages")
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn task_help_answers_in_a_new_chat_from_the_offline_library() {
+    let app = spawn_app().await;
+    let (cookie, _) = member(&app, "tasks@example.com").await;
+    let created: Value = crate::helpers::post_with_cookie(
+        &app,
+        "/api/tasks",
+        &cookie,
+        &json!({ "name": "Fix the printer", "items": ["Printer says offline"] }),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    let task_id = created["task"]["id"].as_str().expect("task id").to_owned();
+    let (mut socket, _) = MemberSocket::open(&app, Some(&cookie), json!({})).await;
+    let ack = socket.call("task:help", json!({ "taskId": task_id })).await;
+    assert_eq!(ack["ok"], true, "{ack}");
+    assert_eq!(ack["title"], "Fix the printer");
+    let done = socket.event("chat:done").await;
+    let text = done["text"].as_str().expect("text");
+    assert!(text.contains("offline"), "{text}");
+    assert!(text.contains("1."), "numbered steps: {text}");
+}
+
+#[tokio::test]
+async fn messages_keep_the_id_their_writer_chose_and_the_ai_sees_the_last_ones() {
+    let app = spawn_app().await;
+    let (cookie, user) = member(&app, "ids@example.com").await;
+    let chat = chats::create_chat(&app.db, &user, "Ids", "Hello! How can I help you today?")
+        .await
+        .expect("chat");
+    let chat_id = ChatId::parse(&chat.id).expect("id");
+    for n in 1..=6 {
+        let id = MessageId::parse(&format!("msg{n}")).expect("id");
+        chats::append_message_as(&app.db, &user, &chat_id, &id, Role::User, &format!("m{n}"))
+            .await
+            .expect("stored");
+    }
+    let again = MessageId::parse("msg6").expect("id");
+    assert!(
+        chats::append_message_as(&app.db, &user, &chat_id, &again, Role::User, "twice")
+            .await
+            .is_err(),
+        "an id is stored once"
+    );
+    let (_, recent) = chats::chat_with_recent_messages(&app.db, &user, &chat_id, 3)
+        .await
+        .expect("read")
+        .expect("found");
+    let contents: Vec<&str> = recent.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(contents, vec!["m4", "m5", "m6"]);
+    assert_eq!(recent[2].id, "msg6");
+    let theirs = chats::chat_with_recent_messages(&app.db, "someone-else", &chat_id, 3)
+        .await
+        .expect("read");
+    assert!(theirs.is_none());
+    let _ = cookie;
+}
+
+#[tokio::test]
+async fn chosen_shortcuts_are_saved_to_the_account() {
+    let app = spawn_app().await;
+    let cookie = sign_up(&app, "shortcuts@example.com", "correct horse battery").await;
+    assert_eq!(me(&app, &cookie).await["user"]["shortcuts"], json!([]));
+    let put = |body: Value| {
+        app.client
+            .put(app.url("/api/account/shortcuts"))
+            .header("cookie", cookie.clone())
+            .json(&body)
+            .send()
+    };
+    let saved: Value = put(json!({ "shortcuts": ["Gmail", "YouTube", "Gmail"] }))
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(saved["shortcuts"], json!(["Gmail", "YouTube"]));
+    assert_eq!(
+        me(&app, &cookie).await["user"]["shortcuts"],
+        json!(["Gmail", "YouTube"])
+    );
+    let unknown = put(json!({ "shortcuts": ["Evil"] }))
+        .await
+        .expect("request");
+    assert_eq!(unknown.status(), 400);
+    let visitor = app
+        .client
+        .put(app.url("/api/account/shortcuts"))
+        .json(&json!({ "shortcuts": [] }))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(visitor.status(), 401);
+}
