@@ -1,0 +1,47 @@
+// Members for tests: an account with an active trial, made the way a visitor makes one (sign
+// up, start the trial checkout, pay the demo checkout with the test card).
+
+const TEST_CARD = '4242 4242 4242 4242';
+
+async function call(baseUrl, path, { method = 'POST', cookie, body } = {}) {
+  const response = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: {
+      'content-type': 'application/json',
+      origin: baseUrl,
+      ...(cookie ? { cookie } : {}),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    redirect: 'manual',
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+  return { response, json: text ? JSON.parse(text) : null };
+}
+
+/** Signs up `email`; the session cookie (`helpnow_session=…`). */
+export async function signUp(baseUrl, email, password = 'correct horse battery') {
+  const { response } = await call(baseUrl, '/api/auth/signup', { body: { email, password } });
+  const cookie = response.headers
+    .getSetCookie()
+    .find((value) => value.startsWith('helpnow_session='));
+  if (!cookie) throw new Error('sign-up set no session cookie');
+  return cookie.split(';')[0];
+}
+
+/** Signs up `email` and pays the trial checkout: the session cookie of a member with access. */
+export async function memberWithTrial(baseUrl, email) {
+  const cookie = await signUp(baseUrl, email);
+  const { json: started } = await call(baseUrl, '/api/create-checkout.js', {
+    cookie,
+    body: { source: 'chat_trial_prompt', isTrial: true },
+  });
+  const checkoutId = new URL(started.url, baseUrl).pathname.split('/').pop();
+  await call(baseUrl, `/api/demo-checkout/${checkoutId}/complete`, {
+    cookie,
+    body: { email, cardNumber: TEST_CARD },
+  });
+  const { json: me } = await call(baseUrl, '/api/auth/me', { method: 'GET', cookie });
+  if (!me.user?.access?.hasAccess) throw new Error(`no access after paying: ${JSON.stringify(me)}`);
+  return cookie;
+}
