@@ -1,6 +1,7 @@
 import { Link, useNavigate } from 'react-router';
 import { usePublicConfig } from '../app/public-config';
 import { useSession } from '../app/session';
+import { HamburgerMenu } from './HamburgerMenu';
 
 export function Header() {
   const { productName } = usePublicConfig();
@@ -46,6 +47,7 @@ export function Header() {
             )
           )}
         </nav>
+        <HamburgerMenu />
       </div>
     </header>
   );

@@ -21,6 +21,8 @@ export type User = {
   hasPassword?: boolean;
   access?: Access;
   pendingSetup?: PendingSetup | null;
+  /** The shortcut names kept with the account. */
+  shortcuts?: string[];
 };
 type UserAnswer = { user: User };
 

@@ -1,15 +1,18 @@
-import { useEffect, useRef, useState } from 'react';
-import { Link, useLocation, useNavigate } from 'react-router';
+import { useCallback, useEffect, useId, useRef, useState } from 'react';
+import { useLocation, useNavigate } from 'react-router';
 import { Button } from '../../components/Button';
 import { usePublicConfig } from '../../app/public-config';
 import { useSession } from '../../app/session';
 import type { Access, User } from '../auth/api';
 import { AccessDialog } from '../access/AccessDialog';
+import { recordEvent } from '../chat/analytics';
+import { SelectedShortcuts } from '../shortcuts/ShortcutsDialog';
 import { TrialPrompt } from '../trial/TrialPrompt';
 import { trialButtonLabel } from '../trial/labels';
 import { BillingActions } from './BillingActions';
 import { CheckoutNotice, type NoticeKind } from './CheckoutNotice';
 import { ExistingAccountDialog } from './ExistingAccountDialog';
+import { MembersWorkspace } from './MembersWorkspace';
 import { PendingSetupBanner } from './PendingSetupBanner';
 import { SignInPanel } from './SignInPanel';
 import { WelcomeDialog } from './WelcomeDialog';
@@ -82,27 +85,23 @@ function MembershipStatus({ access }: { access: Access }) {
   );
 }
 
-/** Where the chat goes (a later release); it says what this person can expect. */
-function ChatPlaceholder({ viewer }: { viewer: Viewer }) {
-  const { assistantName } = usePublicConfig();
-  const text = {
-    loading: `Chat with ${assistantName}, your personal assistant, about any computer question.`,
-    visitor: `Sign in or start your trial to chat with ${assistantName}, your personal assistant, about any computer question.`,
-    'no-access': `Once your trial starts, you can chat with ${assistantName}, your personal assistant, about any computer question right here.`,
-    member: `Your chat with ${assistantName}, your personal assistant, is coming soon to this page. You will be able to ask about any computer question right here.`,
-  }[viewer];
+/** The member's favourite sites, one click away, and the dialog to choose more. */
+function ShortcutsRow({ names }: { names?: string[] }) {
+  const headingId = useId();
   return (
-    <section className="card members-chat" aria-labelledby="members-chat-title" data-testid="chat-placeholder">
-      <h2 id="members-chat-title" className="members__card-title">
-        Chat with {assistantName}
+    <section
+      className="card members-shortcuts"
+      aria-labelledby={headingId}
+      onClickCapture={(event) => {
+        if (event.target instanceof Element && event.target.closest('a[href]')) {
+          recordEvent('feature_use', { feature: 'shortcuts' });
+        }
+      }}
+    >
+      <h2 id={headingId} className="members__card-title">
+        Your favorite sites
       </h2>
-      <p className="members-chat__text">{text}</p>
-      <p className="members-chat__text">In the meantime, pick the websites you use most and keep them one click away.</p>
-      <p>
-        <Link to="/landing" className="btn btn--secondary">
-          Choose your favorite sites
-        </Link>
-      </p>
+      <SelectedShortcuts names={names} />
     </section>
   );
 }
@@ -124,6 +123,14 @@ export function MembersPage() {
   const viewer = viewerOf(user, user ? accessAnsweredFor === user.id : false);
 
   useEffect(() => () => clearTimeout(cleanupTimer.current), []);
+
+  // A member with access has opened the members area: counted once per account and visit.
+  const memberAreaRecordedFor = useRef<string | null>(null);
+  useEffect(() => {
+    if (viewer !== 'member' || !user || memberAreaRecordedFor.current === user.id) return;
+    memberAreaRecordedFor.current = user.id;
+    recordEvent('members_area');
+  }, [viewer, user]);
 
   // Sign-in answers (this page's, the sign-in page's, a token's) carry no access facts; only
   // `/api/auth/me` has them. Asked once per account, so an answer without them cannot loop.
@@ -191,6 +198,12 @@ export function MembersPage() {
 
   const closeOverlay = () => setOverlay(null);
   const openTrial = () => setOverlay({ kind: 'trial' });
+  // The chat found no active trial or subscription: the upgrade modal, and fresh access facts
+  // (a trial can end while the page is open).
+  const accessLost = useCallback(() => {
+    setOverlay({ kind: 'trial' });
+    void refresh();
+  }, [refresh]);
 
   return (
     <div className="members">
@@ -219,6 +232,17 @@ export function MembersPage() {
         )}
       </section>
 
+      {viewer !== 'loading' && !signingIn && (
+        // A new account (or signing out) starts with a fresh chat and closed sidebars.
+        <MembersWorkspace
+          key={user?.id ?? 'visitor'}
+          hasAccess={viewer === 'member'}
+          signedIn={viewer !== 'visitor'}
+          onUpgradeRequired={openTrial}
+          onAccessLost={accessLost}
+        />
+      )}
+      {user && viewer !== 'loading' && <ShortcutsRow names={user.shortcuts} />}
       {viewer === 'visitor' && !signingIn && (
         <div className="members__columns">
           <TrialOffer signedIn={false} onStart={openTrial} />
@@ -227,7 +251,6 @@ export function MembersPage() {
       )}
       {viewer === 'no-access' && <TrialOffer signedIn onStart={openTrial} />}
       {viewer === 'member' && user?.access && <MembershipStatus access={user.access} />}
-      <ChatPlaceholder viewer={viewer} />
 
       {overlay?.kind === 'trial' && <TrialPrompt onClose={closeOverlay} />}
       {overlay?.kind === 'welcome' && <WelcomeDialog onClose={closeOverlay} />}

@@ -1,0 +1,76 @@
+import { fireEvent, render, screen, within } from '@testing-library/react';
+import { createMemoryRouter } from 'react-router';
+import { App } from '../app/App';
+import { routes } from '../app/routes';
+import { mockApi } from '../test/fetch-mock';
+
+function renderLanding() {
+  mockApi({
+    'GET /api/legal/privacy': { body: { slug: 'privacy', title: 'Privacy Policy', body: 'We keep **little**.' } },
+  });
+  render(<App router={createMemoryRouter(routes, { initialEntries: ['/landing'] })} />);
+  return screen.getByRole('button', { name: 'Menu' });
+}
+
+function header() {
+  return screen.getByRole('banner');
+}
+
+describe("the header's menu", () => {
+  it('opens the four legal dialogs', async () => {
+    const button = renderLanding();
+    expect(button.getAttribute('aria-expanded')).toBe('false');
+
+    fireEvent.click(button);
+    expect(button.getAttribute('aria-expanded')).toBe('true');
+    const menu = within(header()).getByRole('menu', { name: 'Menu' });
+    expect(within(menu).getAllByRole('menuitem').map((item) => item.textContent)).toEqual([
+      'Privacy Policy',
+      'Terms & Conditions',
+      'Refund Policy',
+      'Contact Us',
+    ]);
+    expect(document.activeElement).toBe(within(menu).getByRole('menuitem', { name: 'Privacy Policy' }));
+
+    fireEvent.click(within(menu).getByRole('menuitem', { name: 'Privacy Policy' }));
+    expect(within(header()).queryByRole('menu')).toBeNull();
+    const dialog = screen.getByRole('dialog', { name: 'Privacy Policy' });
+    expect(await within(dialog).findByText('little')).toBeTruthy();
+
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Close' }));
+    expect(screen.queryByRole('dialog')).toBeNull();
+    expect(document.activeElement).toBe(button);
+  });
+
+  it('moves with the arrow keys and closes on Escape, back on its button', () => {
+    const button = renderLanding();
+    fireEvent.keyDown(button, { key: 'ArrowDown' });
+    const items = within(header()).getAllByRole('menuitem');
+    expect(document.activeElement).toBe(items[0]);
+    fireEvent.keyDown(items[0], { key: 'ArrowDown' });
+    expect(document.activeElement).toBe(items[1]);
+    fireEvent.keyDown(items[1], { key: 'End' });
+    expect(document.activeElement).toBe(items[3]);
+    fireEvent.keyDown(items[3], { key: 'ArrowDown' });
+    expect(document.activeElement).toBe(items[0]);
+    fireEvent.keyDown(items[0], { key: 'ArrowUp' });
+    expect(document.activeElement).toBe(items[3]);
+
+    fireEvent.keyDown(items[3], { key: 'Escape' });
+    expect(within(header()).queryByRole('menu')).toBeNull();
+    expect(button.getAttribute('aria-expanded')).toBe('false');
+    expect(document.activeElement).toBe(button);
+  });
+
+  it('closes on a click elsewhere and on a second click of its button', () => {
+    const button = renderLanding();
+    fireEvent.click(button);
+    fireEvent.mouseDown(document.body);
+    expect(within(header()).queryByRole('menu')).toBeNull();
+
+    fireEvent.click(button);
+    expect(within(header()).getByRole('menu')).toBeTruthy();
+    fireEvent.click(button);
+    expect(within(header()).queryByRole('menu')).toBeNull();
+  });
+});
