@@ -122,6 +122,8 @@ pub struct RealtimeSettings {
     pub recovery_window_secs: u64,
     /// Funnel conversations (and rejoins) one address may open per minute (0: no limit).
     pub funnel_joins_per_minute: u32,
+    /// `/member` connections one address may open a minute (0 = no limit).
+    pub member_joins_per_minute: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -123,7 +123,11 @@ impl Application {
             )
             .namespace(
                 "/member",
-                members::MemberNamespace::new(member_registry, db.clone()),
+                members::MemberNamespace::new(
+                    member_registry.clone(),
+                    db.clone(),
+                    settings.realtime.member_joins_per_minute,
+                ),
             )
             .build();
         let server = run(
@@ -138,6 +142,7 @@ impl Application {
                 billing,
                 ai,
                 auth_throttle,
+                members: member_registry,
             },
         )
         .map_err(StartupError::Server)?;
@@ -253,6 +258,7 @@ struct Services {
     billing: Arc<Billing>,
     ai: Arc<dyn helpnow_actors::ports::Ai>,
     auth_throttle: Arc<AuthThrottle>,
+    members: helpnow_actors::member::MemberRegistry,
 }
 
 fn run(
@@ -269,6 +275,7 @@ fn run(
         billing,
         ai,
         auth_throttle,
+        members,
     } = services;
     let billing = web::Data::from(billing);
     let hsts = settings.server.public_url.scheme() == "https";
@@ -288,6 +295,7 @@ fn run(
     let connections = metrics.open_connections.clone();
     let ai = web::Data::new(routes::funnels::AiProvider(ai));
     let help_limiter = web::Data::new(routes::funnels::HelpLimiter::new());
+    let members = web::Data::new(members);
 
     let server = HttpServer::new(move || {
         App::new()
@@ -302,6 +310,7 @@ fn run(
             .app_data(billing.clone())
             .app_data(ai.clone())
             .app_data(help_limiter.clone())
+            .app_data(members.clone())
             .app_data(
                 web::JsonConfig::default()
                     .limit(JSON_LIMIT_BYTES)

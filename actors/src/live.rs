@@ -37,6 +37,14 @@ impl<K: Eq + Hash + Clone, A: Actor> LiveActors<K, A> {
         addr
     }
 
+    /// The live actor of `key`, if there is one.
+    pub fn get(&self, key: &K) -> Option<Addr<A>> {
+        self.live()
+            .get(key)
+            .filter(|addr| addr.connected())
+            .cloned()
+    }
+
     /// Called by a stopping actor: removes it unless a newer actor already took its place.
     pub fn forget(&self, key: &K, addr: &Addr<A>) {
         let mut live = self.live();

@@ -191,6 +191,8 @@ pub trait FunnelClient: Send + Sync + 'static {
     fn emit_volatile(&self, event: &'static str, data: serde_json::Value) {
         self.emit(event, data);
     }
+    /// Closes the client's connection (its member signed out).
+    fn disconnect(&self) {}
 }
 
 /// A member's saved chat as the member actor needs it for the next reply.
@@ -220,12 +222,15 @@ pub trait MemberStore: Send + Sync + 'static {
     /// Whether the member has an active trial or subscription now.
     fn has_access(&self, user_id: &str) -> BoxFuture<'static, Result<bool, StoreError>>;
 
-    /// A new chat titled `title` whose first message is the assistant's `greeting`; its id.
+    /// A new chat titled `title`: the assistant's `greeting`, then the member's first message
+    /// (`content`, under `message_id`), written together. Its id.
     fn create_chat(
         &self,
         user_id: &str,
         title: &str,
         greeting: &str,
+        message_id: &str,
+        content: &str,
     ) -> BoxFuture<'static, Result<String, StoreError>>;
 
     /// Appends a message under the id the actor chose; `Ok(false)` when the member has no such

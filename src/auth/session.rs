@@ -70,13 +70,19 @@ pub async fn start(
 }
 
 /// Ends the session the request carries, if any.
-pub async fn end(db: &Db, req: &HttpRequest) -> Result<(), ApiError> {
-    if let Some(secret) = session_secret(req) {
-        store::sessions::delete(db, &token::hash_secret(&secret))
-            .await
-            .map_err(|e| ApiError::internal("cannot delete a session", e))?;
-    }
-    Ok(())
+/// Ends the request's session; the user and the session's hash, when there was one.
+pub async fn end(db: &Db, req: &HttpRequest) -> Result<Option<(String, String)>, ApiError> {
+    let Some(secret) = session_secret(req) else {
+        return Ok(None);
+    };
+    let hash = token::hash_secret(&secret);
+    let user = store::sessions::find_user(db, &hash)
+        .await
+        .map_err(|e| ApiError::internal("cannot read a session", e))?;
+    store::sessions::delete(db, &hash)
+        .await
+        .map_err(|e| ApiError::internal("cannot delete a session", e))?;
+    Ok(user.map(|user| (user.user_id, hash)))
 }
 
 fn session_secret(req: &HttpRequest) -> Option<String> {

@@ -163,6 +163,10 @@ impl FunnelClient for SocketClient {
     fn emit_volatile(&self, event: &'static str, data: Value) {
         self.socket.emit_volatile(event, &data);
     }
+
+    fn disconnect(&self) {
+        self.socket.disconnect();
+    }
 }
 
 /// The acknowledgement of a client's event as an actor's `Reply` (none when none was asked for).

@@ -92,15 +92,24 @@ impl MemberStore for StoredChats {
         user_id: &str,
         title: &str,
         greeting: &str,
+        message_id: &str,
+        content: &str,
     ) -> BoxFuture<'static, Result<String, StoreError>> {
-        let (db, user_id, title, greeting) = (
+        let Some(message_id) = chats::MessageId::parse(message_id) else {
+            return futures_util::future::ready(Err(StoreError::Failed(
+                "a message id must be letters and digits".into(),
+            )))
+            .boxed();
+        };
+        let (db, user_id, title, greeting, content) = (
             self.0.clone(),
             user_id.to_owned(),
             title.to_owned(),
             greeting.to_owned(),
+            content.to_owned(),
         );
         async move {
-            chats::create_chat(&db, &user_id, &title, &greeting)
+            chats::start_chat(&db, &user_id, &title, &greeting, &message_id, &content)
                 .await
                 .map(|chat| chat.id)
                 .map_err(failed)

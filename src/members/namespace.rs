@@ -15,17 +15,32 @@ use crate::auth::session::COOKIE_NAME;
 use crate::auth::token;
 use crate::funnels::{SocketClient, reply};
 use crate::realtime::{ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
+use crate::routes::client::AddressLimiter;
 use crate::store::{self, Db};
 
 pub struct MemberNamespace {
     registry: MemberRegistry,
     db: Db,
+    /// Connections per address and minute (`realtime.member_joins_per_minute`): each is a session
+    /// lookup (and, with a token, a write), so a script cannot spray them.
+    joins: Option<AddressLimiter>,
 }
 
 impl MemberNamespace {
-    pub fn new(registry: MemberRegistry, db: Db) -> Self {
-        Self { registry, db }
+    pub fn new(registry: MemberRegistry, db: Db, joins_per_minute: u32) -> Self {
+        Self {
+            registry,
+            db,
+            joins: (joins_per_minute > 0)
+                .then(|| AddressLimiter::per_minute(joins_per_minute, joins_per_minute)),
+        }
     }
+}
+
+/// Who a handshake signed in as: the user, and the session's hash when it came with a session.
+struct Member {
+    user_id: String,
+    session: Option<String>,
 }
 
 fn refusal(code: &str, message: &str) -> ConnectError {
@@ -40,20 +55,28 @@ fn unavailable(error: impl std::fmt::Display) -> ConnectError {
     )
 }
 
-/// The member a handshake names: the session cookie, else `auth.token`.
+/// The member a handshake names: the session cookie, else `auth.token` (a session secret, or a
+/// one-time sign-in token, which this uses up).
 async fn member_of(
     db: &Db,
     cookie: Option<String>,
     auth_token: Option<String>,
-) -> Result<Option<String>, surrealdb::Error> {
+) -> Result<Option<Member>, surrealdb::Error> {
     for secret in cookie.iter().chain(auth_token.iter()) {
-        if let Some(user) = store::sessions::find_user(db, &token::hash_secret(secret)).await? {
-            return Ok(Some(user.user_id));
+        let hash = token::hash_secret(secret);
+        if let Some(user) = store::sessions::find_user(db, &hash).await? {
+            return Ok(Some(Member {
+                user_id: user.user_id,
+                session: Some(hash),
+            }));
         }
     }
     if let Some(secret) = auth_token {
         let owner = store::billing::redeem_sign_in_token(db, &token::hash_secret(&secret)).await?;
-        return Ok(owner.map(|owner| owner.user_id));
+        return Ok(owner.map(|owner| Member {
+            user_id: owner.user_id,
+            session: None,
+        }));
     }
     Ok(None)
 }
@@ -72,10 +95,17 @@ impl Namespace for MemberNamespace {
         let cookie = secret(request.handshake.cookie(COOKIE_NAME));
         let auth_token = secret(request.auth.get("token").and_then(Value::as_str));
         let address = request.handshake.address;
+        if !request.recovered && !self.joins.as_ref().is_none_or(|joins| joins.allow(address)) {
+            return futures_util::future::ready(Err(refusal(
+                "rate_limited",
+                "Too many connections from your network. Please wait a minute and try again.",
+            )))
+            .boxed();
+        }
         let registry = self.registry.clone();
         let db = self.db.clone();
         async move {
-            let user_id = member_of(&db, cookie, auth_token)
+            let Member { user_id, session } = member_of(&db, cookie, auth_token)
                 .await
                 .map_err(unavailable)?
                 .ok_or_else(|| refusal("sign_in_required", "Please sign in to chat."))?;
@@ -88,14 +118,30 @@ impl Namespace for MemberNamespace {
                     "Start your trial to chat with your assistant.",
                 ));
             }
-            let funnel = store::users::funnel_record(&db, &user_id)
+            // The funnel greeting (and its shortcut) opens the first chat after the checkout.
+            let first_chat = store::chats::list_chats(&db, &user_id, 1)
                 .await
                 .map_err(unavailable)?
-                .as_ref()
-                .and_then(super::funnel_brief);
+                .is_empty();
+            let funnel = if first_chat {
+                store::users::funnel_record(&db, &user_id)
+                    .await
+                    .map_err(unavailable)?
+                    .as_ref()
+                    .and_then(super::funnel_brief)
+            } else {
+                None
+            };
             let client: Arc<dyn FunnelClient> = Arc::new(SocketClient { socket, address });
             registry
-                .join(&user_id, Join { client, funnel })
+                .join(
+                    &user_id,
+                    Join {
+                        client,
+                        session,
+                        funnel,
+                    },
+                )
                 .await
                 .map(|actor| actor.recipient())
                 .map_err(unavailable)

@@ -8,6 +8,8 @@ use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use serde::Deserialize;
 use serde_json::json;
 
+use helpnow_actors::member::MemberRegistry;
+
 use crate::auth::{self, AuthThrottle, MaybeUser, SessionCookies, token};
 use crate::billing::Billing;
 use crate::billing::service::SubscriptionCheck;
@@ -183,8 +185,12 @@ pub async fn logout(
     req: HttpRequest,
     db: web::Data<Db>,
     cookies: web::Data<SessionCookies>,
+    members: web::Data<MemberRegistry>,
 ) -> Result<HttpResponse, ApiError> {
-    auth::session::end(&db, &req).await?;
+    // The chat sockets that came with this session close with it.
+    if let Some((user_id, session)) = auth::session::end(&db, &req).await? {
+        members.signed_out(&user_id, Some(session));
+    }
     Ok(HttpResponse::NoContent()
         .cookie(cookies.signed_out())
         .finish())
@@ -381,6 +387,7 @@ pub struct NewPasswordRequest {
 pub async fn confirm_reset(
     db: web::Data<Db>,
     cookies: web::Data<SessionCookies>,
+    members: web::Data<MemberRegistry>,
     body: web::Json<NewPasswordRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.into_inner();
@@ -402,6 +409,7 @@ pub async fn confirm_reset(
     store::sessions::delete_all_of(&db, &user_id)
         .await
         .map_err(|e| ApiError::internal("cannot end sessions", e))?;
+    members.signed_out(&user_id, None);
     let email = store::users::email_of(&db, &user_id)
         .await
         .map_err(|e| ApiError::internal("cannot read an account", e))?

@@ -274,6 +274,60 @@ pub async fn create_chat(
     })
 }
 
+/// Creates a chat as the member chat starts one: the assistant's `greeting`, then the member's
+/// first message under `message_id`, all in one transaction (so a chat never exists without the
+/// message that named it). The message is a millisecond younger than the greeting, so the two
+/// keep their order. Returns the chat.
+pub async fn start_chat(
+    db: &Db,
+    user_id: &str,
+    title: &str,
+    greeting: &str,
+    message_id: &MessageId,
+    content: &str,
+) -> Result<Chat, ChatStoreError> {
+    let chat_id = random_key();
+    let greeting_id = random_key();
+    let greeting = cut(greeting, MAX_CONTENT_CHARS);
+    let content = cut(content, MAX_CONTENT_CHARS);
+    let title = stored_title(title);
+    super::retry_conflicts(WRITE_ATTEMPTS, || async {
+        db.query(
+            "BEGIN TRANSACTION;
+             LET $now = time::now();
+             LET $then = $now + 1ms;
+             LET $chat = type::record('chat', $id);
+             CREATE $chat CONTENT {
+                 user: type::record('user', $user), title: $title, preview: $preview,
+                 created_at: $now, updated_at: $then
+             };
+             CREATE type::record('message', $greeting_id) CONTENT {
+                 chat: $chat, role: 'assistant', content: $greeting, created_at: $now
+             };
+             CREATE type::record('message', $message_id) CONTENT {
+                 chat: $chat, role: 'user', content: $content, created_at: $then
+             };
+             COMMIT TRANSACTION;",
+        )
+        .bind(("id", chat_id.clone()))
+        .bind(("user", user_id.to_owned()))
+        .bind(("title", title.clone()))
+        .bind(("preview", preview(&content)))
+        .bind(("greeting_id", greeting_id.clone()))
+        .bind(("greeting", greeting.clone()))
+        .bind(("message_id", message_id.0.clone()))
+        .bind(("content", content.clone()))
+        .await
+        .and_then(super::check_transaction)
+    })
+    .await?;
+    find_chat(db, user_id, &chat_id).await?.ok_or_else(|| {
+        ChatStoreError::Database(surrealdb::Error::internal(
+            "a created chat was not found".to_owned(),
+        ))
+    })
+}
+
 /// Appends a message to the member's chat and makes it the chat's last activity (`updated_at`
 /// becomes the message's `created_at`; the history preview its content), in one transaction.
 /// Content over `MAX_CONTENT_CHARS` characters is cut. `NotFound` when the member has no such

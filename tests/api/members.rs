@@ -448,3 +448,70 @@ async fn chosen_shortcuts_are_saved_to_the_account() {
         .expect("request");
     assert_eq!(visitor.status(), 401);
 }
+
+#[tokio::test]
+async fn another_members_task_cannot_be_asked_about() {
+    let app = spawn_app().await;
+    let (owner_cookie, _) = member(&app, "task-owner@example.com").await;
+    let (other_cookie, _) = member(&app, "task-other@example.com").await;
+    let created: Value = crate::helpers::post_with_cookie(
+        &app,
+        "/api/tasks",
+        &owner_cookie,
+        &json!({ "name": "My private task", "items": ["Bank login"] }),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    let task_id = created["task"]["id"].as_str().expect("task id").to_owned();
+    let (mut socket, _) = MemberSocket::open(&app, Some(&other_cookie), json!({})).await;
+    let refused = socket.call("task:help", json!({ "taskId": task_id })).await;
+    assert_eq!(refused["code"], "not_found");
+    assert_eq!(refused["error"], "Task not found.");
+    let theirs: Value = get_with_cookie(&app, "/api/chats", &other_cookie)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(theirs["chats"], json!([]), "no chat was made");
+}
+
+#[tokio::test]
+async fn a_one_time_sign_in_token_opens_the_chat_once() {
+    let app = spawn_app().await;
+    let (_, user_id) = member(&app, "token@example.com").await;
+    let secret = helpnow::auth::token::new_secret();
+    helpnow::store::billing::create_sign_in_token(
+        &app.db,
+        &user_id,
+        "token@example.com",
+        "cs_test_token",
+        helpnow::auth::token::hash_secret(&secret),
+        "mail",
+        chrono::Utc::now() + chrono::Duration::hours(1),
+    )
+    .await
+    .expect("token stored");
+    let (_, first) = MemberSocket::open(&app, None, json!({ "token": secret })).await;
+    assert_eq!(first["joined"], true, "{first}");
+    let (_, again) = MemberSocket::open(&app, None, json!({ "token": secret })).await;
+    assert_eq!(again["joined"], false);
+    assert_eq!(again["data"]["data"]["code"], "sign_in_required");
+}
+
+#[tokio::test]
+async fn signing_out_closes_that_sessions_chat_sockets() {
+    let app = spawn_app().await;
+    let (cookie, _) = member(&app, "leaving@example.com").await;
+    let (mut socket, joined) = MemberSocket::open(&app, Some(&cookie), json!({})).await;
+    assert_eq!(joined["joined"], true);
+    socket.event("chat:ready").await;
+    let response =
+        crate::helpers::post_with_cookie(&app, "/api/auth/logout", &cookie, &json!({})).await;
+    assert_eq!(response.status(), 204);
+    let closed = socket
+        .take(|packet| packet == format!("41{NAMESPACE},"))
+        .await;
+    assert_eq!(closed, format!("41{NAMESPACE},"));
+}

@@ -30,6 +30,8 @@ pub enum Refusal {
     Empty,
     TooLong,
     Busy,
+    /// The member already has `MAX_REPLIES_AT_ONCE` replies on their way.
+    TooManyReplies,
     ChatNotFound,
     TaskNotFound,
     UpgradeRequired,
@@ -41,7 +43,7 @@ impl Refusal {
         match self {
             Refusal::Empty => "empty",
             Refusal::TooLong => "too_long",
-            Refusal::Busy => "busy",
+            Refusal::Busy | Refusal::TooManyReplies => "busy",
             Refusal::ChatNotFound | Refusal::TaskNotFound => "not_found",
             Refusal::UpgradeRequired => "upgrade_required",
             Refusal::Unavailable => "unavailable",
@@ -51,8 +53,10 @@ impl Refusal {
     pub fn text(self) -> &'static str {
         match self {
             Refusal::Empty => "Please type your question first.",
-            Refusal::TooLong => "Please keep your message under 4,000 characters.",
-            Refusal::Busy => "Please wait for the reply before sending another message.",
+            Refusal::TooLong => "Please keep your message to 4,000 characters or fewer.",
+            Refusal::Busy | Refusal::TooManyReplies => {
+                "Please wait for the reply before sending another message."
+            }
             Refusal::ChatNotFound => "Conversation not found.",
             Refusal::TaskNotFound => "Task not found.",
             Refusal::UpgradeRequired => "Start your trial to chat with your assistant.",
@@ -124,8 +128,20 @@ impl StopAck {
 #[rtype(result = "()")]
 pub struct Join {
     pub client: Arc<dyn FunnelClient>,
-    /// The funnel record on the member's account, read at each join (a checkout may have added it).
+    /// The session the client signed in with (its hash), so signing out of it closes the client;
+    /// `None` for a client that came with a one-time sign-in token.
+    pub session: Option<String>,
+    /// The funnel record on the member's account, while the member has no chat yet (the funnel
+    /// greeting and its shortcut belong to the first chat after the checkout).
     pub funnel: Option<FunnelBrief>,
+}
+
+/// The member signed out of `session` (or, with `None`, of every session: a password reset):
+/// the clients that came with it are disconnected.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct SignedOut {
+    pub session: Option<String>,
 }
 
 /// What a client does.
@@ -198,18 +214,37 @@ struct Prepared {
     chat_id: String,
     message_id: String,
     title: String,
-    request: AiRequest,
+    /// `None` when the chat could not be read back for the AI: the reply fails (the message
+    /// itself is stored and acknowledged).
+    request: Option<AiRequest>,
     new_chat: bool,
+}
+
+/// One member may have this many replies on their way at once (sends to new chats and task help
+/// each start one); more are refused as busy.
+const MAX_REPLIES_AT_ONCE: usize = 3;
+/// A reply longer than this is ended there.
+const MAX_REPLY_CHARS: usize = 20_000;
+/// A reply that takes longer than this in all is ended where it is.
+const MAX_REPLY_TIME: std::time::Duration = std::time::Duration::from_secs(300);
+
+struct Client {
+    client: Arc<dyn FunnelClient>,
+    session: Option<String>,
 }
 
 pub struct MemberActor {
     deps: Arc<Deps>,
     user_id: String,
     registry: Weak<RegistryShared>,
-    clients: Vec<Arc<dyn FunnelClient>>,
+    clients: Vec<Client>,
     funnel: Option<FunnelBrief>,
     /// Chats with a message being stored or a finished reply being saved.
     busy: HashSet<String>,
+    /// Busy chats whose member pressed Stop before their reply began.
+    stop_requested: HashSet<String>,
+    /// Sends and task-help requests being stored (each will start a reply).
+    preparing: usize,
     writing: HashMap<String, Writing>,
     idle_timer: Option<SpawnHandle>,
 }
@@ -223,6 +258,8 @@ impl MemberActor {
             clients: Vec::new(),
             funnel: None,
             busy: HashSet::new(),
+            stop_requested: HashSet::new(),
+            preparing: 0,
             writing: HashMap::new(),
             idle_timer: None,
         }
@@ -235,12 +272,25 @@ impl MemberActor {
 
     fn broadcast(&self, event: &'static str, data: &Value) {
         for client in &self.clients {
-            client.emit(event, data.clone());
+            client.client.emit(event, data.clone());
         }
     }
 
     fn is_working(&self) -> bool {
-        !self.busy.is_empty() || !self.writing.is_empty()
+        !self.busy.is_empty() || !self.writing.is_empty() || self.preparing > 0
+    }
+
+    fn replies_on_their_way(&self) -> usize {
+        self.writing.len() + self.preparing
+    }
+
+    /// `chat:ready`: the greeting of a new chat, and the chats whose reply is still being written
+    /// (a page that missed their end knows to reload them).
+    fn ready(&self) -> Value {
+        let mut writing: Vec<&String> = self.writing.keys().chain(self.busy.iter()).collect();
+        writing.sort();
+        writing.dedup();
+        json!({ "greeting": self.greeting(), "writing": writing })
     }
 
     fn is_taken(&self, chat_id: &str) -> bool {
@@ -261,6 +311,8 @@ impl MemberActor {
             Some(Refusal::TooLong)
         } else if chat_id.as_deref().is_some_and(|id| self.is_taken(id)) {
             Some(Refusal::Busy)
+        } else if self.replies_on_their_way() >= MAX_REPLIES_AT_ONCE {
+            Some(Refusal::TooManyReplies)
         } else {
             None
         };
@@ -271,51 +323,58 @@ impl MemberActor {
         if let Some(id) = &chat_id {
             self.busy.insert(id.clone());
         }
-        // The shortcut answers the funnel greeting, so only a new chat's first message counts.
-        let solution = chat_id.is_none() && is_affirmative_reply(&text);
-        let funnel = self.funnel.clone().filter(|_| solution);
+        self.preparing += 1;
+        // The shortcut answers the funnel greeting, so only a new chat's first message counts;
+        // the greeting and the shortcut belong to the first chat after the funnel.
+        let funnel = if chat_id.is_none() {
+            self.funnel.take()
+        } else {
+            None
+        };
+        if funnel.is_some() {
+            let ready = self.ready();
+            self.broadcast("chat:ready", &ready);
+        }
+        let greeting = greeting(funnel.as_ref().map(|funnel| funnel.issue.as_str()));
+        let solution_for = funnel.filter(|_| is_affirmative_reply(&text));
         let prepare = prepare_chat_reply(
             self.deps.clone(),
             self.user_id.clone(),
             chat_id.clone(),
-            self.greeting(),
+            greeting,
             text,
-            funnel,
+            solution_for,
         );
-        let timeout = self.deps.settings.store_timeout;
-        ctx.spawn(
-            within(timeout, prepare)
-                .into_actor(self)
-                .map(move |prepared, act, ctx| {
-                    if let Some(id) = &chat_id {
-                        act.busy.remove(id);
+        ctx.spawn(prepare.into_actor(self).map(move |prepared, act, ctx| {
+            act.preparing -= 1;
+            if let Some(id) = &chat_id {
+                act.busy.remove(id);
+            }
+            match prepared {
+                Ok(prepared) => {
+                    reply.send(SendAck::Stored {
+                        chat_id: prepared.chat_id.clone(),
+                        message_id: prepared.message_id.clone(),
+                        title: prepared.title.clone(),
+                    });
+                    act.deps.analytics.record(
+                        "chat_message_sent",
+                        &act.user_id,
+                        json!({ "chatId": prepared.chat_id, "newChat": prepared.new_chat }),
+                    );
+                    if prepared.new_chat {
+                        act.deps.analytics.record(
+                            "new_chat_started",
+                            &act.user_id,
+                            json!({ "chatId": prepared.chat_id }),
+                        );
                     }
-                    match prepared {
-                        Ok(prepared) => {
-                            reply.send(SendAck::Stored {
-                                chat_id: prepared.chat_id.clone(),
-                                message_id: prepared.message_id.clone(),
-                                title: prepared.title.clone(),
-                            });
-                            act.deps.analytics.record(
-                                "chat_message_sent",
-                                &act.user_id,
-                                json!({ "chatId": prepared.chat_id, "newChat": prepared.new_chat }),
-                            );
-                            if prepared.new_chat {
-                                act.deps.analytics.record(
-                                    "new_chat_started",
-                                    &act.user_id,
-                                    json!({ "chatId": prepared.chat_id }),
-                                );
-                            }
-                            act.start_reply(prepared, ReplyKind::Chat, ctx);
-                        }
-                        Err(refusal) => reply.send(SendAck::Refused(refusal)),
-                    }
-                    act.arm_idle_timer_if_alone(ctx);
-                }),
-        );
+                    act.start_reply(prepared, ReplyKind::Chat, ctx);
+                }
+                Err(refusal) => reply.send(SendAck::Refused(refusal)),
+            }
+            act.arm_idle_timer_if_alone(ctx);
+        }));
     }
 
     fn on_task_help(
@@ -324,37 +383,41 @@ impl MemberActor {
         reply: Reply<TaskHelpAck>,
         ctx: &mut Context<Self>,
     ) {
+        if self.replies_on_their_way() >= MAX_REPLIES_AT_ONCE {
+            reply.send(TaskHelpAck::Refused(Refusal::TooManyReplies));
+            return;
+        }
+        self.preparing += 1;
         let deps = self.deps.clone();
         let user_id = self.user_id.clone();
-        let greeting = self.greeting();
         let prepare = async move {
-            if !deps.store.has_access(&user_id).await.map_err(unavailable)? {
-                return Err(Refusal::UpgradeRequired);
-            }
-            let task = deps
-                .store
-                .task(&user_id, &task_id)
-                .await
-                .map_err(unavailable)?
-                .ok_or(Refusal::TaskNotFound)?;
+            let task = within(deps.settings.store_timeout, async {
+                if !deps.store.has_access(&user_id).await.map_err(unavailable)? {
+                    return Err(Refusal::UpgradeRequired);
+                }
+                deps.store
+                    .task(&user_id, &task_id)
+                    .await
+                    .map_err(unavailable)?
+                    .ok_or(Refusal::TaskNotFound)
+            })
+            .await?;
             let request = prompts::task_request(&task);
             let title = chat_title(&task.name);
-            let chat_id = deps
-                .store
-                .create_chat(&user_id, &title, &greeting)
-                .await
-                .map_err(unavailable)?;
             let message_id = new_message_id();
-            deps.store
-                .append_message(&user_id, &chat_id, &message_id, Role::User, &request)
-                .await
-                .map_err(unavailable)?;
+            let chat_id = within(deps.settings.store_timeout, async {
+                deps.store
+                    .create_chat(&user_id, &title, &greeting(None), &message_id, &request)
+                    .await
+                    .map_err(unavailable)
+            })
+            .await?;
             let settings = &deps.settings;
             Ok(Prepared {
                 chat_id,
                 message_id,
                 title,
-                request: AiRequest {
+                request: Some(AiRequest {
                     purpose: AiPurpose::TaskHelp,
                     messages: prompts::task_help_messages(
                         &settings.assistant_name,
@@ -362,55 +425,81 @@ impl MemberActor {
                         &request,
                     ),
                     timeout: settings.ai_timeout,
-                },
+                }),
                 new_chat: true,
             })
         };
-        let timeout = self.deps.settings.store_timeout;
-        ctx.spawn(
-            within(timeout, prepare)
-                .into_actor(self)
-                .map(move |prepared, act, ctx| {
-                    match prepared {
-                        Ok(prepared) => {
-                            reply.send(TaskHelpAck::Started {
-                                chat_id: prepared.chat_id.clone(),
-                                title: prepared.title.clone(),
-                            });
-                            act.start_reply(prepared, ReplyKind::Task, ctx);
-                        }
-                        Err(refusal) => reply.send(TaskHelpAck::Refused(refusal)),
-                    }
-                    act.arm_idle_timer_if_alone(ctx);
-                }),
-        );
+        ctx.spawn(prepare.into_actor(self).map(move |prepared, act, ctx| {
+            act.preparing -= 1;
+            match prepared {
+                Ok(prepared) => {
+                    reply.send(TaskHelpAck::Started {
+                        chat_id: prepared.chat_id.clone(),
+                        title: prepared.title.clone(),
+                    });
+                    act.start_reply(prepared, ReplyKind::Task, ctx);
+                }
+                Err(refusal) => reply.send(TaskHelpAck::Refused(refusal)),
+            }
+            act.arm_idle_timer_if_alone(ctx);
+        }));
     }
 
     /// Starts the AI's reply: `chat:typing` now, then a `chat:delta` per piece as it comes.
     fn start_reply(&mut self, prepared: Prepared, kind: ReplyKind, ctx: &mut Context<Self>) {
         let message_id = new_message_id();
         let chat_id = prepared.chat_id;
+        if self.stop_requested.remove(&chat_id) {
+            // Stop came while the message was being stored: no reply at all.
+            self.broadcast(
+                "chat:done",
+                &json!({
+                    "chatId": chat_id, "messageId": message_id, "text": "",
+                    "title": prepared.title, "stopped": true,
+                }),
+            );
+            return;
+        }
+        let Some(request) = prepared.request else {
+            self.broadcast(
+                "chat:error",
+                &json!({ "chatId": chat_id, "text": kind.error_text() }),
+            );
+            return;
+        };
         self.broadcast(
             "chat:typing",
             &json!({ "chatId": chat_id, "messageId": message_id }),
         );
-        let mut stream = self.deps.ai.stream(prepared.request);
+        let mut stream = self.deps.ai.stream(request);
         let wait = self.deps.settings.ai_timeout;
         let addr = ctx.address();
         let (reader_chat, reader_message) = (chat_id.clone(), message_id.clone());
         let reader = tokio::spawn(async move {
+            let deadline = tokio::time::Instant::now() + MAX_REPLY_TIME;
+            let mut length = 0;
             let result = loop {
-                match tokio::time::timeout(wait, stream.next()).await {
-                    Ok(Some(Ok(text))) => addr.do_send(Piece {
-                        chat_id: reader_chat.clone(),
-                        message_id: reader_message.clone(),
-                        text,
-                    }),
-                    Ok(Some(Err(error))) => break Err(error),
-                    Ok(None) => break Ok(()),
-                    Err(_) => break Err(AiError::Timeout),
+                let next = tokio::time::timeout(wait, stream.next());
+                match tokio::time::timeout_at(deadline, next).await {
+                    Ok(Ok(Some(Ok(text)))) => {
+                        length += text.chars().count();
+                        addr.do_send(Piece {
+                            chat_id: reader_chat.clone(),
+                            message_id: reader_message.clone(),
+                            text,
+                        });
+                        // A runaway reply ends here; what came so far is the reply.
+                        if length >= MAX_REPLY_CHARS {
+                            break Ok(());
+                        }
+                    }
+                    Ok(Ok(Some(Err(error)))) => break Err(error),
+                    Ok(Ok(None)) | Err(_) => break Ok(()),
+                    Ok(Err(_)) => break Err(AiError::Timeout),
                 }
             };
+            // Dropped here (before `Ended` is handled): a reply ended early hangs up on the AI.
+            drop(stream);
             addr.do_send(Ended {
                 chat_id: reader_chat,
                 message_id: reader_message,
@@ -448,7 +537,7 @@ impl MemberActor {
         let data =
             json!({ "chatId": piece.chat_id, "messageId": piece.message_id, "text": piece.text });
         for client in &self.clients {
-            client.emit_volatile("chat:delta", data.clone());
+            client.client.emit_volatile("chat:delta", data.clone());
         }
     }
 
@@ -485,6 +574,10 @@ impl MemberActor {
     fn on_stop(&mut self, chat_id: String, reply: Reply<StopAck>, ctx: &mut Context<Self>) {
         reply.send(StopAck);
         let Some(writing) = self.writing.remove(&chat_id) else {
+            // The message is still being stored: its reply will not start.
+            if self.busy.contains(&chat_id) {
+                self.stop_requested.insert(chat_id);
+            }
             return;
         };
         // Dropping the stream (with the task that reads it) hangs up on the AI provider.
@@ -521,7 +614,6 @@ impl MemberActor {
             (chat_id.clone(), writing.message_id.clone(), text.clone());
         let save = async move {
             let attempts = deps.settings.reply_save_attempts.max(1);
-            let mut last = None;
             for attempt in 1..=attempts {
                 let saving = deps.store.append_message(
                     &user_id,
@@ -535,28 +627,36 @@ impl MemberActor {
                 })
                 .await
                 {
-                    Ok(_) => return Ok(()),
-                    Err(refusal) => last = Some(refusal),
-                }
-                if attempt < attempts {
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    Ok(true) => return true,
+                    // The chat was deleted meanwhile: nowhere to keep the reply.
+                    Ok(false) => return false,
+                    Err(_) if attempt < attempts => {
+                        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    }
+                    Err(_) => {}
                 }
             }
-            Err(last.unwrap_or(Refusal::Unavailable))
+            false
         };
         ctx.spawn(save.into_actor(self).map(move |saved, act, ctx| {
             act.busy.remove(&chat_id);
-            if saved.is_err() {
-                // The member still sees the reply; only a reload would miss it.
+            if saved {
+                act.broadcast(
+                    "chat:done",
+                    &json!({
+                        "chatId": chat_id, "messageId": writing.message_id, "text": text,
+                        "title": writing.title, "stopped": stopped,
+                    }),
+                );
+            } else {
+                // `chat:done` means stored: a reply that could not be kept is an error, so the
+                // page does not show what a reload would not.
                 tracing::error!(user = %act.user_id, chat = %chat_id, "a finished reply could not be stored");
+                act.broadcast(
+                    "chat:error",
+                    &json!({ "chatId": chat_id, "text": writing.kind.error_text() }),
+                );
             }
-            act.broadcast(
-                "chat:done",
-                &json!({
-                    "chatId": chat_id, "messageId": writing.message_id, "text": text,
-                    "title": writing.title, "stopped": stopped,
-                }),
-            );
             act.arm_idle_timer_if_alone(ctx);
         }));
     }
@@ -567,13 +667,29 @@ impl MemberActor {
         }
         self.funnel = join.funnel;
         let client = join.client;
-        self.clients.retain(|c| c.id() != client.id());
-        client.emit("chat:ready", json!({ "greeting": self.greeting() }));
-        self.clients.push(client);
+        self.clients.retain(|c| c.client.id() != client.id());
+        client.emit("chat:ready", self.ready());
+        self.clients.push(Client {
+            client,
+            session: join.session,
+        });
     }
 
     fn on_left(&mut self, client_id: &str, ctx: &mut Context<Self>) {
-        self.clients.retain(|c| c.id() != client_id);
+        self.clients.retain(|c| c.client.id() != client_id);
+        self.arm_idle_timer_if_alone(ctx);
+    }
+
+    /// Closes the clients of the session the member signed out of (all of them after a reset).
+    /// Replies on their way are still finished and stored.
+    fn on_signed_out(&mut self, session: Option<String>, ctx: &mut Context<Self>) {
+        let (closing, staying): (Vec<Client>, Vec<Client>) = std::mem::take(&mut self.clients)
+            .into_iter()
+            .partition(|c| session.is_none() || c.session == session);
+        self.clients = staying;
+        for client in closing {
+            client.client.disconnect();
+        }
         self.arm_idle_timer_if_alone(ctx);
     }
 
@@ -598,6 +714,8 @@ impl MemberActor {
 }
 
 /// Stores the member's message (creating the chat on its first send) and builds the AI request.
+/// A refusal means nothing was stored. Once the message is stored the send is acknowledged: if
+/// the chat cannot be read back for the AI, the reply fails instead (`request: None`).
 fn prepare_chat_reply(
     deps: Arc<Deps>,
     user_id: String,
@@ -607,34 +725,58 @@ fn prepare_chat_reply(
     solution_for: Option<FunnelBrief>,
 ) -> BoxFuture<'static, Result<Prepared, Refusal>> {
     Box::pin(async move {
-        if !deps.store.has_access(&user_id).await.map_err(unavailable)? {
-            return Err(Refusal::UpgradeRequired);
-        }
-        let new_chat = chat_id.is_none();
-        let chat_id = match chat_id {
-            Some(id) => id,
-            None => deps
-                .store
-                .create_chat(&user_id, &chat_title(&text), &greeting)
-                .await
-                .map_err(unavailable)?,
-        };
-        let message_id = new_message_id();
-        let stored = deps
-            .store
-            .append_message(&user_id, &chat_id, &message_id, Role::User, &text)
-            .await
-            .map_err(unavailable)?;
-        if !stored {
-            return Err(Refusal::ChatNotFound);
-        }
         let settings = &deps.settings;
-        let chat = deps
-            .store
-            .chat(&user_id, &chat_id, settings.context_messages)
-            .await
-            .map_err(unavailable)?
-            .ok_or(Refusal::ChatNotFound)?;
+        let message_id = new_message_id();
+        let new_chat = chat_id.is_none();
+        let stored = within(settings.store_timeout, async {
+            if !deps.store.has_access(&user_id).await.map_err(unavailable)? {
+                return Err(Refusal::UpgradeRequired);
+            }
+            match chat_id {
+                Some(id) => {
+                    let found = deps
+                        .store
+                        .append_message(&user_id, &id, &message_id, Role::User, &text)
+                        .await
+                        .map_err(unavailable)?;
+                    if found {
+                        Ok(id)
+                    } else {
+                        Err(Refusal::ChatNotFound)
+                    }
+                }
+                None => deps
+                    .store
+                    .create_chat(&user_id, &chat_title(&text), &greeting, &message_id, &text)
+                    .await
+                    .map_err(unavailable),
+            }
+        })
+        .await;
+        let chat_id = stored?;
+        let chat = within(settings.store_timeout, async {
+            deps.store
+                .chat(&user_id, &chat_id, settings.context_messages)
+                .await
+                .map_err(unavailable)
+        })
+        .await
+        .ok()
+        .flatten();
+        let Some(chat) = chat else {
+            tracing::warn!(user = %user_id, chat = %chat_id, "a chat could not be read back for its reply");
+            return Ok(Prepared {
+                chat_id,
+                message_id,
+                title: if new_chat {
+                    chat_title(&text)
+                } else {
+                    String::new()
+                },
+                request: None,
+                new_chat,
+            });
+        };
         let (purpose, messages) = match solution_for {
             Some(funnel) => (
                 AiPurpose::FunnelSolution,
@@ -657,11 +799,11 @@ fn prepare_chat_reply(
             chat_id,
             message_id,
             title: chat.title,
-            request: AiRequest {
+            request: Some(AiRequest {
                 purpose,
                 messages,
                 timeout: settings.ai_timeout,
-            },
+            }),
             new_chat,
         })
     })
@@ -729,6 +871,14 @@ impl Handler<Event> for MemberActor {
             Event::TaskHelp { task_id, reply } => self.on_task_help(task_id, reply, ctx),
             Event::Left { client_id } => self.on_left(&client_id, ctx),
         }
+    }
+}
+
+impl Handler<SignedOut> for MemberActor {
+    type Result = ();
+
+    fn handle(&mut self, signed_out: SignedOut, ctx: &mut Self::Context) {
+        self.on_signed_out(signed_out.session, ctx);
     }
 }
 

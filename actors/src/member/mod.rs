@@ -14,8 +14,8 @@ mod prompts;
 mod registry;
 
 pub use actor::{
-    CHAT_ERROR, Event, Join, MemberActor, Refusal, SendAck, StopAck, TASK_ERROR, TASK_FALLBACK,
-    TaskHelpAck,
+    CHAT_ERROR, Event, Join, MemberActor, Refusal, SendAck, SignedOut, StopAck, TASK_ERROR,
+    TASK_FALLBACK, TaskHelpAck,
 };
 pub use registry::MemberRegistry;
 

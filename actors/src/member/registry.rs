@@ -5,7 +5,7 @@ use std::sync::Arc;
 use actix::{Actor, Addr};
 
 use super::Deps;
-use super::actor::{Join, MemberActor};
+use super::actor::{Join, MemberActor, SignedOut};
 use crate::live::LiveActors;
 
 /// A join meets an actor that is just stopping at most this often before giving up.
@@ -61,6 +61,16 @@ impl MemberRegistry {
             }
         }
         Err(Unavailable)
+    }
+
+    /// The member signed out of `session` (`None`: of every session, as after a password reset):
+    /// the sockets that came with it are closed. Only this process's sockets: each process of a
+    /// scaled-out deployment is told by its own sign-out request, and the others' sockets of that
+    /// session find it gone at their next connect.
+    pub fn signed_out(&self, user_id: &str, session: Option<String>) {
+        if let Some(addr) = self.shared.live.get(&user_id.to_owned()) {
+            addr.do_send(SignedOut { session });
+        }
     }
 
     /// How many members have a live actor in this process.

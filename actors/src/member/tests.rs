@@ -38,19 +38,28 @@ struct MemoryChat {
 }
 
 struct MemoryStore {
-    chats: Mutex<HashMap<String, MemoryChat>>,
+    chats: Arc<Mutex<HashMap<String, MemoryChat>>>,
     tasks: Mutex<HashMap<String, (String, TaskBrief)>>,
     access: AtomicBool,
     next_id: Mutex<u32>,
+    /// Writes take this long (they happen when the future runs, as in a database).
+    write_delay: Mutex<Duration>,
+    /// The next this many appends of assistant messages fail.
+    failing_replies: Mutex<usize>,
+    /// Reading a chat back fails.
+    failing_reads: AtomicBool,
 }
 
 impl Default for MemoryStore {
     fn default() -> Self {
         Self {
-            chats: Mutex::default(),
+            chats: Arc::default(),
             tasks: Mutex::default(),
             access: AtomicBool::new(true),
             next_id: Mutex::new(0),
+            write_delay: Mutex::new(Duration::ZERO),
+            failing_replies: Mutex::new(0),
+            failing_reads: AtomicBool::new(false),
         }
     }
 }
@@ -111,6 +120,8 @@ impl crate::ports::MemberStore for MemoryStore {
         user_id: &str,
         title: &str,
         greeting: &str,
+        message_id: &str,
+        content: &str,
     ) -> BoxFuture<'static, Result<String, StoreError>> {
         let mut next = self.next_id.lock().expect("lock");
         *next += 1;
@@ -120,11 +131,18 @@ impl crate::ports::MemberStore for MemoryStore {
             MemoryChat {
                 owner: user_id.into(),
                 title: title.into(),
-                messages: vec![StoredMessage {
-                    id: format!("greeting-{id}"),
-                    role: Role::Assistant,
-                    content: greeting.into(),
-                }],
+                messages: vec![
+                    StoredMessage {
+                        id: format!("greeting-{id}"),
+                        role: Role::Assistant,
+                        content: greeting.into(),
+                    },
+                    StoredMessage {
+                        id: message_id.into(),
+                        role: Role::User,
+                        content: content.into(),
+                    },
+                ],
             },
         );
         async move { Ok(id) }.boxed()
@@ -138,19 +156,39 @@ impl crate::ports::MemberStore for MemoryStore {
         role: Role,
         content: &str,
     ) -> BoxFuture<'static, Result<bool, StoreError>> {
-        let mut chats = self.chats.lock().expect("lock");
-        let found = match chats.get_mut(chat_id).filter(|chat| chat.owner == user_id) {
-            Some(chat) => {
-                chat.messages.push(StoredMessage {
-                    id: message_id.into(),
-                    role,
-                    content: content.into(),
-                });
-                true
+        if role == Role::Assistant {
+            let mut failing = self.failing_replies.lock().expect("lock");
+            if *failing > 0 {
+                *failing -= 1;
+                return async { Err(StoreError::Failed("disk full".into())) }.boxed();
             }
-            None => false,
-        };
-        async move { Ok(found) }.boxed()
+        }
+        let delay = *self.write_delay.lock().expect("lock");
+        let chats = self.chats.clone();
+        let (user_id, chat_id, message_id, content) = (
+            user_id.to_owned(),
+            chat_id.to_owned(),
+            message_id.to_owned(),
+            content.to_owned(),
+        );
+        async move {
+            tokio::time::sleep(delay).await;
+            let mut chats = chats.lock().expect("lock");
+            Ok(
+                match chats.get_mut(&chat_id).filter(|chat| chat.owner == user_id) {
+                    Some(chat) => {
+                        chat.messages.push(StoredMessage {
+                            id: message_id,
+                            role,
+                            content,
+                        });
+                        true
+                    }
+                    None => false,
+                },
+            )
+        }
+        .boxed()
     }
 
     fn chat(
@@ -159,6 +197,9 @@ impl crate::ports::MemberStore for MemoryStore {
         chat_id: &str,
         last: usize,
     ) -> BoxFuture<'static, Result<Option<StoredChat>, StoreError>> {
+        if self.failing_reads.load(Ordering::SeqCst) {
+            return async { Err(StoreError::Failed("read timed out".into())) }.boxed();
+        }
         let chats = self.chats.lock().expect("lock");
         let found = chats
             .get(chat_id)
@@ -309,6 +350,10 @@ impl FunnelClient for TestClient {
     fn emit(&self, event: &'static str, data: Value) {
         let _ = self.events.send((event.to_owned(), data));
     }
+
+    fn disconnect(&self) {
+        let _ = self.events.send(("(disconnected)".to_owned(), Value::Null));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -349,7 +394,14 @@ impl Harness {
         });
         let addr = self
             .registry
-            .join(USER, Join { client, funnel })
+            .join(
+                USER,
+                Join {
+                    client,
+                    session: Some(format!("session-of-{client_id}")),
+                    funnel,
+                },
+            )
             .await
             .expect("join");
         Tab {
@@ -800,7 +852,12 @@ async fn every_tab_sees_the_reply_and_it_is_stored_after_the_last_tab_closes() {
     );
     first.leave();
     second.leave();
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // The reply goes on well past the idle window (60 s) with nobody connected.
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        call.piece(" ");
+    }
+    assert_eq!(harness.registry.live_count(), 1, "still writing");
     call.end();
     tokio::time::sleep(Duration::from_millis(10)).await;
     assert_eq!(
@@ -814,4 +871,194 @@ async fn every_tab_sees_the_reply_and_it_is_stored_after_the_last_tab_closes() {
     // The next join starts a fresh actor.
     let mut back = harness.connect("tab-3", None).await;
     assert_eq!(back.next_named("chat:ready").await["greeting"], GREETING);
+}
+
+#[actix::test]
+async fn signing_out_closes_the_sockets_of_that_session_and_a_reset_closes_all() {
+    let harness = Harness::new();
+    let mut phone = harness.connect("phone", None).await;
+    let mut laptop = harness.connect("laptop", None).await;
+    harness
+        .registry
+        .signed_out(USER, Some("session-of-phone".into()));
+    assert_eq!(phone.next_named("(disconnected)").await, Value::Null);
+    // The laptop stays: it still gets the member's replies.
+    laptop.send_stored(None, "Still here?").await;
+    harness.ai.next_call().await.end();
+    laptop.next_named("chat:error").await;
+    harness.registry.signed_out(USER, None);
+    assert_eq!(laptop.next_named("(disconnected)").await, Value::Null);
+}
+
+#[actix::test]
+async fn chat_ready_names_the_chats_whose_reply_is_still_being_written() {
+    let harness = Harness::new();
+    let first = harness.connect("tab-1", None).await;
+    let chat_id = first.send_stored(None, "How do I find my downloads?").await;
+    let call = harness.ai.next_call().await;
+    let mut later = harness.connect("tab-2", None).await;
+    let ready = later.next_named("chat:ready").await;
+    assert_eq!(ready["writing"], serde_json::json!([chat_id]));
+    call.piece("Open the Downloads folder.");
+    call.end();
+    later.next_named("chat:done").await;
+    let mut again = harness.connect("tab-3", None).await;
+    assert_eq!(
+        again.next_named("chat:ready").await["writing"],
+        serde_json::json!([])
+    );
+}
+
+#[actix::test]
+async fn a_reply_that_cannot_be_stored_ends_in_the_error_not_in_done() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    *harness.store.failing_replies.lock().expect("lock") = 3;
+    let chat_id = tab.send_stored(None, "Why is my phone so slow?").await;
+    let call = harness.ai.next_call().await;
+    call.piece("Close the apps you do not use.");
+    call.end();
+    let error = tab.next_named("chat:error").await;
+    assert_eq!(error["text"], CHAT_ERROR);
+    assert!(
+        !tab.events
+            .try_recv()
+            .is_ok_and(|(event, _)| event == "chat:done"),
+        "no done for an unsaved reply"
+    );
+    assert_eq!(
+        harness.store.messages(&chat_id).len(),
+        2,
+        "greeting and question"
+    );
+
+    // Two failures, then it saves: the retries keep the reply.
+    *harness.store.failing_replies.lock().expect("lock") = 2;
+    tab.send_stored(Some(&chat_id), "And my tablet?").await;
+    let call = harness.ai.next_call().await;
+    call.piece("The same steps work there.");
+    call.end();
+    assert_eq!(
+        tab.next_named("chat:done").await["text"],
+        "The same steps work there."
+    );
+}
+
+#[actix::test]
+async fn a_stored_message_is_acknowledged_even_when_the_chat_cannot_be_read_back() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    harness.store.failing_reads.store(true, Ordering::SeqCst);
+    let ack = tab.send(None, "Can you check my settings?").await;
+    let SendAck::Stored { chat_id, .. } = ack else {
+        panic!("a stored message must be acknowledged: {ack:?}");
+    };
+    assert_eq!(harness.store.messages(&chat_id).len(), 2);
+    assert_eq!(tab.next_named("chat:error").await["text"], CHAT_ERROR);
+    assert!(harness.ai.no_call_made());
+    harness.store.failing_reads.store(false, Ordering::SeqCst);
+    tab.send_stored(Some(&chat_id), "Hello again").await;
+    harness.ai.next_call().await.end();
+}
+
+#[actix::test]
+async fn a_member_has_at_most_three_replies_on_their_way() {
+    let harness = Harness::new();
+    let tab = harness.connect("tab-1", None).await;
+    for question in ["one?", "two?", "three?"] {
+        tab.send_stored(None, question).await;
+    }
+    let refused = tab.send(None, "four?").await;
+    assert_eq!(refused, SendAck::Refused(Refusal::TooManyReplies));
+    assert_eq!(refused.to_json()["code"], "busy");
+    let task_id = harness.store.add_task(
+        USER,
+        TaskBrief {
+            name: "Call the bank".into(),
+            items: Vec::new(),
+        },
+    );
+    assert_eq!(
+        tab.task_help(&task_id).await,
+        TaskHelpAck::Refused(Refusal::TooManyReplies)
+    );
+    harness.ai.next_call().await.end();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    tab.send_stored(None, "four, now?").await;
+}
+
+#[actix::test]
+async fn stop_while_the_message_is_being_stored_means_no_reply() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    let chat_id = tab.send_stored(None, "How do I zoom in?").await;
+    harness.ai.next_call().await.end();
+    tab.next_named("chat:error").await;
+
+    *harness.store.write_delay.lock().expect("lock") = Duration::from_secs(2);
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tab.addr.do_send(Event::Send {
+        chat_id: Some(chat_id.clone()),
+        text: "Actually, never mind".into(),
+        reply: Reply::new(move |ack| {
+            let _ = tx.send(ack);
+        }),
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    tab.stop(&chat_id).await;
+    assert!(matches!(rx.await.expect("an ack"), SendAck::Stored { .. }));
+    let done = tab.next_named("chat:done").await;
+    assert_eq!(done["stopped"], true);
+    assert_eq!(done["text"], "");
+    assert!(harness.ai.no_call_made(), "the reply never started");
+}
+
+#[actix::test]
+async fn the_funnel_greeting_and_its_shortcut_belong_to_the_first_chat_only() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", Some(outlook_funnel())).await;
+    tab.next_named("chat:ready").await;
+    // A statement without a question mark counts as yes (the spec's rule) in the first chat...
+    tab.send_stored(None, "My wifi keeps dropping").await;
+    assert_eq!(
+        harness.ai.next_call().await.request.purpose,
+        AiPurpose::FunnelSolution
+    );
+    // ...and the page is told that new chats now start with the plain greeting.
+    assert_eq!(tab.next_named("chat:ready").await["greeting"], GREETING);
+    let chat_id = tab.send_stored(None, "My wifi keeps dropping").await;
+    assert_eq!(
+        harness.ai.next_call().await.request.purpose,
+        AiPurpose::MemberChat
+    );
+    assert_eq!(harness.store.messages(&chat_id)[0].1, GREETING);
+}
+
+#[actix::test]
+async fn a_reply_that_never_ends_is_ended_after_five_minutes_with_what_came() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    let chat_id = tab
+        .send_stored(None, "Tell me everything about computers")
+        .await;
+    let call = harness.ai.next_call().await;
+    let started = tokio::time::Instant::now();
+    let trickle = tokio::spawn(async move {
+        loop {
+            if call.pieces.send(Ok("more ".into())).is_err() {
+                return call.dropped.load(Ordering::SeqCst);
+            }
+            tokio::time::sleep(Duration::from_secs(20)).await;
+        }
+    });
+    let done = tab.next_named("chat:done").await;
+    assert_eq!(started.elapsed().as_secs(), 300);
+    assert!(
+        done["text"]
+            .as_str()
+            .expect("text")
+            .starts_with("more more")
+    );
+    assert!(trickle.await.expect("trickle"), "the AI stream was dropped");
+    assert_eq!(harness.store.messages(&chat_id).len(), 3);
 }
