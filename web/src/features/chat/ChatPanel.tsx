@@ -86,6 +86,7 @@ function Composer({
 }) {
   const [text, setText] = useState('');
   const noticeId = useId();
+  const inputRef = useRef<HTMLTextAreaElement>(null);
 
   async function submit() {
     const submitted = text;
@@ -118,6 +119,7 @@ function Composer({
       )}
       <div className="member-chat__composer-row">
         <textarea
+          ref={inputRef}
           className="member-chat__input"
           aria-label="Your question"
           aria-describedby={notice ? noticeId : undefined}
@@ -132,7 +134,15 @@ function Composer({
             {busy ? 'Sending...' : 'Send Message'}
           </Button>
           {canStop && (
-            <Button variant="secondary" className="member-chat__stop" onClick={onStop}>
+            <Button
+              variant="secondary"
+              className="member-chat__stop"
+              onClick={() => {
+                onStop();
+                // The button goes once the reply ends; the question field is where the member goes on.
+                inputRef.current?.focus();
+              }}
+            >
               Stop
             </Button>
           )}
@@ -217,24 +227,26 @@ export function ChatPanel({
         </div>
       )}
 
-      {/* Busy while a reply streams, so screen readers read it once, whole, not piece by piece. */}
-      <div
-        ref={listRef}
-        className="member-chat__messages"
-        role="log"
-        aria-label="Conversation"
-        aria-live="polite"
-        aria-busy={state.reply?.phase === 'streaming'}
-      >
-        {reviewing ? (
-          <div className="member-chat__reviewing" role="status">
-            <span className="spinner" aria-hidden="true" /> {REVIEWING_TASK_TEXT}
-          </div>
-        ) : (
-          state.messages.map((message) => (
-            <MessageBubble key={message.id} message={message} assistantName={assistantName} />
-          ))
-        )}
+      <div ref={listRef} className="member-chat__messages">
+        {/* Busy while a reply streams, so screen readers read it once, whole, not piece by piece. */}
+        <div
+          className={reviewing ? 'member-chat__log member-chat__log--fill' : 'member-chat__log'}
+          role="log"
+          aria-label="Conversation"
+          aria-live="polite"
+          aria-busy={state.reply?.phase === 'streaming'}
+        >
+          {reviewing ? (
+            <div className="member-chat__reviewing" role="status">
+              <span className="spinner" aria-hidden="true" /> {REVIEWING_TASK_TEXT}
+            </div>
+          ) : (
+            state.messages.map((message) => (
+              <MessageBubble key={message.id} message={message} assistantName={assistantName} />
+            ))
+          )}
+        </div>
+        {/* Its own status, outside the log, so it is announced once. */}
         {typing && <TypingDots assistantName={assistantName} />}
       </div>
 

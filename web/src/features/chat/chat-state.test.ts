@@ -128,9 +128,58 @@ describe('the members chat state', () => {
       state,
     );
     expect(isReviewingTask(state)).toBe(true);
-    state = run([server('done', { chatId: 'c2', messageId: 'm5', text: '  ' })], state);
+    const reviewing = state;
+    state = run([server('done', { chatId: 'c2', messageId: 'm5', text: '  ', stopped: false })], reviewing);
     expect(texts(state)).toEqual([['assistant', TASK_HELP_FALLBACK]]);
     expect(state.chatId).toBe('c2');
+
+    // Stopped before its first word, it leaves nothing, not the fallback.
+    state = run([server('done', { chatId: 'c2', messageId: 'm5', text: '', stopped: true })], reviewing);
+    expect(texts(state)).toEqual([]);
+    expect(isBusy(state)).toBe(false);
+    expect(isReviewingTask(state)).toBe(false);
+  });
+
+  it('shows a chat opened while its reply is being written as waiting for it', () => {
+    const messages = [{ id: 'u', role: 'user' as const, text: 'Q' }];
+    const writing = run([{ type: 'loaded', chatId: 'c1', title: 'T', messages, writing: true }]);
+    expect(showsTyping(writing)).toBe(true);
+    expect(isBusy(writing)).toBe(true);
+    const done = run([server('done', { chatId: 'c1', messageId: 'a', text: 'Answer' })], writing);
+    expect(texts(done)).toEqual([['user', 'Q'], ['assistant', 'Answer']]);
+    expect(isBusy(done)).toBe(false);
+
+    const idle = run([{ type: 'loaded', chatId: 'c1', title: 'T', messages }]);
+    expect(isBusy(idle)).toBe(false);
+  });
+
+  it('stops waiting when the server no longer writes the reply, with the stored chat or without it', () => {
+    const waiting = run([...asked, server('delta', { chatId: 'c1', messageId: 'm2', text: 'Half' })]);
+    const stored = [
+      { id: 'u', role: 'user' as const, text: 'My printer is offline' },
+      { id: 'm2', role: 'assistant' as const, text: 'Half of it, stopped' },
+    ];
+    const settled = run([{ type: 'settled', chatId: 'c1', title: 'Printer', messages: stored }], waiting);
+    expect(texts(settled)).toEqual([['user', 'My printer is offline'], ['assistant', 'Half of it, stopped']]);
+    expect(isBusy(settled)).toBe(false);
+    expect(settled.title).toBe('Printer');
+
+    const unread = run([{ type: 'settled', chatId: 'c1', title: null, messages: null }], waiting);
+    expect(texts(unread)).toEqual(texts(waiting));
+    expect(isBusy(unread)).toBe(false);
+    // A later reply in the chat gets its own bubble, not the half one.
+    const next = run(
+      [
+        { type: 'sending', request: 'r2', text: 'Again?' },
+        { type: 'sent', request: 'r2', chatId: 'c1', title: null },
+        server('delta', { chatId: 'c1', messageId: '', text: 'New' }),
+      ],
+      unread,
+    );
+    expect(texts(next).slice(-3)).toEqual([['assistant', 'Half'], ['user', 'Again?'], ['assistant', 'New']]);
+
+    // Another chat's news changes nothing here.
+    expect(run([{ type: 'settled', chatId: 'c9', title: null, messages: [] }], waiting)).toEqual(waiting);
   });
 
   it('restores the chat when task help is refused', () => {

@@ -28,7 +28,7 @@ export type Reply = {
 type ServerEvent =
   | { event: 'typing'; chatId: string }
   | { event: 'delta'; chatId: string; messageId: string; text: string }
-  | { event: 'done'; chatId: string; messageId: string; text: string; title: string | null }
+  | { event: 'done'; chatId: string; messageId: string; text: string; title: string | null; stopped: boolean }
   | { event: 'error'; chatId: string; text: string };
 
 type Snapshot = { chatId: string | null; title: string | null; messages: ChatMessage[] };
@@ -60,9 +60,15 @@ export type ChatAction =
   | { type: 'task-help-taken'; request: string; chatId: string; title: string | null }
   | { type: 'task-help-refused'; request: string }
   | { type: 'server'; payload: ServerEvent }
-  | { type: 'loaded'; chatId: string; title: string | null; messages: ChatMessage[] }
+  /** `writing`: the server is still writing a reply in this chat (another tab asked, say). */
+  | { type: 'loaded'; chatId: string; title: string | null; messages: ChatMessage[]; writing?: boolean }
   /** The store's copy of the open chat, after a reply this page did not see whole; null: none. */
   | { type: 'refreshed'; chatId: string; title: string | null; messages: ChatMessage[] | null }
+  /**
+   * The server no longer writes a reply the page was waiting for in this chat (it said so after a
+   * reconnect): the store's copy of the chat (null: it could not be read), and no more waiting.
+   */
+  | { type: 'settled'; chatId: string; title: string | null; messages: ChatMessage[] | null }
   | { type: 'forget'; chatId: string };
 
 function greetingMessage(greeting: string): ChatMessage {
@@ -119,6 +125,7 @@ export function serverEvent(name: ServerEvent['event'], payload: unknown): Serve
         messageId: text(raw.messageId),
         text: text(raw.text),
         title: typeof raw.title === 'string' && raw.title !== '' ? raw.title : null,
+        stopped: raw.stopped === true,
       };
     case 'error':
       return { event: 'error', chatId, text: text(raw.text) };
@@ -169,7 +176,10 @@ function applyServerEvent(state: ChatState, payload: ServerEvent): ChatState {
       };
     case 'done': {
       const reply = state.reply;
-      const fullText = payload.text.trim() === '' && reply?.kind === 'task' ? TASK_HELP_FALLBACK : payload.text;
+      // The server sends the fallback itself for an empty task reply; this is only a safety net.
+      // A reply the member stopped keeps what it had, even nothing.
+      const fullText =
+        payload.text.trim() === '' && reply?.kind === 'task' && !payload.stopped ? TASK_HELP_FALLBACK : payload.text;
       // A reply stopped before its first word leaves nothing worth a bubble.
       const messages =
         fullText.trim() === ''
@@ -275,11 +285,23 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
         chatId: action.chatId,
         title: action.title,
         messages: action.messages,
+        reply: action.writing ? { phase: 'typing', kind: 'chat', origin: 'remote' } : null,
       };
     case 'refreshed':
       if (state.chatId !== action.chatId) return state;
       if (action.messages === null) return { ...state, stale: false };
       return { ...state, title: action.title ?? state.title, messages: action.messages, reply: null, stale: false };
+    case 'settled':
+      if (state.chatId !== action.chatId || state.pending !== null) return state;
+      return {
+        ...state,
+        title: action.title ?? state.title,
+        messages:
+          action.messages ??
+          state.messages.map((message) => (message.status === 'streaming' ? { ...message, status: undefined } : message)),
+        reply: null,
+        stale: false,
+      };
     case 'forget':
       return state.chatId === action.chatId ? initialChatState(state.greeting) : state;
   }

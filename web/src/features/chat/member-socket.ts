@@ -11,7 +11,8 @@ export type SendAck = { ok: true; chatId: string; messageId: string; title: stri
 export type TaskHelpAck = { ok: true; chatId: string; title: string } | Refusal;
 export type StopAck = { ok: boolean };
 
-export type ReadyEvent = { greeting: string };
+/** `writing`: the chats whose reply is still being written when this socket joined (older servers: none). */
+export type ReadyEvent = { greeting: string; writing?: string[] };
 export type TypingEvent = { chatId: string; messageId?: string };
 export type DeltaEvent = { chatId: string; messageId: string; text: string };
 export type DoneEvent = { chatId: string; messageId: string; text: string; title?: string; stopped?: boolean };

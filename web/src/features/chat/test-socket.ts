@@ -18,6 +18,7 @@ export class FakeSocket {
   closedByClient = false;
   readonly acks: PendingAck[] = [];
   private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly onceOf = new Map<Listener, Listener>();
   private readonly sent: Array<{ event: string; payload: unknown }> = [];
 
   constructor(namespace: string, options: SocketOptions) {
@@ -33,8 +34,21 @@ export class FakeSocket {
   }
 
   off(event: string, listener: Listener) {
-    this.listeners.get(event)?.delete(listener);
+    const set = this.listeners.get(event);
+    for (const registered of [...(set ?? [])]) {
+      if (registered === listener || this.onceOf.get(registered) === listener) set?.delete(registered);
+    }
     return this;
+  }
+
+  /** As socket.io-client's: the listener runs once; `off` with the same listener removes it. */
+  once(event: string, listener: Listener) {
+    const wrapped: Listener = (...args) => {
+      this.off(event, wrapped);
+      listener(...args);
+    };
+    this.onceOf.set(wrapped, listener);
+    return this.on(event, wrapped);
   }
 
   /** Rejects as socket.io-client does when no ack comes within `ms`. */

@@ -9,6 +9,25 @@ export const ACK_TIMEOUT_MS = 15_000;
 export const SEND_TIMEOUT_TEXT = "We couldn't send your message. Please check your internet connection and try again.";
 export const SEND_FAILED_TEXT = "Sorry, your message couldn't be sent. Please try again.";
 export const OFFLINE_TEXT = 'The chat is not connected just now. Please try again in a moment.';
+/** How long a request waits for a socket that is still connecting. */
+const CONNECT_WAIT_MS = 5_000;
+
+/** Resolves true once `socket` connects within `ms`; false at once if it is not even trying. */
+function connectedSoon(socket: MemberSocket, ms: number): Promise<boolean> {
+  if (socket.connected) return Promise.resolve(true);
+  if (!socket.active) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const connected = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      socket.off('connect', connected);
+      resolve(false);
+    }, ms);
+    socket.once('connect', connected);
+  });
+}
 export const OPEN_FAILED_TEXT = 'We could not open this conversation. Please try again.';
 export const CONNECTION_CLOSED_TEXT = 'The chat was disconnected.';
 
@@ -47,7 +66,16 @@ export function useMemberChat({ enabled, onUpgradeRequired, onReplyDone }: Optio
   // Callbacks read these without waiting for a render (a quick second Enter, say).
   const stateRef = useRef(state);
   stateRef.current = state;
-  const requestInFlight = useRef(false);
+  /**
+   * The send or task help waiting for its ack; null once it is answered, or once the page has moved
+   * to another chat (its ack then changes nothing, and the next question may go at once).
+   */
+  const requestInFlight = useRef<string | null>(null);
+  /**
+   * The chats whose reply the server is writing: the list in the last `chat:ready`, kept up to date
+   * by the replies' events (for any chat of the member).
+   */
+  const writing = useRef(new Set<string>());
   const requestCount = useRef(0);
   const callbacks = useRef({ onUpgradeRequired, onReplyDone });
   callbacks.current = { onUpgradeRequired, onReplyDone };
@@ -58,18 +86,31 @@ export function useMemberChat({ enabled, onUpgradeRequired, onReplyDone }: Optio
     dispatch(action);
   }, []);
 
-  /** After a new connection (not a recovered one) the events of a reply may be lost: ask the store. */
+  /**
+   * After every `chat:ready`: a reply the page waits for that the server is no longer writing has
+   * ended while the events could not arrive (stored, failed or stopped): show the store's copy of
+   * the chat and stop waiting. A reply still being written goes on sending its events, and the
+   * page shows it coming.
+   */
   const catchUp = useCallback(async () => {
-    const { chatId, reply } = stateRef.current;
-    if (chatId === null || reply === null) return;
+    const { chatId, reply, pending } = stateRef.current;
+    // A request still waiting for its ack: the ack (or its time-out) settles it.
+    if (chatId === null || pending !== null) return;
+    if (writing.current.has(chatId)) {
+      // A reply the page did not know of (its send's ack was lost with the connection, say).
+      if (reply === null) update({ type: 'server', payload: { event: 'typing', chatId } });
+      return;
+    }
+    if (reply === null) return;
+    // A reply for the chat that begins meanwhile (another tab) brings its own events.
+    const stillSettled = () => stateRef.current.chatId === chatId && !writing.current.has(chatId);
     try {
       const stored = await chatApi.get(chatId);
-      const last = stored?.messages[stored.messages.length - 1];
-      if (stored && last?.role === 'assistant') {
-        update({ type: 'refreshed', chatId, title: stored.title, messages: stored.messages });
+      if (stillSettled()) {
+        update({ type: 'settled', chatId, title: stored?.title ?? null, messages: stored?.messages ?? null });
       }
     } catch {
-      // The reply may still come over the socket.
+      if (stillSettled()) update({ type: 'settled', chatId, title: null, messages: null });
     }
   }, [update]);
 
@@ -86,15 +127,16 @@ export function useMemberChat({ enabled, onUpgradeRequired, onReplyDone }: Optio
 
     const server = (name: 'typing' | 'delta' | 'done' | 'error', payload: unknown) => {
       const event = serverEvent(name, payload);
-      if (event) update({ type: 'server', payload: event });
+      if (!event) return;
+      if (name === 'typing' || name === 'delta') writing.current.add(event.chatId);
+      else writing.current.delete(event.chatId);
+      update({ type: 'server', payload: event });
     };
 
     socket.on('connect', () => {
-      const wasConnected = hasConnected;
       hasConnected = true;
       setConnection('connected');
       setConnectionError(null);
-      if (wasConnected && !socket.recovered) void catchUp();
     });
     socket.on('disconnect', (reason) => {
       if (socket.active) setConnection(hasConnected ? 'reconnecting' : 'connecting');
@@ -118,7 +160,12 @@ export function useMemberChat({ enabled, onUpgradeRequired, onReplyDone }: Optio
       setConnectionError(error.message || CONNECTION_CLOSED_TEXT);
     });
     socket.on('chat:ready', (ready) => {
-      update({ type: 'ready', greeting: optionalString(record(ready).greeting) ?? '' });
+      const { greeting, writing: writingNow } = record(ready);
+      writing.current = new Set(
+        Array.isArray(writingNow) ? writingNow.filter((id): id is string => typeof id === 'string' && id !== '') : [],
+      );
+      update({ type: 'ready', greeting: optionalString(greeting) ?? '' });
+      void catchUp();
     });
     socket.on('chat:typing', (typing) => server('typing', typing));
     socket.on('chat:delta', (delta) => server('delta', delta));
@@ -159,34 +206,52 @@ export function useMemberChat({ enabled, onUpgradeRequired, onReplyDone }: Optio
     setNotice(optionalString(reply.error) ?? SEND_FAILED_TEXT);
   }, []);
 
-  /** A socket ready for a request, or null with the reason shown. */
-  const readySocket = useCallback((): MemberSocket | null => {
+  /**
+   * A socket ready for a request, or null with the reason shown. A socket still connecting (the
+   * page just opened, or a short drop) is waited for a few seconds rather than refused; nothing is
+   * emitted before it connects, so socket.io's buffer never sends a message twice.
+   */
+  const readySocket = useCallback((): MemberSocket | null | Promise<MemberSocket | null> => {
     const socket = socketRef.current;
-    if (!socket || !socket.connected) {
+    // A connected socket is answered at once, so the request goes out in the same tick.
+    if (socket?.connected) return socket;
+    const refuse = () => {
       setNotice(OFFLINE_TEXT);
       return null;
-    }
-    return socket;
+    };
+    if (!socket) return refuse();
+    return connectedSoon(socket, CONNECT_WAIT_MS).then((connected) => (connected ? socket : refuse()));
   }, []);
 
-  /** Resolves true once the server has stored the message. */
+  /**
+   * Resolves true once the server has stored the message; false when it did not, and the text
+   * should go back into the field. A request for a chat the page has left (New Chat, or another
+   * chat opened) resolves true: its answer changes nothing here.
+   */
   const send = useCallback(
     async (raw: string): Promise<boolean> => {
       const text = raw.trim();
-      if (text === '' || requestInFlight.current || isBusy(stateRef.current)) return false;
-      const socket = readySocket();
-      if (!socket) return false;
-
-      const { chatId } = stateRef.current;
+      if (text === '' || requestInFlight.current !== null || isBusy(stateRef.current)) return false;
       requestCount.current += 1;
       const request = `local-${requestCount.current}`;
-      requestInFlight.current = true;
+      requestInFlight.current = request;
+      const ready = readySocket();
+      const socket = ready instanceof Promise ? await ready : ready;
+      if (requestInFlight.current !== request) return false;
+      if (!socket) {
+        requestInFlight.current = null;
+        return false;
+      }
+
+      const { chatId } = stateRef.current;
       setNotice(null);
       update({ type: 'sending', request, text });
+      const current = () => stateRef.current.pending === request;
       try {
         const reply = record(
           await socket.timeout(ACK_TIMEOUT_MS).emitWithAck('chat:send', chatId === null ? { text } : { chatId, text }),
         );
+        if (!current()) return true;
         const newChatId = optionalString(reply.chatId);
         if (reply.ok === true && newChatId) {
           update({ type: 'sent', request, chatId: newChatId, title: optionalString(reply.title) });
@@ -196,11 +261,12 @@ export function useMemberChat({ enabled, onUpgradeRequired, onReplyDone }: Optio
         refused(reply);
         return false;
       } catch {
+        if (!current()) return true;
         update({ type: 'refused', request });
         setNotice(SEND_TIMEOUT_TEXT);
         return false;
       } finally {
-        requestInFlight.current = false;
+        if (requestInFlight.current === request) requestInFlight.current = null;
       }
     },
     [update, readySocket, refused],
@@ -209,20 +275,26 @@ export function useMemberChat({ enabled, onUpgradeRequired, onReplyDone }: Optio
   /** AI help on a task: a new chat the server opens with the task's name and items. */
   const askTaskHelp = useCallback(
     async (taskId: string): Promise<boolean> => {
-      if (requestInFlight.current || isBusy(stateRef.current)) {
+      if (requestInFlight.current !== null || isBusy(stateRef.current)) {
         setNotice('Please wait for the reply before sending another message.');
         return false;
       }
-      const socket = readySocket();
-      if (!socket) return false;
-
       requestCount.current += 1;
       const request = `task-${requestCount.current}`;
-      requestInFlight.current = true;
+      requestInFlight.current = request;
+      const ready = readySocket();
+      const socket = ready instanceof Promise ? await ready : ready;
+      if (requestInFlight.current !== request) return false;
+      if (!socket) {
+        requestInFlight.current = null;
+        return false;
+      }
       setNotice(null);
       update({ type: 'task-help', request });
+      const current = () => stateRef.current.pending === request;
       try {
         const reply = record(await socket.timeout(ACK_TIMEOUT_MS).emitWithAck('task:help', { taskId }));
+        if (!current()) return false;
         const chatId = optionalString(reply.chatId);
         if (reply.ok === true && chatId) {
           update({ type: 'task-help-taken', request, chatId, title: optionalString(reply.title) });
@@ -232,11 +304,12 @@ export function useMemberChat({ enabled, onUpgradeRequired, onReplyDone }: Optio
         refused(reply);
         return false;
       } catch {
+        if (!current()) return false;
         update({ type: 'task-help-refused', request });
         setNotice(SEND_TIMEOUT_TEXT);
         return false;
       } finally {
-        requestInFlight.current = false;
+        if (requestInFlight.current === request) requestInFlight.current = null;
       }
     },
     [update, readySocket, refused],
@@ -257,17 +330,43 @@ export function useMemberChat({ enabled, onUpgradeRequired, onReplyDone }: Optio
 
   const newChat = useCallback(() => {
     setNotice(null);
+    requestInFlight.current = null;
     update({ type: 'new-chat' });
   }, [update]);
 
-  /** Opens a stored chat; resolves false (with a notice) when it could not be loaded. */
+  /**
+   * Opens a stored chat; resolves false (with a notice) when it could not be loaded. A chat whose
+   * reply the server is still writing shows it coming (its events follow).
+   */
   const openChat = useCallback(
     async (chatId: string): Promise<boolean> => {
+      const wasWriting = writing.current.has(chatId);
       try {
         const stored = await chatApi.get(chatId);
         if (!stored) throw new Error('no chat');
         setNotice(null);
-        update({ type: 'loaded', chatId: stored.id, title: stored.title, messages: stored.messages });
+        requestInFlight.current = null;
+        const writingNow = writing.current.has(stored.id);
+        update({
+          type: 'loaded',
+          chatId: stored.id,
+          title: stored.title,
+          messages: stored.messages,
+          writing: writingNow,
+        });
+        // The reply ended while the chat was being read: the copy may be from before it was stored.
+        if (wasWriting && !writingNow) {
+          chatApi
+            .get(stored.id)
+            .then((again) => {
+              if (again && !writing.current.has(stored.id)) {
+                update({ type: 'settled', chatId: stored.id, title: again.title, messages: again.messages });
+              }
+            })
+            .catch(() => {
+              // The first copy stays.
+            });
+        }
         return true;
       } catch {
         setNotice(OPEN_FAILED_TEXT);
@@ -278,7 +377,13 @@ export function useMemberChat({ enabled, onUpgradeRequired, onReplyDone }: Optio
   );
 
   /** A chat was deleted: if it is the open one, a new chat takes its place. */
-  const forgetChat = useCallback((chatId: string) => update({ type: 'forget', chatId }), [update]);
+  const forgetChat = useCallback(
+    (chatId: string) => {
+      if (stateRef.current.chatId === chatId) requestInFlight.current = null;
+      update({ type: 'forget', chatId });
+    },
+    [update],
+  );
 
   /** After the server refused or ended the connection. */
   const reconnect = useCallback(() => {

@@ -224,6 +224,8 @@ describe('the members chat', () => {
 
     fireEvent.click(screen.getByRole('button', { name: 'Stop' }));
     expect(socket().emitted('chat:stop')).toEqual([{ chatId: 'c1' }]);
+    // The Stop button is about to go: focus waits in the question field.
+    expect(document.activeElement).toBe(input());
     await answer('chat:stop', { ok: true });
     server('chat:done', { chatId: 'c1', messageId: 'm2', text: 'Wi-Fi is', title: 'Wi-Fi', stopped: true });
     expect(bubbles()[2]).toBe('Wi-Fi is');
@@ -292,6 +294,45 @@ describe('the members chat', () => {
       fireEvent.click(sendButton());
     });
     expect(socket().emitted('chat:send')[1]).toEqual({ text: 'Second question' });
+  });
+
+  it('sends at once after New Chat while the last message still waits for its ack, and ignores that ack', async () => {
+    await openConnected();
+    type('First question');
+    fireEvent.click(sendButton());
+    expect(sendButton().textContent).toBe('Sending...');
+
+    fireEvent.click(screen.getByRole('button', { name: 'New Chat' }));
+    expect(bubbles()).toEqual([GREETING]);
+    type('Second question');
+    fireEvent.click(sendButton());
+    expect(socket().emitted('chat:send')).toEqual([{ text: 'First question' }, { text: 'Second question' }]);
+    expect(bubbles()).toEqual([GREETING, 'Second question']);
+
+    // The first chat's refusal comes late: it has nothing to say in this one.
+    await answer('chat:send', { ok: false, code: 'unavailable', error: 'Your message could not be saved just now.' });
+    expect(within(input().closest('form')!).queryByRole('alert')).toBeNull();
+    expect(input().value).toBe('');
+    await answer('chat:send', { ok: true, chatId: 'c2', messageId: 'm1', title: 'Second question' });
+    server('chat:done', { chatId: 'c2', messageId: 'm2', text: 'Second answer', title: 'Second question' });
+    expect(bubbles()).toEqual([GREETING, 'Second question', 'Second answer']);
+  });
+
+  it('sends at once in a chat opened from History while the last message still waits for its ack', async () => {
+    await openConnected({ 'GET /api/chats': { body: CHATS }, 'GET /api/chats/c1': { body: STORED_C1 } });
+    type('A question for a new chat');
+    fireEvent.click(sendButton());
+
+    fireEvent.click(screen.getByRole('button', { name: 'History' }));
+    const items = await within(screen.getByRole('complementary', { name: 'Chat History' })).findAllByRole('listitem');
+    fireEvent.click(within(items[0]).getByRole('button', { name: /My printer says offline/ }));
+    await waitFor(() => expect(bubbles()).toHaveLength(3));
+
+    type('Still offline');
+    fireEvent.click(sendButton());
+    expect(socket().emitted('chat:send')[1]).toEqual({ chatId: 'c1', text: 'Still offline' });
+    await answer('chat:send', { ok: true, chatId: 'c7', messageId: 'm1', title: 'A question for a new chat' });
+    expect(bubbles()).toEqual([GREETING, 'My printer says offline', 'Turn the printer off and on again.', 'Still offline']);
   });
 
   it('does not connect a member without access; sending, History and task help open the upgrade modal', async () => {
@@ -363,7 +404,7 @@ describe('the members chat across tabs and connections', () => {
     expect(bubbles().slice(3)).toEqual(['Asked on my phone', 'Answered everywhere']);
   });
 
-  it('after a new (not recovered) connection, takes a reply it missed from the store', async () => {
+  it('after a reconnect, takes a finished reply it missed from the store', async () => {
     let stored: unknown = { chat: { ...STORED_C1.chat, messages: STORED_C1.chat.messages.slice(0, 2) } };
     await openConnected({ 'GET /api/chats/c1': () => ({ body: stored }) });
     await ask('My printer says offline');
@@ -372,24 +413,193 @@ describe('the members chat across tabs and connections', () => {
 
     stored = STORED_C1;
     act(() => socket().serverConnect({ recovered: false }));
+    server('chat:ready', { greeting: GREETING, writing: [] });
     await waitFor(() => expect(bubbles()).toEqual([GREETING, 'My printer says offline', 'Turn the printer off and on again.']));
+    expect(sendButton().textContent).toBe('Send Message');
+    expect(screen.queryByTestId('chat-typing')).toBeNull();
+  });
+
+  it('after a reconnect, stops waiting for a reply that was never stored, and lets the member ask again', async () => {
+    // The store has the question only: the reply failed (or was lost) while the page was away.
+    const questionOnly = { chat: { ...STORED_C1.chat, messages: STORED_C1.chat.messages.slice(0, 2) } };
+    const fetchMock = await openConnected({ 'GET /api/chats/c1': { body: questionOnly } });
+    await ask('My printer says offline');
+    server('chat:typing', { chatId: 'c1', messageId: 'a' });
+    server('chat:delta', { chatId: 'c1', messageId: 'a', text: 'Turn the' });
+    act(() => socket().serverDrop());
+    act(() => socket().serverConnect({ recovered: false }));
+    // An older server sends no `writing`: nothing is being written.
+    server('chat:ready', { greeting: GREETING });
+
+    await waitFor(() => expect(bubbles()).toEqual([GREETING, 'My printer says offline']));
+    expect(fetchMock.mock.calls.filter(([url]) => url === '/api/chats/c1')).toHaveLength(1);
+    expect(screen.queryByTestId('chat-typing')).toBeNull();
+    expect(screen.queryByRole('button', { name: 'Stop' })).toBeNull();
+    type('Are you still there?');
+    expect(sendButton().textContent).toBe('Send Message');
+    fireEvent.click(sendButton());
+    expect(socket().emitted('chat:send')[1]).toEqual({ chatId: 'c1', text: 'Are you still there?' });
+  });
+
+  it('after a reconnect, stops waiting even when the chat cannot be read', async () => {
+    await openConnected({ 'GET /api/chats/c1': { status: 500, body: { error: 'internal', message: 'Oops' } } });
+    await ask('My printer says offline');
+    server('chat:typing', { chatId: 'c1', messageId: 'a' });
+    act(() => socket().serverDrop());
+    act(() => socket().serverConnect({ recovered: false }));
+    server('chat:ready', { greeting: GREETING, writing: [] });
+
+    await waitFor(() => expect(screen.queryByTestId('chat-typing')).toBeNull());
+    expect(bubbles()).toEqual([GREETING, 'My printer says offline']);
+    type('Hello again');
+    expect(sendButton().disabled).toBe(false);
+  });
+
+  it('after a reconnect, keeps waiting for a reply the server is still writing', async () => {
+    const fetchMock = await openConnected();
+    await ask('My printer says offline');
+    server('chat:typing', { chatId: 'c1', messageId: 'a' });
+    act(() => socket().serverDrop());
+    act(() => socket().serverConnect({ recovered: false }));
+    server('chat:ready', { greeting: GREETING, writing: ['c9', 'c1'] });
+
+    await act(async () => {});
+    expect(fetchMock.mock.calls.filter(([url]) => url === '/api/chats/c1')).toEqual([]);
+    expect(screen.getByTestId('chat-typing')).toBeTruthy();
+    expect(sendButton().textContent).toBe('Sending...');
+    expect(screen.getByRole('button', { name: 'Stop' })).toBeTruthy();
+
+    server('chat:delta', { chatId: 'c1', messageId: 'a', text: 'Turn it off' });
+    server('chat:done', { chatId: 'c1', messageId: 'a', text: 'Turn it off and on.', title: 'Printer', stopped: false });
+    expect(bubbles()).toEqual([GREETING, 'My printer says offline', 'Turn it off and on.']);
     expect(sendButton().textContent).toBe('Send Message');
   });
 
-  it('does not send while the connection is down', async () => {
+  it('after a reconnect, shows a reply being written in the open chat that it did not know of', async () => {
+    await openConnected({ 'GET /api/chats/c1': { body: STORED_C1 } });
+    await ask('My printer says offline');
+    server('chat:done', { chatId: 'c1', messageId: 'a', text: 'Turn it off and on.', title: 'Printer' });
+    // The follow-up's ack is lost with the connection, though the server stored the message.
+    type('It did not help');
+    fireEvent.click(sendButton());
+    await answer('chat:send', { ok: false, code: 'unavailable', error: 'Your message could not be saved just now.' });
+    act(() => socket().serverDrop());
+    act(() => socket().serverConnect({ recovered: false }));
+    server('chat:ready', { greeting: GREETING, writing: ['c1'] });
+
+    expect(screen.getByTestId('chat-typing')).toBeTruthy();
+    expect(sendButton().disabled).toBe(true);
+    expect(screen.getByRole('button', { name: 'Stop' })).toBeTruthy();
+  });
+
+  it('shows a chat opened from History while its reply is being written as waiting for it', async () => {
+    const questionOnly = { chat: { ...STORED_C1.chat, messages: STORED_C1.chat.messages.slice(0, 2) } };
+    const STORED_C2 = {
+      chat: {
+        id: 'c2',
+        title: 'How do I attach a photo to an email?',
+        messages: [{ id: 'q2', role: 'user', content: 'How do I attach a photo to an email?' }],
+      },
+    };
+    await openConnected({
+      'GET /api/chats': { body: CHATS },
+      'GET /api/chats/c1': { body: questionOnly },
+      'GET /api/chats/c2': { body: STORED_C2 },
+    });
+    // c1 was being written when this page joined; c2's reply starts later (asked on the phone).
+    server('chat:ready', { greeting: GREETING, writing: ['c1'] });
+    server('chat:typing', { chatId: 'c2', messageId: 'a2' });
+
+    const openFromHistory = async (name: RegExp) => {
+      fireEvent.click(screen.getByRole('button', { name: 'History' }));
+      const history = screen.getByRole('complementary', { name: 'Chat History' });
+      const items = await within(history).findAllByRole('listitem');
+      const item = items.find((entry) => name.test(entry.textContent ?? ''))!;
+      fireEvent.click(within(item).getByRole('button', { name }));
+      await waitFor(() => expect(screen.queryByRole('complementary', { name: 'Chat History' })).toBeNull());
+    };
+
+    await openFromHistory(/My printer says offline/);
+    expect(bubbles()).toEqual([GREETING, 'My printer says offline']);
+    expect(screen.getByTestId('chat-typing')).toBeTruthy();
+    type('Hello?');
+    expect(sendButton().textContent).toBe('Sending...');
+    expect(sendButton().disabled).toBe(true);
+    fireEvent.click(screen.getByRole('button', { name: 'Stop' }));
+    expect(socket().emitted('chat:stop')).toEqual([{ chatId: 'c1' }]);
+
+    await openFromHistory(/How do I attach a photo/);
+    expect(screen.getByTestId('chat-typing')).toBeTruthy();
+    expect(sendButton().disabled).toBe(true);
+
+    // c1's reply ends while another chat is open: opened again, it is not waiting any more.
+    server('chat:done', { chatId: 'c1', messageId: 'a', text: 'Stopped here', title: 'Printer', stopped: true });
+    server('chat:error', { chatId: 'c2', text: 'I apologize, but I encountered an error. Please try again.' });
+    expect(screen.queryByTestId('chat-typing')).toBeNull();
+    expect(sendButton().disabled).toBe(false);
+
+    await openFromHistory(/My printer says offline/);
+    expect(screen.queryByTestId('chat-typing')).toBeNull();
+    expect(sendButton().textContent).toBe('Send Message');
+    expect(sendButton().disabled).toBe(false);
+  });
+
+  it('holds a message while the connection comes back, then sends it once', async () => {
     await openConnected();
     act(() => socket().serverDrop());
     type('Are you there?');
     fireEvent.click(sendButton());
     expect(socket().emitted('chat:send')).toEqual([]);
-    expect(within(input().closest('form')!).getByRole('alert').textContent).toBe(
-      'The chat is not connected just now. Please try again in a moment.',
+    act(() => socket().serverConnect());
+    await waitFor(() => expect(socket().emitted('chat:send')).toEqual([{ text: 'Are you there?' }]));
+  });
+
+  it('does not send when the connection is gone for good', async () => {
+    await openConnected();
+    act(() => {
+      socket().serverDrop();
+      socket().active = false;
+    });
+    type('Are you there?');
+    fireEvent.click(sendButton());
+    expect(socket().emitted('chat:send')).toEqual([]);
+    await waitFor(() =>
+      expect(within(input().closest('form')!).getByRole('alert').textContent).toBe(
+        'The chat is not connected just now. Please try again in a moment.',
+      ),
     );
     await waitFor(() => expect(input().value).toBe('Are you there?'));
   });
 });
 
 describe('the shortcuts row', () => {
+  it("shows a visitor the sites picked on this device", async () => {
+    window.localStorage.setItem('selectedIcons', JSON.stringify(['Zoom']));
+    openPage(null);
+    await screen.findByRole('form', { name: 'Sign in' });
+    expect(screen.getByRole('heading', { name: 'Your favorite sites' })).toBeTruthy();
+    const links = await screen.findByRole('list', { name: 'Your shortcuts' });
+    expect(within(links).getAllByRole('link').map((link) => link.textContent)).toEqual(['Zoom']);
+    expect(screen.getByRole('button', { name: 'Select Additional Shortcuts' })).toBeTruthy();
+  });
+
+  it("gives a member whose account has no shortcuts this device's picks, saved to the account", async () => {
+    window.localStorage.setItem('selectedIcons', JSON.stringify(['YouTube', 'Gmail']));
+    const fetchMock = await openConnected(
+      { 'PUT /api/account/shortcuts': { body: { shortcuts: ['YouTube', 'Gmail'] } } },
+      member({ id: 'u-device-picks', shortcuts: [] }),
+    );
+    const links = await screen.findByRole('list', { name: 'Your shortcuts' });
+    expect(within(links).getAllByRole('link').map((link) => link.textContent)).toEqual(['YouTube', 'Gmail']);
+    await waitFor(() =>
+      expect(
+        fetchMock.mock.calls
+          .filter(([url, init]) => url === '/api/account/shortcuts' && init?.method === 'PUT')
+          .map(([, init]) => JSON.parse(String(init?.body))),
+      ).toEqual([{ shortcuts: ['YouTube', 'Gmail'] }]),
+    );
+  });
+
   it("shows a member's saved shortcuts and counts their use", async () => {
     const fetchMock = await openConnected({}, member({ shortcuts: ['Gmail', 'Zoom'] }));
     const links = await screen.findByRole('list', { name: 'Your shortcuts' });
@@ -440,6 +650,98 @@ describe('the sidebars', () => {
     fireEvent.click(screen.getByRole('button', { name: 'Task List' }));
     fireEvent.keyDown(screen.getByRole('complementary', { name: 'Task List' }), { key: 'Escape' });
     expect(screen.queryByRole('complementary')).toBeNull();
+  });
+});
+
+/** Plays the screen's width for `matchMedia('(max-width: 760px)')`; `set` turns or resizes it. */
+function screenWidth(narrow: boolean) {
+  let matches = narrow;
+  const listeners = new Set<() => void>();
+  vi.stubGlobal('matchMedia', (query: string) => ({
+    media: query,
+    get matches() {
+      return query === '(max-width: 760px)' && matches;
+    },
+    addEventListener: (_event: string, listener: () => void) => listeners.add(listener),
+    removeEventListener: (_event: string, listener: () => void) => listeners.delete(listener),
+  }));
+  return {
+    set(next: boolean) {
+      matches = next;
+      act(() => listeners.forEach((listener) => listener()));
+    },
+  };
+}
+
+function inertElements() {
+  return Array.from(document.querySelectorAll('[inert]'));
+}
+
+describe('the sidebars on a phone', () => {
+  it('are modal dialogs over an inert page; Escape closes them and focus goes back to the toggle', async () => {
+    screenWidth(true);
+    await openConnected({ 'GET /api/chats': { body: CHATS } });
+    const toggle = screen.getByRole('button', { name: 'History' });
+    toggle.focus();
+    fireEvent.click(toggle);
+
+    const history = screen.getByRole('dialog', { name: 'Chat History' });
+    expect(history.getAttribute('aria-modal')).toBe('true');
+    expect(screen.queryByRole('complementary')).toBeNull();
+    expect(document.activeElement).toBe(history);
+    // The chat, the rest of the page and the site's header cannot be reached behind it.
+    expect(conversation().closest('[inert]')).not.toBeNull();
+    expect(input().closest('[inert]')).not.toBeNull();
+    expect(screen.getByRole('heading', { level: 1, name: 'Welcome to HelpNow' }).closest('[inert]')).not.toBeNull();
+    expect(document.querySelector('header')?.closest('[inert]')).not.toBeNull();
+    expect(history.closest('[inert]')).toBeNull();
+
+    // A dialog it opens is not behind it.
+    const items = await within(history).findAllByRole('listitem');
+    fireEvent.click(within(items[0]).getByRole('button', { name: 'Delete' }));
+    const confirm = screen.getByRole('dialog', { name: 'Are you sure you want to delete this conversation?' });
+    expect(confirm.closest('[inert]')).toBeNull();
+    fireEvent.click(within(confirm).getByRole('button', { name: 'Cancel' }));
+
+    fireEvent.keyDown(history, { key: 'Escape' });
+    expect(screen.queryByRole('dialog')).toBeNull();
+    expect(inertElements()).toEqual([]);
+    expect(document.activeElement).toBe(screen.getByRole('button', { name: 'History' }));
+  });
+
+  it('gives focus back to the toggle after the close button, even when a tap did not focus it', async () => {
+    screenWidth(true);
+    await openConnected();
+    fireEvent.click(screen.getByRole('button', { name: 'Task List' }));
+    const tasks = screen.getByRole('dialog', { name: 'Task List' });
+    expect(inertElements().length).toBeGreaterThan(0);
+    fireEvent.click(within(tasks).getByRole('button', { name: 'Close Task List' }));
+    expect(inertElements()).toEqual([]);
+    expect(document.activeElement).toBe(screen.getByRole('button', { name: 'Task List' }));
+
+    // Tabbing past its end leaves focus on the (inert) page's body: Escape still closes it.
+    fireEvent.click(screen.getByRole('button', { name: 'Task List' }));
+    act(() => (document.activeElement as HTMLElement).blur());
+    fireEvent.keyDown(document.body, { key: 'Escape' });
+    expect(screen.queryByRole('dialog', { name: 'Task List' })).toBeNull();
+    expect(document.activeElement).toBe(screen.getByRole('button', { name: 'Task List' }));
+  });
+
+  it('turn from a landmark beside the chat into a dialog and back as the screen narrows and widens', async () => {
+    const width = screenWidth(false);
+    await openConnected();
+    fireEvent.click(screen.getByRole('button', { name: 'Task List' }));
+    expect(screen.getByRole('complementary', { name: 'Task List' })).toBeTruthy();
+    expect(inertElements()).toEqual([]);
+
+    width.set(true);
+    expect(screen.getByRole('dialog', { name: 'Task List' })).toBeTruthy();
+    expect(conversation().closest('[inert]')).not.toBeNull();
+
+    width.set(false);
+    expect(screen.getByRole('complementary', { name: 'Task List' })).toBeTruthy();
+    expect(screen.queryByRole('dialog')).toBeNull();
+    expect(inertElements()).toEqual([]);
   });
 });
 

@@ -85,7 +85,7 @@ function MembershipStatus({ access }: { access: Access }) {
   );
 }
 
-/** The member's favourite sites, one click away, and the dialog to choose more. */
+/** The favourite sites (the account's, or a visitor's on this device), one click away, and the dialog to choose more. */
 function ShortcutsRow({ names }: { names?: string[] }) {
   const headingId = useId();
   return (
@@ -242,7 +242,8 @@ export function MembersPage() {
           onAccessLost={accessLost}
         />
       )}
-      {user && viewer !== 'loading' && <ShortcutsRow names={user.shortcuts} />}
+      {/* Visitors too: their picks are kept on this device. */}
+      {viewer !== 'loading' && !signingIn && <ShortcutsRow names={user?.shortcuts} />}
       {viewer === 'visitor' && !signingIn && (
         <div className="members__columns">
           <TrialOffer signedIn={false} onStart={openTrial} />

@@ -6,15 +6,9 @@ import { ChatPanel, type SidebarKind } from '../chat/ChatPanel';
 import { useMemberChat } from '../chat/useMemberChat';
 import type { Task } from '../tasks/api';
 import { TaskPanel } from '../tasks/TaskPanel';
+import { narrowScreen } from './narrow-screen';
 import { Sidebar } from './Sidebar';
 import './workspace.css';
-
-/** Below this width a sidebar covers the chat, so it steps aside once the chat has work to show. */
-const NARROW_SCREEN = '(max-width: 760px)';
-
-function narrowScreen(): boolean {
-  return typeof window.matchMedia === 'function' && window.matchMedia(NARROW_SCREEN).matches;
-}
 
 type MembersWorkspaceProps = {
   /** A signed-in member with an active trial or subscription: the chat connects. */
@@ -74,6 +68,7 @@ export function MembersWorkspace({ hasAccess, signedIn, onUpgradeRequired, onAcc
       return;
     }
     recordEvent('feature_use', { feature: 'task_help' });
+    // On a phone the sidebar covers the chat: it steps aside once the chat has work to show.
     if (narrowScreen()) setOpenSidebar(null);
     void chat.askTaskHelp(task.id);
   }

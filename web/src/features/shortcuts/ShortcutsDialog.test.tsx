@@ -1,4 +1,4 @@
-import { fireEvent, render, screen, waitFor, within } from '@testing-library/react';
+import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { SessionProvider } from '../../app/session';
 import { mockApi } from '../../test/fetch-mock';
 import { SELECTED_ICONS_KEY } from './selection-storage';
@@ -57,6 +57,15 @@ describe('ShortcutsDialog', () => {
     await screen.findByRole('checkbox', { name: 'Gmail' });
     expect(ticked('Gmail')).toBe(true);
     expect(ticked('Zoom')).toBe(false);
+  });
+
+  it("starts from this device's choice when the account has none", async () => {
+    mockApi();
+    window.localStorage.setItem(SELECTED_ICONS_KEY, JSON.stringify(['Zoom']));
+    renderDialog({ signedIn: true, savedOnAccount: [] });
+
+    await screen.findByRole('checkbox', { name: 'Zoom' });
+    expect(ticked('Zoom')).toBe(true);
   });
 
   it('saves only on this device when signed out', async () => {
@@ -167,6 +176,57 @@ describe('SelectedShortcuts', () => {
 
     expect(await screen.findByRole('link', { name: /^Zoom/ })).toBeTruthy();
     expect(accountSaves(fetchMock)).toEqual([{ shortcuts: ['Zoom', 'Slack'] }]);
+  });
+
+  it("gives an account without shortcuts this device's picks, once, and starts the dialog from them", async () => {
+    const fetchMock = mockApi({
+      'GET /api/auth/me': { body: { user: { id: 'u-adopt', email: 'pat@example.com', shortcuts: [] } } },
+      'PUT /api/account/shortcuts': (init) => ({ body: JSON.parse(String(init?.body)) }),
+    });
+    // Picked on /landing before signing up; a name the list no longer has is let go.
+    window.localStorage.setItem(SELECTED_ICONS_KEY, JSON.stringify(['Zoom', 'Gone', 'Gmail']));
+    const { rerender } = render(
+      <SessionProvider>
+        <SelectedShortcuts names={[]} />
+      </SessionProvider>,
+    );
+
+    const links = await screen.findByRole('list', { name: 'Your shortcuts' });
+    expect(within(links).getAllByRole('link').map((link) => link.textContent)).toEqual(['Gmail', 'Zoom']);
+    await waitFor(() => expect(accountSaves(fetchMock)).toEqual([{ shortcuts: ['Gmail', 'Zoom'] }]));
+
+    fireEvent.click(screen.getByRole('button', { name: 'Select Additional Shortcuts' }));
+    await screen.findByRole('checkbox', { name: 'Zoom' });
+    expect(ticked('Zoom')).toBe(true);
+    expect(ticked('Gmail')).toBe(true);
+    fireEvent.click(screen.getByRole('button', { name: 'Cancel' }));
+
+    rerender(
+      <SessionProvider>
+        <SelectedShortcuts names={[]} key="again" />
+      </SessionProvider>,
+    );
+    await screen.findByRole('list', { name: 'Your shortcuts' });
+    expect(accountSaves(fetchMock)).toHaveLength(1);
+  });
+
+  it("keeps showing this device's picks when the account cannot take them, without a word", async () => {
+    const fetchMock = mockApi({
+      'GET /api/auth/me': { body: { user: { id: 'u-adopt-fails', email: 'pat@example.com', shortcuts: [] } } },
+      'PUT /api/account/shortcuts': { status: 500, body: { error: 'internal', message: 'Something went wrong.' } },
+    });
+    window.localStorage.setItem(SELECTED_ICONS_KEY, JSON.stringify(['Slack']));
+    render(
+      <SessionProvider>
+        <SelectedShortcuts names={[]} />
+      </SessionProvider>,
+    );
+
+    expect(await screen.findByRole('link', { name: /^Slack/ })).toBeTruthy();
+    await waitFor(() => expect(accountSaves(fetchMock)).toEqual([{ shortcuts: ['Slack'] }]));
+    await act(async () => {});
+    expect(screen.queryByRole('alert')).toBeNull();
+    expect(screen.getByRole('link', { name: /^Slack/ })).toBeTruthy();
   });
 
   it('invites a choice when none is made yet', async () => {

@@ -6,6 +6,9 @@ import { fetchShortcuts, saveAccountShortcuts, type Shortcut } from './api';
 import { loadSelectedIcons, saveSelectedIcons } from './selection-storage';
 import './shortcuts-dialog.css';
 
+/** The accounts this page has given this device's picks to: once each (a failure is not retried). */
+const adoptedFor = new Set<string>();
+
 const ACCOUNT_SAVE_FAILED =
   'Your shortcuts are saved on this device, but could not be saved to your account. Please try again.';
 
@@ -33,7 +36,10 @@ type ShortcutsDialogProps = {
   open: boolean;
   onClose: () => void;
   signedIn: boolean;
-  /** The names kept with the account; they win over this device's when the member is signed in. */
+  /**
+   * The names kept with the account; they win over this device's when the member is signed in,
+   * unless the account has none (this device's picks, from before signing up, say, are used then).
+   */
   savedOnAccount?: string[];
   /** The names now in effect, after each Save (also when only this device could keep them). */
   onSaved?: (names: string[]) => void;
@@ -47,7 +53,7 @@ export function ShortcutsDialog({ open, ...props }: ShortcutsDialogProps) {
 function ShortcutsDialogBody({ onClose, signedIn, savedOnAccount, onSaved }: Omit<ShortcutsDialogProps, 'open'>) {
   const { list, retry } = useShortcutList();
   const [selected, setSelected] = useState<string[]>(() =>
-    signedIn && savedOnAccount !== undefined ? savedOnAccount : loadSelectedIcons(),
+    signedIn && savedOnAccount !== undefined && savedOnAccount.length > 0 ? savedOnAccount : loadSelectedIcons(),
   );
   const [saving, setSaving] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -150,7 +156,11 @@ function ShortcutsDialogBody({ onClose, signedIn, savedOnAccount, onSaved }: Omi
   );
 }
 
-/** The member's chosen shortcuts as links, and the button that opens the dialog to change them. */
+/**
+ * The chosen shortcuts as links, and the button that opens the dialog to change them. `names`: the
+ * account's (signed in); a visitor's are kept on this device. A member whose account has none yet
+ * gets this device's picks (made before signing up, say), saved to the account once.
+ */
 export function SelectedShortcuts({ names }: { names?: string[] }) {
   const { user } = useSession();
   const signedIn = Boolean(user);
@@ -159,9 +169,26 @@ export function SelectedShortcuts({ names }: { names?: string[] }) {
   const [savedHere, setSavedHere] = useState<string[] | null>(null);
   const [open, setOpen] = useState(false);
 
-  const chosenNames = savedHere ?? (signedIn && names !== undefined ? names : onThisDevice);
+  const adoptDevicePicks = signedIn && names !== undefined && names.length === 0 && onThisDevice.length > 0;
+  const accountNames = adoptDevicePicks ? onThisDevice : names;
+  const chosenNames = savedHere ?? (signedIn && accountNames !== undefined ? accountNames : onThisDevice);
   const shortcuts = list.status === 'loaded' ? list.shortcuts : [];
   const chosen = shortcuts.filter((shortcut) => chosenNames.includes(shortcut.name));
+
+  // Once the list is known (the account takes only names it lists), in the list's order.
+  useEffect(() => {
+    if (!adoptDevicePicks || !user || savedHere !== null || list.status !== 'loaded') return;
+    if (adoptedFor.has(user.id)) return;
+    adoptedFor.add(user.id);
+    const picks = list.shortcuts.filter((shortcut) => onThisDevice.includes(shortcut.name)).map((shortcut) => shortcut.name);
+    if (picks.length === 0) return;
+    saveAccountShortcuts(picks)
+      // What the account now has: the dialog starts from it.
+      .then((stored) => setSavedHere((current) => current ?? stored))
+      .catch(() => {
+        // This device still shows them; the next Save in the dialog tries the account again.
+      });
+  }, [adoptDevicePicks, user, savedHere, list, onThisDevice]);
 
   return (
     <div className="shortcuts-dialog-row">
@@ -194,7 +221,7 @@ export function SelectedShortcuts({ names }: { names?: string[] }) {
         open={open}
         onClose={() => setOpen(false)}
         signedIn={signedIn}
-        savedOnAccount={savedHere ?? names}
+        savedOnAccount={savedHere ?? accountNames}
         onSaved={setSavedHere}
       />
     </div>
