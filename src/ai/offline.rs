@@ -3,8 +3,11 @@
 
 use std::sync::Arc;
 
-use futures_util::FutureExt;
+use std::time::Duration;
+
 use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
+use futures_util::{FutureExt, StreamExt};
 
 use super::library::HelpLibrary;
 use super::{Ai, AiError, AiMessage, AiPurpose, AiRequest, Role};
@@ -12,6 +15,11 @@ use super::{Ai, AiError, AiMessage, AiPurpose, AiRequest, Role};
 /// The longest summary this provider writes, in characters. The spec asks for 50-60; the caller
 /// cleans and bounds the text anyway, this only keeps an extract from running on.
 const SUMMARY_MAX_CHARS: usize = 60;
+
+/// A streamed answer comes a few words at a time, paced like someone typing quickly, so the
+/// members' chat reads the same (and Stop works the same) offline as with an AI service.
+const STREAM_WORDS_PER_PIECE: usize = 4;
+const STREAM_PAUSE: Duration = Duration::from_millis(40);
 
 /// Punctuation that ends a clause; a summary never ends with it. Closing brackets and quotes are
 /// left alone, or "My app (v2)" would lose its ")".
@@ -43,6 +51,33 @@ impl Ai for OfflineAi {
         };
         futures_util::future::ready(answer).boxed()
     }
+
+    fn stream(&self, request: AiRequest) -> BoxStream<'static, Result<String, AiError>> {
+        let answer = self.complete(request);
+        futures_util::stream::once(answer)
+            .flat_map(|answer| match answer {
+                Ok(text) => futures_util::stream::iter(pieces(&text).into_iter().map(Ok))
+                    .enumerate()
+                    .then(|(index, piece)| async move {
+                        if index > 0 {
+                            tokio::time::sleep(STREAM_PAUSE).await;
+                        }
+                        piece
+                    })
+                    .boxed(),
+                Err(error) => futures_util::stream::once(async { Err(error) }).boxed(),
+            })
+            .boxed()
+    }
+}
+
+/// `text` in pieces of a few words, each with the whitespace after it, so they join back into it.
+fn pieces(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text.split_inclusive(char::is_whitespace).collect();
+    words
+        .chunks(STREAM_WORDS_PER_PIECE)
+        .map(|chunk| chunk.concat())
+        .collect()
 }
 
 /// What the member is asking: their last message, with the one before it when the last is a
@@ -292,5 +327,42 @@ mod tests {
                 .await;
             assert_eq!(answer, Err(AiError::Offline), "{purpose:?}");
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_streamed_answer_comes_a_few_words_at_a_time_and_joins_back() {
+        let library = crate::ai::library::HelpLibrary::new(vec![
+            crate::ai::library::parse_article(
+                "printer",
+                "---\ntitle: Printer says offline\nkeywords: printer, offline\n---\nWhy it happens.\n\n1. Turn it off and on.\n2. Check the cable.\n",
+            )
+            .expect("parses"),
+        ]);
+        let offline = OfflineAi::new(Arc::new(library));
+        let request = AiRequest {
+            purpose: AiPurpose::MemberChat,
+            messages: vec![AiMessage::user("my printer is offline")],
+            timeout: Duration::from_secs(30),
+        };
+        let whole = offline.complete(request.clone()).await.expect("an answer");
+        let started = tokio::time::Instant::now();
+        let pieces: Vec<String> = offline
+            .stream(request)
+            .map(|piece| piece.expect("a piece"))
+            .collect()
+            .await;
+        assert!(pieces.len() > 3, "{pieces:?}");
+        assert_eq!(pieces.concat(), whole);
+        assert_eq!(started.elapsed(), STREAM_PAUSE * (pieces.len() as u32 - 1));
+
+        let declined = offline
+            .stream(AiRequest {
+                purpose: AiPurpose::FunnelIntro,
+                messages: vec![AiMessage::user("hi")],
+                timeout: Duration::from_secs(3),
+            })
+            .collect::<Vec<_>>()
+            .await;
+        assert_eq!(declined, vec![Err(AiError::Offline)]);
     }
 }
