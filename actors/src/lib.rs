@@ -8,3 +8,5 @@ pub mod member;
 pub mod ports;
 pub mod reply;
 pub mod rules;
+#[cfg(test)]
+pub(crate) mod test_support;

@@ -1,6 +1,7 @@
 //! The `chat` and `message` tables: a member's saved conversations (spec sections 2, 3, 4 and 5,
-//! `users/{uid}/chats`). The member chat actor writes them (`create_chat`, `append_message`,
-//! `set_title`); the history API reads and deletes them. Every statement names the owner
+//! `users/{uid}/chats`). The member chat actor writes them: `start_chat` (a chat with its greeting
+//! and the member's first message) and `append_message_as` (a message under the id the actor gave
+//! it); the history API reads and deletes them. Every statement names the owner
 //! (`user = type::record('user', $user)`) next to the record, so a chat id of another member finds
 //! nothing here: the routes answer that as "not found", the writers get `ChatStoreError::NotFound`.
 //!
@@ -230,50 +231,6 @@ async fn find_chat(
     Ok(rows.into_iter().next().map(Chat::from))
 }
 
-/// Creates a chat for the member, titled `title` (`DEFAULT_TITLE` when blank), that starts with
-/// the assistant's `greeting` as its first message (`rules::chat::GREETING`, or the funnel-adapted
-/// `rules::chat::greeting(issue)`). Chat and greeting are written in one transaction.
-pub async fn create_chat(
-    db: &Db,
-    user_id: &str,
-    title: &str,
-    greeting: &str,
-) -> Result<Chat, ChatStoreError> {
-    let chat_id = random_key();
-    let greeting_id = random_key();
-    let greeting = cut(greeting, MAX_CONTENT_CHARS);
-    let title = stored_title(title);
-    super::retry_conflicts(WRITE_ATTEMPTS, || async {
-        db.query(
-            "BEGIN TRANSACTION;
-             LET $now = time::now();
-             LET $chat = type::record('chat', $id);
-             CREATE $chat CONTENT {
-                 user: type::record('user', $user), title: $title, preview: $preview,
-                 created_at: $now, updated_at: $now
-             };
-             CREATE type::record('message', $greeting_id) CONTENT {
-                 chat: $chat, role: 'assistant', content: $greeting, created_at: $now
-             };
-             COMMIT TRANSACTION;",
-        )
-        .bind(("id", chat_id.clone()))
-        .bind(("user", user_id.to_owned()))
-        .bind(("title", title.clone()))
-        .bind(("preview", preview(&greeting)))
-        .bind(("greeting_id", greeting_id.clone()))
-        .bind(("greeting", greeting.clone()))
-        .await
-        .and_then(super::check_transaction)
-    })
-    .await?;
-    find_chat(db, user_id, &chat_id).await?.ok_or_else(|| {
-        ChatStoreError::Database(surrealdb::Error::internal(
-            "a created chat was not found".to_owned(),
-        ))
-    })
-}
-
 /// Creates a chat as the member chat starts one: the assistant's `greeting`, then the member's
 /// first message under `message_id`, all in one transaction (so a chat never exists without the
 /// message that named it). The message is a millisecond younger than the greeting, so the two
@@ -328,28 +285,6 @@ pub async fn start_chat(
     })
 }
 
-/// Appends a message to the member's chat and makes it the chat's last activity (`updated_at`
-/// becomes the message's `created_at`; the history preview its content), in one transaction.
-/// Content over `MAX_CONTENT_CHARS` characters is cut. `NotFound` when the member has no such
-/// chat: nothing is written then.
-pub async fn append_message(
-    db: &Db,
-    user_id: &str,
-    chat_id: &ChatId,
-    role: Role,
-    content: &str,
-) -> Result<Message, ChatStoreError> {
-    append_message_as(
-        db,
-        user_id,
-        chat_id,
-        &MessageId(random_key()),
-        role,
-        content,
-    )
-    .await
-}
-
 /// A message id chosen by the writer (the member actor names a reply before it is stored, so
 /// its streamed pieces and the stored message share the id): shaped like our keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -361,7 +296,11 @@ impl MessageId {
     }
 }
 
-/// `append_message` under the given id. Appending the same id twice fails (the record exists).
+/// Appends a message under `message_id` to the member's chat and makes it the chat's last
+/// activity (`updated_at` becomes the message's `created_at`; the history preview its content),
+/// in one transaction. Content over `MAX_CONTENT_CHARS` characters is cut. `NotFound` when the
+/// member has no such chat: nothing is written then. Appending the same id twice fails (the
+/// record exists).
 pub async fn append_message_as(
     db: &Db,
     user_id: &str,
@@ -413,35 +352,6 @@ pub async fn append_message_as(
         .next()
         .ok_or(ChatStoreError::NotFound)?
         .try_into()
-}
-
-/// Renames the member's chat (trimmed, at most `MAX_TITLE_CHARS`; `DEFAULT_TITLE` when blank).
-/// It is not activity: `updated_at` stays. `NotFound` when the member has no such chat.
-pub async fn set_title(
-    db: &Db,
-    user_id: &str,
-    chat_id: &ChatId,
-    title: &str,
-) -> Result<(), ChatStoreError> {
-    let title = stored_title(title);
-    let ids: Vec<String> = super::retry_conflicts(WRITE_ATTEMPTS, || async {
-        let mut response = db
-            .query(
-                "UPDATE type::record('chat', $id) SET title = $title \
-                 WHERE user = type::record('user', $user) RETURN VALUE record::id(id)",
-            )
-            .bind(("id", chat_id.as_str().to_owned()))
-            .bind(("user", user_id.to_owned()))
-            .bind(("title", title.clone()))
-            .await?
-            .check()?;
-        response.take(0)
-    })
-    .await?;
-    if ids.is_empty() {
-        return Err(ChatStoreError::NotFound);
-    }
-    Ok(())
 }
 
 /// The member's chat with its messages, oldest first; `None` when the member has no such chat.

@@ -1,8 +1,10 @@
-//! The members' saved conversations: written through the store (as the member chat actor will),
-//! listed, read and deleted over HTTP; order by last activity; the spec's title and preview cuts;
-//! owner isolation; visitors; deleting a chat deletes its messages.
+//! The members' saved conversations: written through the store as the member chat actor writes
+//! them, listed, read and deleted over HTTP; order by last activity; the spec's title and preview
+//! cuts; owner isolation; visitors; deleting a chat deletes its messages.
 
-use helpnow::store::chats::{self, ChatId, ChatStoreError, Role};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use helpnow::store::chats::{self, ChatId, ChatStoreError, MessageId, Role};
 use helpnow_actors::rules::chat::{GREETING, chat_title, greeting};
 use serde_json::Value;
 
@@ -43,19 +45,37 @@ async fn delete_chat(app: &TestApp, cookie: &str, chat_id: &str) -> reqwest::Res
         .expect("request reaches the server")
 }
 
-/// A chat as the member chat actor makes it: the greeting, then the first message naming it.
+/// A message id no other message of the test run has (the actor names every message it stores).
+fn fresh_message_id() -> MessageId {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    MessageId::parse(&format!("m{}", NEXT.fetch_add(1, Ordering::Relaxed))).expect("an id")
+}
+
+async fn append(
+    app: &TestApp,
+    user: &str,
+    chat_id: &ChatId,
+    role: Role,
+    content: &str,
+) -> Result<chats::Message, ChatStoreError> {
+    chats::append_message_as(&app.db, user, chat_id, &fresh_message_id(), role, content).await
+}
+
+/// A chat as the member chat actor makes it: the greeting and the first message naming it, then
+/// the assistant's reply.
 async fn start_chat(app: &TestApp, user: &str, first: &str, reply: &str) -> ChatId {
-    let chat = chats::create_chat(&app.db, user, "", GREETING)
-        .await
-        .expect("chat created");
+    let chat = chats::start_chat(
+        &app.db,
+        user,
+        &chat_title(first),
+        GREETING,
+        &fresh_message_id(),
+        first,
+    )
+    .await
+    .expect("chat started");
     let id = ChatId::parse(&chat.id).expect("a chat id");
-    chats::append_message(&app.db, user, &id, Role::User, first)
-        .await
-        .expect("user message");
-    chats::set_title(&app.db, user, &id, &chat_title(first))
-        .await
-        .expect("titled");
-    chats::append_message(&app.db, user, &id, Role::Assistant, reply)
+    append(app, user, &id, Role::Assistant, reply)
         .await
         .expect("assistant message");
     id
@@ -86,19 +106,21 @@ async fn a_member_lists_reads_and_deletes_saved_chats() {
     let ann = user_id(&app, &cookie).await;
     assert!(list(&app, &cookie).await.is_empty());
 
-    // A new chat is titled 'New Conversation' and starts with the greeting.
-    let fresh = chats::create_chat(&app.db, &ann, "  ", GREETING)
+    // A chat with a blank title is titled 'New Conversation'; it starts with the greeting.
+    let fresh = chats::start_chat(&app.db, &ann, "  ", GREETING, &fresh_message_id(), "Hi")
         .await
-        .expect("chat created");
+        .expect("chat started");
     assert_eq!(fresh.title, "New Conversation");
     let chat = chat_json(&app, &cookie, &fresh.id).await;
     assert_eq!(chat["id"], fresh.id.as_str());
     assert_eq!(chat["title"], "New Conversation");
     assert!(is_iso(str_of(&chat, "timestamp")), "{chat}");
     let messages = chat["messages"].as_array().expect("messages");
-    assert_eq!(messages.len(), 1);
+    assert_eq!(messages.len(), 2);
     assert_eq!(messages[0]["role"], "assistant");
     assert_eq!(messages[0]["content"], "Hello! How can I help you today?");
+    assert_eq!(messages[1]["role"], "user");
+    assert_eq!(messages[1]["content"], "Hi");
 
     let printer = start_chat(
         &app,
@@ -134,15 +156,15 @@ async fn a_member_lists_reads_and_deletes_saved_chats() {
     assert_eq!(listed[0]["preview"], "Let's check the cable first.");
     assert!(is_iso(str_of(&listed[0], "timestamp")));
     assert_eq!(listed[1]["id"], fresh.id.as_str());
-    assert_eq!(listed[1]["preview"], GREETING);
+    assert_eq!(listed[1]["preview"], "Hi");
 
     let before = count_messages(&app).await;
-    assert_eq!(before, 4);
+    assert_eq!(before, 5);
     assert_eq!(
         delete_chat(&app, &cookie, printer.as_str()).await.status(),
         204
     );
-    assert_eq!(count_messages(&app).await, 1, "its messages went with it");
+    assert_eq!(count_messages(&app).await, 2, "its messages went with it");
     let listed = list(&app, &cookie).await;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0]["id"], fresh.id.as_str());
@@ -171,20 +193,12 @@ async fn the_most_recently_active_chat_comes_first() {
         [second.as_str(), first.as_str()]
     );
 
-    chats::append_message(&app.db, &ann, &first, Role::User, "It dropped again")
+    append(&app, &ann, &first, Role::User, "It dropped again")
         .await
         .expect("appended");
     let listed = list(&app, &cookie).await;
     assert_eq!(ids(listed.clone()), [first.as_str(), second.as_str()]);
     assert_eq!(listed[0]["preview"], "It dropped again");
-
-    // A new title is not activity.
-    chats::set_title(&app.db, &ann, &second, "Renamed")
-        .await
-        .expect("renamed");
-    let listed = list(&app, &cookie).await;
-    assert_eq!(ids(listed.clone()), [first.as_str(), second.as_str()]);
-    assert_eq!(listed[1]["title"], "Renamed");
 }
 
 #[tokio::test]
@@ -216,23 +230,23 @@ async fn titles_and_previews_are_cut_by_the_spec() {
     // The message itself is stored whole.
     assert_eq!(chat["messages"][2]["content"], last.as_str());
 
-    // A funnel-adapted greeting is stored as given; over-long content is cut at 20,000.
+    // A funnel-adapted greeting is stored as given; over-long content is cut at 20,000, in a
+    // chat's first message and in later ones.
     let adapted = greeting(Some("Outlook keeps asking for the password"));
-    let chat = chats::create_chat(&app.db, &ann, "", &adapted)
-        .await
-        .expect("created");
-    let chat_id = ChatId::parse(&chat.id).expect("id");
     let huge = "é".repeat(20_010);
-    let stored = chats::append_message(&app.db, &ann, &chat_id, Role::User, &huge)
+    let chat = chats::start_chat(&app.db, &ann, "", &adapted, &fresh_message_id(), &huge)
+        .await
+        .expect("started");
+    let chat_id = ChatId::parse(&chat.id).expect("id");
+    let stored = append(&app, &ann, &chat_id, Role::User, &huge)
         .await
         .expect("appended");
     assert_eq!(stored.content.chars().count(), 20_000);
     let chat = chat_json(&app, &cookie, chat_id.as_str()).await;
     assert_eq!(chat["messages"][0]["content"], adapted.as_str());
-    assert_eq!(
-        str_of(&chat["messages"][1], "content").chars().count(),
-        20_000
-    );
+    for message in &chat["messages"].as_array().expect("messages")[1..] {
+        assert_eq!(str_of(message, "content").chars().count(), 20_000);
+    }
 }
 
 #[tokio::test]
@@ -263,12 +277,7 @@ async fn another_members_chat_is_not_found_on_every_endpoint() {
 
     // The store refuses Bob's writes to Ann's chat, and writes nothing.
     let messages = count_messages(&app).await;
-    let refused = chats::append_message(&app.db, &bob, &id, Role::User, "Bob was here").await;
-    assert!(
-        matches!(refused, Err(ChatStoreError::NotFound)),
-        "{refused:?}"
-    );
-    let refused = chats::set_title(&app.db, &bob, &id, "Bob's now").await;
+    let refused = append(&app, &bob, &id, Role::User, "Bob was here").await;
     assert!(
         matches!(refused, Err(ChatStoreError::NotFound)),
         "{refused:?}"
@@ -304,7 +313,7 @@ async fn another_members_chat_is_not_found_on_every_endpoint() {
         }
     }
     let unknown = ChatId::parse("nosuchchat123").expect("id-shaped");
-    let refused = chats::append_message(&app.db, &ann, &unknown, Role::User, "Hi").await;
+    let refused = append(&app, &ann, &unknown, Role::User, "Hi").await;
     assert!(matches!(refused, Err(ChatStoreError::NotFound)));
     assert_eq!(count_messages(&app).await, messages);
 }
@@ -339,14 +348,11 @@ async fn twenty_concurrent_appends_to_one_chat_all_land() {
     let app = spawn_app().await;
     let cookie = sign_up(&app, "ann@example.com", "secret1").await;
     let ann = user_id(&app, &cookie).await;
-    let chat = chats::create_chat(&app.db, &ann, "Busy", GREETING)
-        .await
-        .expect("created");
-    let id = ChatId::parse(&chat.id).expect("id");
+    let id = start_chat(&app, &ann, "Busy", "Go on.").await;
     let texts: Vec<String> = (1..=20).map(|n| format!("Message {n}")).collect();
     let appends = texts
         .iter()
-        .map(|text| chats::append_message(&app.db, &ann, &id, Role::User, text));
+        .map(|text| append(&app, &ann, &id, Role::User, text));
     for result in futures_util::future::join_all(appends).await {
         result.expect("every append lands");
     }
@@ -354,10 +360,11 @@ async fn twenty_concurrent_appends_to_one_chat_all_land() {
         .await
         .expect("read")
         .expect("found");
-    assert_eq!(messages.len(), 21);
-    assert_eq!(messages[0].content, GREETING);
-    assert!(stored.updated_at >= messages[20].created_at);
-    let mut contents: Vec<&str> = messages[1..].iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(messages.len(), 23);
+    let opening: Vec<&str> = messages[..3].iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(opening, [GREETING, "Busy", "Go on."]);
+    assert!(stored.updated_at >= messages[22].created_at);
+    let mut contents: Vec<&str> = messages[3..].iter().map(|m| m.content.as_str()).collect();
     contents.sort_unstable();
     let mut expected: Vec<&str> = texts.iter().map(String::as_str).collect();
     expected.sort_unstable();

@@ -312,9 +312,17 @@ async fn another_members_chat_is_not_found_and_a_session_token_works_without_coo
     let app = spawn_app().await;
     let (owner_cookie, owner) = member(&app, "owner@example.com").await;
     let (other_cookie, _) = member(&app, "other@example.com").await;
-    let chat = chats::create_chat(&app.db, &owner, "Mine", "Hello! How can I help you today?")
-        .await
-        .expect("chat");
+    let first = MessageId::parse("mine1").expect("id");
+    let chat = chats::start_chat(
+        &app.db,
+        &owner,
+        "Mine",
+        "Hello! How can I help you today?",
+        &first,
+        "my printer",
+    )
+    .await
+    .expect("chat");
 
     // The other member connects with the session secret in `auth.token` (no cookie).
     let secret = other_cookie
@@ -348,7 +356,7 @@ async fn another_members_chat_is_not_found_and_a_session_token_works_without_coo
             .as_array()
             .expect("messages")
             .len(),
-        1
+        2
     );
 }
 
@@ -381,9 +389,17 @@ async fn task_help_answers_in_a_new_chat_from_the_offline_library() {
 async fn messages_keep_the_id_their_writer_chose_and_the_ai_sees_the_last_ones() {
     let app = spawn_app().await;
     let (cookie, user) = member(&app, "ids@example.com").await;
-    let chat = chats::create_chat(&app.db, &user, "Ids", "Hello! How can I help you today?")
-        .await
-        .expect("chat");
+    let first = MessageId::parse("msg0").expect("id");
+    let chat = chats::start_chat(
+        &app.db,
+        &user,
+        "Ids",
+        "Hello! How can I help you today?",
+        &first,
+        "m0",
+    )
+    .await
+    .expect("chat");
     let chat_id = ChatId::parse(&chat.id).expect("id");
     for n in 1..=6 {
         let id = MessageId::parse(&format!("msg{n}")).expect("id");

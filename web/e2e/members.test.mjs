@@ -236,7 +236,7 @@ describe('visitors and shortcuts', () => {
     await server?.stop();
   });
 
-  it('a visitor who tries to chat gets the upgrade modal', T, async () => {
+  it('a visitor who tries to chat gets the upgrade modal; the menu opens the legal dialogs', T, async () => {
     const { context, page, problems } = await openPage(browser, DESKTOP);
     await page.goto(`${server.baseUrl}/`);
     await page.getByRole('heading', { name: 'HelpNow AI assist, ask anything!' }).waitFor();
@@ -245,6 +245,13 @@ describe('visitors and shortcuts', () => {
     await modal.waitFor();
     await modal.getByRole('button', { name: 'Start Your Trial for $1' }).waitFor();
     await shot(page, 'visitor-upgrade');
+    await modal.getByRole('button', { name: 'Close' }).first().click();
+    await modal.waitFor({ state: 'detached' });
+
+    // The header's menu opens the legal dialogs.
+    await page.getByRole('button', { name: 'Menu' }).click();
+    await page.getByRole('menuitem', { name: 'Refund Policy' }).click();
+    await page.getByRole('dialog', { name: 'Refund Policy' }).waitFor();
     assert.deepEqual(problems, []);
     await context.close();
   });

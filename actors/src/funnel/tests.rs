@@ -10,14 +10,14 @@ use chrono::{DateTime, Utc};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::*;
 use crate::ports::{
-    AiError, AiPurpose, AiRequest, CheckoutError, FunnelCheckoutRequest, FunnelClient, StoreError,
+    AiError, AiPurpose, AiRequest, CheckoutError, FunnelCheckoutRequest, StoreError,
 };
 use crate::rules::FunnelKind;
+use crate::test_support::{Events, RecordedAnalytics, TestClient};
 
 const KEYWORD: &str = "outlook email";
 
@@ -133,21 +133,6 @@ impl crate::ports::FunnelCheckout for FakeCheckout {
     }
 }
 
-#[derive(Default)]
-struct RecordedAnalytics(Mutex<Vec<String>>);
-
-impl RecordedAnalytics {
-    fn names(&self) -> Vec<String> {
-        self.0.lock().expect("lock").clone()
-    }
-}
-
-impl crate::ports::Analytics for RecordedAnalytics {
-    fn record(&self, event: &'static str, _visitor_id: &str, _properties: Value) {
-        self.0.lock().expect("lock").push(event.to_owned());
-    }
-}
-
 /// Wall-clock time that follows tokio's (paused) clock.
 struct PausedClock {
     base: DateTime<Utc>,
@@ -157,25 +142,6 @@ struct PausedClock {
 impl crate::ports::Clock for PausedClock {
     fn now(&self) -> DateTime<Utc> {
         self.base + chrono::TimeDelta::from_std(self.start.elapsed()).expect("small")
-    }
-}
-
-struct TestClient {
-    id: String,
-    events: mpsc::UnboundedSender<(String, Value)>,
-}
-
-impl FunnelClient for TestClient {
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    fn address(&self) -> Option<std::net::IpAddr> {
-        None
-    }
-
-    fn emit(&self, event: &'static str, data: Value) {
-        let _ = self.events.send((event.to_owned(), data));
     }
 }
 
@@ -237,11 +203,7 @@ impl Harness {
     }
 
     async fn connect(&self, funnel: FunnelKind, client_id: &str) -> Connected {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let client = Arc::new(TestClient {
-            id: client_id.into(),
-            events: tx,
-        });
+        let (client, events) = TestClient::new(client_id);
         let start = NewConversation {
             attribution: Attribution {
                 keyword: Some(KEYWORD.into()),
@@ -257,7 +219,7 @@ impl Harness {
         Connected {
             id: client_id.into(),
             addr,
-            events: rx,
+            events,
         }
     }
 }
@@ -265,25 +227,13 @@ impl Harness {
 struct Connected {
     id: String,
     addr: actix::Addr<FunnelActor>,
-    events: mpsc::UnboundedReceiver<(String, Value)>,
+    events: Events,
 }
 
 impl Connected {
-    async fn next(&mut self) -> (String, Value) {
-        tokio::time::timeout(Duration::from_secs(600), self.events.recv())
-            .await
-            .expect("an event within 10 minutes")
-            .expect("the actor is alive")
-    }
-
     /// The next event with this name (others are skipped).
     async fn next_named(&mut self, name: &str) -> Value {
-        loop {
-            let (event, data) = self.next().await;
-            if event == name {
-                return data;
-            }
-        }
+        self.events.next_named(name).await
     }
 
     async fn send(&self, text: &str) -> SendAck {

@@ -14,11 +14,12 @@ use tokio::sync::mpsc;
 
 use super::*;
 use crate::ports::{
-    AiError, AiMessage, AiPurpose, AiRequest, FunnelClient, Role, StoreError, StoredChat,
-    TaskBrief, TaskItemBrief,
+    AiError, AiMessage, AiPurpose, AiRequest, Role, StoreError, StoredChat, TaskBrief,
+    TaskItemBrief,
 };
 use crate::reply::Reply;
 use crate::rules::chat::{GREETING, chat_title};
+use crate::test_support::{Events, RecordedAnalytics, TestClient};
 
 const USER: &str = "member-1";
 
@@ -310,52 +311,6 @@ impl crate::ports::Ai for DrivenAi {
     }
 }
 
-#[derive(Default)]
-struct RecordedAnalytics(Mutex<Vec<(String, String)>>);
-
-impl RecordedAnalytics {
-    fn names(&self) -> Vec<String> {
-        self.0
-            .lock()
-            .expect("lock")
-            .iter()
-            .map(|(n, _)| n.clone())
-            .collect()
-    }
-}
-
-impl crate::ports::Analytics for RecordedAnalytics {
-    fn record(&self, event: &'static str, subject: &str, _properties: Value) {
-        self.0
-            .lock()
-            .expect("lock")
-            .push((event.to_owned(), subject.to_owned()));
-    }
-}
-
-struct TestClient {
-    id: String,
-    events: mpsc::UnboundedSender<(String, Value)>,
-}
-
-impl FunnelClient for TestClient {
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    fn address(&self) -> Option<std::net::IpAddr> {
-        None
-    }
-
-    fn emit(&self, event: &'static str, data: Value) {
-        let _ = self.events.send((event.to_owned(), data));
-    }
-
-    fn disconnect(&self) {
-        let _ = self.events.send(("(disconnected)".to_owned(), Value::Null));
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Harness
 
@@ -387,11 +342,7 @@ impl Harness {
     }
 
     async fn connect(&self, client_id: &str, funnel: Option<FunnelBrief>) -> Tab {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let client = Arc::new(TestClient {
-            id: client_id.into(),
-            events: tx,
-        });
+        let (client, events) = TestClient::new(client_id);
         let addr = self
             .registry
             .join(
@@ -407,7 +358,7 @@ impl Harness {
         Tab {
             id: client_id.into(),
             addr,
-            events: rx,
+            events,
         }
     }
 }
@@ -415,24 +366,13 @@ impl Harness {
 struct Tab {
     id: String,
     addr: actix::Addr<MemberActor>,
-    events: mpsc::UnboundedReceiver<(String, Value)>,
+    events: Events,
 }
 
 impl Tab {
-    async fn next(&mut self) -> (String, Value) {
-        tokio::time::timeout(Duration::from_secs(600), self.events.recv())
-            .await
-            .expect("an event within 10 minutes")
-            .expect("the actor is alive")
-    }
-
+    /// The next event with this name (others are skipped).
     async fn next_named(&mut self, name: &str) -> Value {
-        loop {
-            let (event, data) = self.next().await;
-            if event == name {
-                return data;
-            }
-        }
+        self.events.next_named(name).await
     }
 
     async fn send(&self, chat_id: Option<&str>, text: &str) -> SendAck {
@@ -546,15 +486,7 @@ async fn the_first_send_saves_a_titled_chat_and_the_reply_streams_in() {
         harness.analytics.names(),
         vec!["chat_message_sent", "new_chat_started"]
     );
-    assert!(
-        harness
-            .analytics
-            .0
-            .lock()
-            .expect("lock")
-            .iter()
-            .all(|(_, who)| who == USER)
-    );
+    assert!(harness.analytics.subjects().iter().all(|who| who == USER));
 }
 
 #[actix::test]

@@ -54,6 +54,19 @@ function optionalString(value: unknown): string | null {
   return typeof value === 'string' && value !== '' ? value : null;
 }
 
+/** The socket a request emits on: its ack times out after ACK_TIMEOUT_MS. */
+type TimedSocket = ReturnType<MemberSocket['timeout']>;
+
+/** A send's or a task help's part in `request`; `id` names the request in the chat state. */
+type RequestHandlers = {
+  /** Marks the request pending (the socket is ready) and gives its emit. */
+  start: (id: string) => (socket: TimedSocket) => Promise<unknown>;
+  onTaken: (id: string, chatId: string, title: string | null) => void;
+  onRefused: (id: string) => void;
+  /** What a request for a chat the page has since left resolves to. */
+  staleResult: boolean;
+};
+
 /** The member's chat on `/`: one `/member` socket, the open chat, and what may be asked of it. */
 export function useMemberChat({ enabled, onUpgradeRequired, onReplyDone }: Options) {
   const [state, dispatch] = useReducer(chatReducer, undefined, () => initialChatState());
@@ -224,95 +237,90 @@ export function useMemberChat({ enabled, onUpgradeRequired, onReplyDone }: Optio
   }, []);
 
   /**
+   * One send or task help: at most one at a time, sent once the socket is ready, and settled by its
+   * ack (taken or refused) or by the ack's time-out. `start` runs once the socket is ready: it marks
+   * the request pending and gives what to emit. A request for a chat the page has left (New Chat,
+   * or another chat opened) resolves `staleResult`: its answer changes nothing here.
+   */
+  const request = useCallback(
+    async (prefix: string, { start, onTaken, onRefused, staleResult }: RequestHandlers): Promise<boolean> => {
+      requestCount.current += 1;
+      const id = `${prefix}-${requestCount.current}`;
+      requestInFlight.current = id;
+      const ready = readySocket();
+      const socket = ready instanceof Promise ? await ready : ready;
+      if (requestInFlight.current !== id) return false;
+      if (!socket) {
+        requestInFlight.current = null;
+        return false;
+      }
+      setNotice(null);
+      const emit = start(id);
+      const current = () => stateRef.current.pending === id;
+      try {
+        const reply = record(await emit(socket.timeout(ACK_TIMEOUT_MS)));
+        if (!current()) return staleResult;
+        const chatId = optionalString(reply.chatId);
+        if (reply.ok === true && chatId) {
+          onTaken(id, chatId, optionalString(reply.title));
+          return true;
+        }
+        onRefused(id);
+        refused(reply);
+        return false;
+      } catch {
+        if (!current()) return staleResult;
+        onRefused(id);
+        setNotice(SEND_TIMEOUT_TEXT);
+        return false;
+      } finally {
+        if (requestInFlight.current === id) requestInFlight.current = null;
+      }
+    },
+    [readySocket, refused],
+  );
+
+  /**
    * Resolves true once the server has stored the message; false when it did not, and the text
    * should go back into the field. A request for a chat the page has left (New Chat, or another
    * chat opened) resolves true: its answer changes nothing here.
    */
   const send = useCallback(
-    async (raw: string): Promise<boolean> => {
+    (raw: string): Promise<boolean> => {
       const text = raw.trim();
-      if (text === '' || requestInFlight.current !== null || isBusy(stateRef.current)) return false;
-      requestCount.current += 1;
-      const request = `local-${requestCount.current}`;
-      requestInFlight.current = request;
-      const ready = readySocket();
-      const socket = ready instanceof Promise ? await ready : ready;
-      if (requestInFlight.current !== request) return false;
-      if (!socket) {
-        requestInFlight.current = null;
-        return false;
-      }
-
-      const { chatId } = stateRef.current;
-      setNotice(null);
-      update({ type: 'sending', request, text });
-      const current = () => stateRef.current.pending === request;
-      try {
-        const reply = record(
-          await socket.timeout(ACK_TIMEOUT_MS).emitWithAck('chat:send', chatId === null ? { text } : { chatId, text }),
-        );
-        if (!current()) return true;
-        const newChatId = optionalString(reply.chatId);
-        if (reply.ok === true && newChatId) {
-          update({ type: 'sent', request, chatId: newChatId, title: optionalString(reply.title) });
-          return true;
-        }
-        update({ type: 'refused', request });
-        refused(reply);
-        return false;
-      } catch {
-        if (!current()) return true;
-        update({ type: 'refused', request });
-        setNotice(SEND_TIMEOUT_TEXT);
-        return false;
-      } finally {
-        if (requestInFlight.current === request) requestInFlight.current = null;
-      }
+      if (text === '' || requestInFlight.current !== null || isBusy(stateRef.current)) return Promise.resolve(false);
+      return request('local', {
+        start: (id) => {
+          const { chatId } = stateRef.current;
+          update({ type: 'sending', request: id, text });
+          return (socket) => socket.emitWithAck('chat:send', chatId === null ? { text } : { chatId, text });
+        },
+        onTaken: (id, chatId, title) => update({ type: 'sent', request: id, chatId, title }),
+        onRefused: (id) => update({ type: 'refused', request: id }),
+        staleResult: true,
+      });
     },
-    [update, readySocket, refused],
+    [update, request],
   );
 
   /** AI help on a task: a new chat the server opens with the task's name and items. */
   const askTaskHelp = useCallback(
-    async (taskId: string): Promise<boolean> => {
+    (taskId: string): Promise<boolean> => {
       if (requestInFlight.current !== null || isBusy(stateRef.current)) {
         setNotice('Please wait for the reply before sending another message.');
-        return false;
+        return Promise.resolve(false);
       }
-      requestCount.current += 1;
-      const request = `task-${requestCount.current}`;
-      requestInFlight.current = request;
-      const ready = readySocket();
-      const socket = ready instanceof Promise ? await ready : ready;
-      if (requestInFlight.current !== request) return false;
-      if (!socket) {
-        requestInFlight.current = null;
-        return false;
-      }
-      setNotice(null);
-      update({ type: 'task-help', request });
-      const current = () => stateRef.current.pending === request;
-      try {
-        const reply = record(await socket.timeout(ACK_TIMEOUT_MS).emitWithAck('task:help', { taskId }));
-        if (!current()) return false;
-        const chatId = optionalString(reply.chatId);
-        if (reply.ok === true && chatId) {
-          update({ type: 'task-help-taken', request, chatId, title: optionalString(reply.title) });
-          return true;
-        }
-        update({ type: 'task-help-refused', request });
-        refused(reply);
-        return false;
-      } catch {
-        if (!current()) return false;
-        update({ type: 'task-help-refused', request });
-        setNotice(SEND_TIMEOUT_TEXT);
-        return false;
-      } finally {
-        if (requestInFlight.current === request) requestInFlight.current = null;
-      }
+      return request('task', {
+        start: (id) => {
+          update({ type: 'task-help', request: id });
+          return (socket) => socket.emitWithAck('task:help', { taskId });
+        },
+        onTaken: (id, chatId, title) => update({ type: 'task-help-taken', request: id, chatId, title }),
+        onRefused: (id) => update({ type: 'task-help-refused', request: id }),
+        staleResult: false,
+      });
     },
-    [update, readySocket, refused],
+    [update, request],
   );
 
   /** Cuts the reply being written; the server sends what it kept in `chat:done`. */

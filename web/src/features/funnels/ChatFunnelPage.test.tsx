@@ -4,12 +4,12 @@ import { vi } from 'vitest';
 import { mockApi } from '../../test/fetch-mock';
 import { browserLocation } from '../../lib/browser';
 import { ChatFunnelPage } from './ChatFunnelPage';
-import type { FakeSocket, SocketOptions } from './test-socket';
+import type { FakeSocket, SocketOptions } from '../../test/fake-socket';
 
 const sockets = vi.hoisted(() => [] as FakeSocket[]);
 
 vi.mock('socket.io-client', async () => {
-  const { FakeSocket } = await import('./test-socket');
+  const { FakeSocket } = await import('../../test/fake-socket');
   return {
     io: (namespace: string, options: SocketOptions) => {
       const socket = new FakeSocket(namespace, options);

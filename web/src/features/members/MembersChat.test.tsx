@@ -5,12 +5,12 @@ import { App } from '../../app/App';
 import { routes } from '../../app/routes';
 import { mockApi } from '../../test/fetch-mock';
 import type { User } from '../auth/api';
-import type { FakeSocket, SocketOptions } from '../chat/test-socket';
+import type { FakeSocket, SocketOptions } from '../../test/fake-socket';
 
 const sockets = vi.hoisted(() => [] as FakeSocket[]);
 
 vi.mock('socket.io-client', async () => {
-  const { FakeSocket } = await import('../chat/test-socket');
+  const { FakeSocket } = await import('../../test/fake-socket');
   return {
     io: (namespace: string, options: SocketOptions) => {
       const socket = new FakeSocket(namespace, options);
@@ -349,7 +349,8 @@ describe('the members chat', () => {
     type('Can you help?');
     fireEvent.click(sendButton());
     const prompt = await screen.findByRole('dialog', { name: 'Get Unlimited AI Access!' });
-    expect(input().value).toBe('Can you help?');
+    // The field gives the text back once the send is answered (a tick after the modal opens).
+    await waitFor(() => expect(input().value).toBe('Can you help?'));
     fireEvent.click(within(prompt).getByRole('button', { name: 'Close' }));
 
     fireEvent.click(screen.getByRole('button', { name: 'History' }));

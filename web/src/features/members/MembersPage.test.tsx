@@ -6,13 +6,13 @@ import { App } from '../../app/App';
 import { routes } from '../../app/routes';
 import { mockApi } from '../../test/fetch-mock';
 import type { User } from '../auth/api';
-import type { FakeSocket, SocketOptions } from '../chat/test-socket';
+import type { FakeSocket, SocketOptions } from '../../test/fake-socket';
 
 // The chat connects for members with access; these tests play no server, so nothing answers.
 const sockets = vi.hoisted(() => [] as FakeSocket[]);
 
 vi.mock('socket.io-client', async () => {
-  const { FakeSocket } = await import('../chat/test-socket');
+  const { FakeSocket } = await import('../../test/fake-socket');
   return {
     io: (namespace: string, options: SocketOptions) => {
       const socket = new FakeSocket(namespace, options);

@@ -1,6 +1,5 @@
-// A stand-in for socket.io-client's Socket in the members chat tests (as the funnel tests have
-// theirs): records what the page emits and lets a test play the server. Tests install it with
-// vi.mock('socket.io-client').
+// A stand-in for socket.io-client's Socket in the funnel and members chat tests: records what the
+// page emits and lets a test play the server. Tests install it with vi.mock('socket.io-client').
 
 type Listener = (...args: unknown[]) => void;
 
@@ -15,6 +14,7 @@ export class FakeSocket {
   active = true;
   connected = false;
   recovered = false;
+  connectCalls = 0;
   closedByClient = false;
   readonly acks: PendingAck[] = [];
   private readonly listeners = new Map<string, Set<Listener>>();
@@ -33,6 +33,7 @@ export class FakeSocket {
     return this;
   }
 
+  /** As socket.io-client's: also removes a `once` listener given the listener passed to `once`. */
   off(event: string, listener: Listener) {
     const set = this.listeners.get(event);
     for (const registered of [...(set ?? [])]) {
@@ -62,6 +63,7 @@ export class FakeSocket {
 
   connect() {
     this.active = true;
+    this.connectCalls += 1;
     return this;
   }
 
