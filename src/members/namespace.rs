@@ -133,18 +133,27 @@ impl Namespace for MemberNamespace {
                 None
             };
             let client: Arc<dyn FunnelClient> = Arc::new(SocketClient { socket, address });
-            registry
+            let actor = registry
                 .join(
                     &user_id,
                     Join {
                         client,
-                        session,
+                        session: session.clone(),
                         funnel,
                     },
                 )
                 .await
-                .map(|actor| actor.recipient())
-                .map_err(unavailable)
+                .map_err(unavailable)?;
+            // A sign-out while this connection was being opened told the actor before the
+            // socket had joined: look again now that it has.
+            if let Some(hash) = session {
+                match store::sessions::find_user(&db, &hash).await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => registry.signed_out(&user_id, Some(hash)),
+                    Err(error) => tracing::warn!(%error, "a member's session could not be checked"),
+                }
+            }
+            Ok(actor.recipient())
         }
         .boxed()
     }

@@ -299,8 +299,9 @@ impl MessageId {
 /// Appends a message under `message_id` to the member's chat and makes it the chat's last
 /// activity (`updated_at` becomes the message's `created_at`; the history preview its content),
 /// in one transaction. Content over `MAX_CONTENT_CHARS` characters is cut. `NotFound` when the
-/// member has no such chat: nothing is written then. Appending the same id twice fails (the
-/// record exists).
+/// member has no such chat: nothing is written then. Appending an id that is already stored in
+/// this chat changes nothing and answers the stored message, so a write retried after a time-out
+/// (that did land) neither fails nor doubles; an id stored in another chat is `NotFound`.
 pub async fn append_message_as(
     db: &Db,
     user_id: &str,
@@ -316,11 +317,17 @@ pub async fn append_message_as(
             "BEGIN TRANSACTION;
              LET $now = time::now();
              LET $chat = type::record('chat', $id);
-             LET $owned = (UPDATE $chat SET updated_at = $now, preview = $preview
-                 WHERE user = type::record('user', $user) RETURN VALUE id);
-             IF array::len($owned) = 0 { THROW 'chat_not_found'; };
-             CREATE type::record('message', $message_id) CONTENT {
-                 chat: $chat, role: $role, content: $content, created_at: $now
+             LET $message = type::record('message', $message_id);
+             LET $mine = (SELECT VALUE id FROM $chat WHERE user = type::record('user', $user));
+             IF array::len($mine) = 0 { THROW 'chat_not_found'; };
+             LET $existing = (SELECT VALUE chat FROM $message);
+             IF array::len($existing) = 0 {
+                 UPDATE $chat SET updated_at = $now, preview = $preview;
+                 CREATE $message CONTENT {
+                     chat: $chat, role: $role, content: $content, created_at: $now
+                 };
+             } ELSE IF $existing[0] != $chat {
+                 THROW 'chat_not_found';
              };
              COMMIT TRANSACTION;",
         )

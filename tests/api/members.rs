@@ -407,13 +407,29 @@ async fn messages_keep_the_id_their_writer_chose_and_the_ai_sees_the_last_ones()
             .await
             .expect("stored");
     }
+    // A write retried under the same id (its first try landed) keeps the one message.
     let again = MessageId::parse("msg6").expect("id");
-    assert!(
-        chats::append_message_as(&app.db, &user, &chat_id, &again, Role::User, "twice")
-            .await
-            .is_err(),
-        "an id is stored once"
-    );
+    let retried = chats::append_message_as(&app.db, &user, &chat_id, &again, Role::User, "twice")
+        .await
+        .expect("a retry is answered with the stored message");
+    assert_eq!(retried.content, "m6");
+    // An id of another chat's message is not this chat's.
+    let other = chats::start_chat(
+        &app.db,
+        &user,
+        "Other",
+        "Hello! How can I help you today?",
+        &MessageId::parse("elsewhere1").expect("id"),
+        "elsewhere",
+    )
+    .await
+    .expect("chat");
+    let stolen = MessageId::parse("msg6").expect("id");
+    let other_id = ChatId::parse(&other.id).expect("id");
+    assert!(matches!(
+        chats::append_message_as(&app.db, &user, &other_id, &stolen, Role::User, "x").await,
+        Err(chats::ChatStoreError::NotFound)
+    ));
     let (_, recent) = chats::chat_with_recent_messages(&app.db, &user, &chat_id, 3)
         .await
         .expect("read")

@@ -239,9 +239,13 @@ pub struct MemberActor {
     registry: Weak<RegistryShared>,
     clients: Vec<Client>,
     funnel: Option<FunnelBrief>,
-    /// Chats with a message being stored or a finished reply being saved.
-    busy: HashSet<String>,
-    /// Busy chats whose member pressed Stop before their reply began.
+    /// The funnel greeting was used (or is being used) by a chat: later joins do not bring it back.
+    funnel_taken: bool,
+    /// Chats with a member's message being stored (their reply has not begun).
+    storing: HashSet<String>,
+    /// Chats with a finished reply being saved.
+    saving: HashSet<String>,
+    /// Chats being stored whose member pressed Stop before their reply began.
     stop_requested: HashSet<String>,
     /// Sends and task-help requests being stored (each will start a reply).
     preparing: usize,
@@ -257,7 +261,9 @@ impl MemberActor {
             registry,
             clients: Vec::new(),
             funnel: None,
-            busy: HashSet::new(),
+            funnel_taken: false,
+            storing: HashSet::new(),
+            saving: HashSet::new(),
             stop_requested: HashSet::new(),
             preparing: 0,
             writing: HashMap::new(),
@@ -270,6 +276,25 @@ impl MemberActor {
         greeting(self.funnel.as_ref().map(|funnel| funnel.issue.as_str()))
     }
 
+    /// Takes the funnel greeting for the chat being started; the page learns the plain greeting.
+    fn take_funnel(&mut self) -> Option<FunnelBrief> {
+        let funnel = self.funnel.take()?;
+        self.funnel_taken = true;
+        let ready = self.ready();
+        self.broadcast("chat:ready", &ready);
+        Some(funnel)
+    }
+
+    /// A chat that took the funnel greeting was not stored after all.
+    fn give_back_funnel(&mut self, funnel: Option<FunnelBrief>) {
+        if let Some(funnel) = funnel {
+            self.funnel = Some(funnel);
+            self.funnel_taken = false;
+            let ready = self.ready();
+            self.broadcast("chat:ready", &ready);
+        }
+    }
+
     fn broadcast(&self, event: &'static str, data: &Value) {
         for client in &self.clients {
             client.client.emit(event, data.clone());
@@ -277,7 +302,10 @@ impl MemberActor {
     }
 
     fn is_working(&self) -> bool {
-        !self.busy.is_empty() || !self.writing.is_empty() || self.preparing > 0
+        !self.storing.is_empty()
+            || !self.saving.is_empty()
+            || !self.writing.is_empty()
+            || self.preparing > 0
     }
 
     fn replies_on_their_way(&self) -> usize {
@@ -287,14 +315,16 @@ impl MemberActor {
     /// `chat:ready`: the greeting of a new chat, and the chats whose reply is still being written
     /// (a page that missed their end knows to reload them).
     fn ready(&self) -> Value {
-        let mut writing: Vec<&String> = self.writing.keys().chain(self.busy.iter()).collect();
+        let mut writing: Vec<&String> = self.writing.keys().chain(self.saving.iter()).collect();
         writing.sort();
         writing.dedup();
         json!({ "greeting": self.greeting(), "writing": writing })
     }
 
     fn is_taken(&self, chat_id: &str) -> bool {
-        self.busy.contains(chat_id) || self.writing.contains_key(chat_id)
+        self.storing.contains(chat_id)
+            || self.saving.contains(chat_id)
+            || self.writing.contains_key(chat_id)
     }
 
     fn on_send(
@@ -321,22 +351,18 @@ impl MemberActor {
             return;
         }
         if let Some(id) = &chat_id {
-            self.busy.insert(id.clone());
+            self.storing.insert(id.clone());
         }
         self.preparing += 1;
         // The shortcut answers the funnel greeting, so only a new chat's first message counts;
         // the greeting and the shortcut belong to the first chat after the funnel.
         let funnel = if chat_id.is_none() {
-            self.funnel.take()
+            self.take_funnel()
         } else {
             None
         };
-        if funnel.is_some() {
-            let ready = self.ready();
-            self.broadcast("chat:ready", &ready);
-        }
         let greeting = greeting(funnel.as_ref().map(|funnel| funnel.issue.as_str()));
-        let solution_for = funnel.filter(|_| is_affirmative_reply(&text));
+        let solution_for = funnel.clone().filter(|_| is_affirmative_reply(&text));
         let prepare = prepare_chat_reply(
             self.deps.clone(),
             self.user_id.clone(),
@@ -348,7 +374,14 @@ impl MemberActor {
         ctx.spawn(prepare.into_actor(self).map(move |prepared, act, ctx| {
             act.preparing -= 1;
             if let Some(id) = &chat_id {
-                act.busy.remove(id);
+                act.storing.remove(id);
+            }
+            if prepared.is_err() {
+                if let Some(id) = &chat_id {
+                    act.stop_requested.remove(id);
+                }
+                // Nothing was stored: the page still shows the funnel greeting, so it stays.
+                act.give_back_funnel(funnel);
             }
             match prepared {
                 Ok(prepared) => {
@@ -388,6 +421,8 @@ impl MemberActor {
             return;
         }
         self.preparing += 1;
+        // A task chat is a chat too: the funnel greeting no longer opens the member's first one.
+        let funnel = self.take_funnel();
         let deps = self.deps.clone();
         let user_id = self.user_id.clone();
         let prepare = async move {
@@ -431,6 +466,9 @@ impl MemberActor {
         };
         ctx.spawn(prepare.into_actor(self).map(move |prepared, act, ctx| {
             act.preparing -= 1;
+            if prepared.is_err() {
+                act.give_back_funnel(funnel);
+            }
             match prepared {
                 Ok(prepared) => {
                     reply.send(TaskHelpAck::Started {
@@ -481,14 +519,18 @@ impl MemberActor {
             let result = loop {
                 let next = tokio::time::timeout(wait, stream.next());
                 match tokio::time::timeout_at(deadline, next).await {
-                    Ok(Ok(Some(Ok(text)))) => {
+                    Ok(Ok(Some(Ok(mut text)))) => {
+                        // A runaway reply ends at the cap; what came so far is the reply.
+                        let room = MAX_REPLY_CHARS - length;
+                        if let Some((cut, _)) = text.char_indices().nth(room) {
+                            text.truncate(cut);
+                        }
                         length += text.chars().count();
                         addr.do_send(Piece {
                             chat_id: reader_chat.clone(),
                             message_id: reader_message.clone(),
                             text,
                         });
-                        // A runaway reply ends here; what came so far is the reply.
                         if length >= MAX_REPLY_CHARS {
                             break Ok(());
                         }
@@ -575,7 +617,7 @@ impl MemberActor {
         reply.send(StopAck);
         let Some(writing) = self.writing.remove(&chat_id) else {
             // The message is still being stored: its reply will not start.
-            if self.busy.contains(&chat_id) {
+            if self.storing.contains(&chat_id) {
                 self.stop_requested.insert(chat_id);
             }
             return;
@@ -607,7 +649,7 @@ impl MemberActor {
         stopped: bool,
         ctx: &mut Context<Self>,
     ) {
-        self.busy.insert(chat_id.clone());
+        self.saving.insert(chat_id.clone());
         let deps = self.deps.clone();
         let user_id = self.user_id.clone();
         let (save_chat, message_id, content) =
@@ -639,7 +681,7 @@ impl MemberActor {
             false
         };
         ctx.spawn(save.into_actor(self).map(move |saved, act, ctx| {
-            act.busy.remove(&chat_id);
+            act.saving.remove(&chat_id);
             if saved {
                 act.broadcast(
                     "chat:done",
@@ -665,7 +707,11 @@ impl MemberActor {
         if let Some(timer) = self.idle_timer.take() {
             ctx.cancel_future(timer);
         }
-        self.funnel = join.funnel;
+        if !self.funnel_taken && self.funnel != join.funnel {
+            self.funnel = join.funnel;
+            let ready = self.ready();
+            self.broadcast("chat:ready", &ready);
+        }
         let client = join.client;
         self.clients.retain(|c| c.client.id() != client.id());
         client.emit("chat:ready", self.ready());

@@ -994,3 +994,79 @@ async fn a_reply_that_never_ends_is_ended_after_five_minutes_with_what_came() {
     assert!(trickle.await.expect("trickle"), "the AI stream was dropped");
     assert_eq!(harness.store.messages(&chat_id).len(), 3);
 }
+
+#[actix::test]
+async fn stop_pressed_as_a_reply_is_being_saved_does_not_touch_the_next_reply() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    let chat_id = tab.send_stored(None, "How do I print?").await;
+    let call = harness.ai.next_call().await;
+    *harness.store.write_delay.lock().expect("lock") = Duration::from_secs(2);
+    call.piece("Press Ctrl and P.");
+    call.end();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The reply has ended and is being saved; the page still shows Stop.
+    tab.stop(&chat_id).await;
+    assert_eq!(tab.next_named("chat:done").await["stopped"], false);
+    *harness.store.write_delay.lock().expect("lock") = Duration::ZERO;
+
+    tab.send_stored(Some(&chat_id), "And in colour?").await;
+    let call = harness.ai.next_call().await;
+    call.piece("Choose Colour in the print window.");
+    call.end();
+    let done = tab.next_named("chat:done").await;
+    assert_eq!(done["text"], "Choose Colour in the print window.");
+    assert_eq!(done["stopped"], false);
+}
+
+#[actix::test]
+async fn a_refused_first_send_gives_the_funnel_greeting_back_and_task_help_takes_it() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", Some(outlook_funnel())).await;
+    let funnel_greeting = tab.next_named("chat:ready").await["greeting"].clone();
+    harness.store.access.store(false, Ordering::SeqCst);
+    assert_eq!(
+        tab.send(None, "yes").await,
+        SendAck::Refused(Refusal::UpgradeRequired)
+    );
+    // Plain while the send was under way, then the funnel greeting again.
+    assert_eq!(tab.next_named("chat:ready").await["greeting"], GREETING);
+    assert_eq!(
+        tab.next_named("chat:ready").await["greeting"],
+        funnel_greeting
+    );
+    harness.store.access.store(true, Ordering::SeqCst);
+    let task_id = harness.store.add_task(
+        USER,
+        TaskBrief {
+            name: "Fix Outlook".into(),
+            items: Vec::new(),
+        },
+    );
+    tab.task_help(&task_id).await;
+    assert_eq!(tab.next_named("chat:ready").await["greeting"], GREETING);
+    harness.ai.next_call().await.end();
+    // A later join (the store still says the funnel) does not bring it back to this actor.
+    let mut other = harness.connect("tab-2", Some(outlook_funnel())).await;
+    assert_eq!(other.next_named("chat:ready").await["greeting"], GREETING);
+}
+
+#[actix::test]
+async fn a_reply_is_cut_at_twenty_thousand_characters_and_what_is_shown_is_what_is_stored() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    let chat_id = tab.send_stored(None, "Write me a very long story").await;
+    let call = harness.ai.next_call().await;
+    call.piece(&"a".repeat(19_990));
+    call.piece(&"b".repeat(50));
+    let done = tab.next_named("chat:done").await;
+    let text = done["text"].as_str().expect("text");
+    assert_eq!(text.chars().count(), 20_000);
+    assert!(text.ends_with(&"b".repeat(10)));
+    assert_eq!(harness.store.messages(&chat_id)[2].1, text);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert!(
+        call.dropped.load(Ordering::SeqCst),
+        "the AI call was hung up"
+    );
+}

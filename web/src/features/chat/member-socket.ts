@@ -35,7 +35,7 @@ export type MemberClientEvents = {
 export type MemberSocket = Socket<MemberServerEvents, MemberClientEvents>;
 
 /** `connect_error` data codes of `/member`. */
-export type ConnectRefusal = 'sign_in_required' | 'upgrade_required' | 'unavailable';
+export type ConnectRefusal = 'sign_in_required' | 'upgrade_required' | 'unavailable' | 'rate_limited';
 
 export function connectMember(): MemberSocket {
   return connectNamespace<MemberServerEvents, MemberClientEvents>('/member', {});
