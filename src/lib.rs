@@ -7,6 +7,7 @@ pub mod config;
 pub mod content;
 pub mod domain;
 pub mod funnels;
+pub mod loadtest;
 pub mod mail;
 pub mod members;
 pub mod metrics;

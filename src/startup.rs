@@ -121,6 +121,7 @@ impl Application {
                     settings.realtime.funnel_joins_per_minute,
                 ),
             )
+            .namespace("/", crate::realtime::KeepAlive::new())
             .namespace(
                 "/member",
                 members::MemberNamespace::new(

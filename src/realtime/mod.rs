@@ -8,6 +8,7 @@
 mod config;
 mod connection;
 pub mod engineio;
+mod keepalive;
 mod polling;
 mod server;
 mod socket;
@@ -15,6 +16,7 @@ pub mod socketio;
 mod websocket;
 
 pub use config::{OriginPolicy, RateLimit, RealtimeConfig};
+pub use keepalive::KeepAlive;
 pub use server::{RealtimeServer, RealtimeServerBuilder};
 pub use socket::{
     AckError, AckSender, ConnectError, ConnectRequest, DisconnectReason, Handshake, Namespace,

@@ -12,6 +12,7 @@ mod funnels;
 mod health;
 mod helpers;
 mod lifecycle;
+mod loadtest;
 mod mail;
 mod members;
 mod realtime;

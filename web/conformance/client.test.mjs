@@ -418,8 +418,14 @@ describe('socket.io-client against the HelpNow server', { skip: skipProduct && '
   });
 
   for (const variant of VARIANTS.slice(0, 2)) {
-    it(`${variant.name}: the handshake succeeds and / is refused with "Invalid namespace"`, T, async () => {
+    it(`${variant.name}: the keep-alive namespace / is joined`, T, async () => {
       const socket = client(server.baseUrl, '/', variant);
+      await connected(socket, 5_000);
+      assert.equal(socket.io.engine.transport.name, variant.transport);
+    });
+
+    it(`${variant.name}: the handshake succeeds and an unknown namespace is refused with "Invalid namespace"`, T, async () => {
+      const socket = client(server.baseUrl, '/nowhere', variant);
       const engineOpened = nextEvent(socket.io, 'open');
       const error = await connectError(socket);
       await engineOpened;
@@ -441,7 +447,7 @@ describe('socket.io-client against the HelpNow server', { skip: skipProduct && '
 
     for (const origin of [PUBLIC_URL, ALLOWED_ORIGIN]) {
       it(`${variant.name}: the Origin ${origin} is accepted`, T, async () => {
-        const socket = client(server.baseUrl, '/', variant, { extraHeaders: { Origin: origin } });
+        const socket = client(server.baseUrl, '/nowhere', variant, { extraHeaders: { Origin: origin } });
         const engineOpened = nextEvent(socket.io, 'open');
         assert.equal((await connectError(socket)).message, 'Invalid namespace');
         await engineOpened;
@@ -475,8 +481,8 @@ describe('socket.io-client against the HelpNow server', { skip: skipProduct && '
     const socket = await RawSocket.connect(server.wsUrl);
     try {
       assert.deepEqual(socket.handshake.upgrades, []);
-      socket.send('40');
-      assert.equal(await socket.next(), '44{"message":"Invalid namespace"}');
+      socket.send('40/nowhere,');
+      assert.equal(await socket.next(), '44/nowhere,{"message":"Invalid namespace"}');
       await socket.waitClosed(SETTINGS.connectTimeout + 2_000);
     } finally {
       socket.close();

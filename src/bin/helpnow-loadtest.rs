@@ -1,0 +1,48 @@
+//! `helpnow-loadtest`: see `helpnow::loadtest` and docs/benchmarks.md. The summary goes to
+//! standard output; with `--json` the last line printed is the report as one JSON object. Exits 1
+//! when errors pass `--max-error-rate`, 2 on a bad command line or an unreachable server.
+
+use std::process::ExitCode;
+
+use helpnow::loadtest::{self, Options};
+
+fn main() -> ExitCode {
+    let options = match Options::parse(std::env::args().skip(1)) {
+        Ok(options) => options,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("cannot start the runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(loadtest::run(&options)) {
+        Ok(outcome) => {
+            print!("{}", outcome.report.summary(&outcome.stats));
+            if options.json {
+                println!("{}", outcome.report.to_json(&outcome.stats));
+            }
+            if outcome.passed {
+                ExitCode::SUCCESS
+            } else {
+                eprintln!(
+                    "errors passed the threshold (--max-error-rate {})",
+                    options.max_error_rate
+                );
+                ExitCode::from(1)
+            }
+        }
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! A Socket.IO client over WebSocket, as small as a load generator needs: the HTTP upgrade by
+//! hand on a TCP socket bound to a chosen local address (so thousands of connections spread over
+//! 127.0.0.x and never run out of source ports), actix-http's WebSocket codec in client mode, and
+//! the product's own Engine.IO and Socket.IO codecs. Pings are answered as they come.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use actix_codec::Framed;
+use actix_http::ws;
+use futures_util::{SinkExt, StreamExt};
+use rand::Rng;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+
+use crate::realtime::{engineio, socketio};
+
+/// Largest frame accepted from the server (its own `max_payload` default).
+const MAX_FRAME: usize = 1024 * 1024;
+/// The longest upgrade answer read.
+const MAX_UPGRADE_RESPONSE: usize = 16 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("connect: {0}")]
+    Connect(std::io::Error),
+    #[error("the upgrade was refused: {0}")]
+    Upgrade(String),
+    #[error("the namespace was refused: {0}")]
+    Refused(String),
+    #[error("the connection closed")]
+    Closed,
+    #[error("protocol: {0}")]
+    Protocol(String),
+    #[error("timed out waiting for {0}")]
+    Timeout(&'static str),
+}
+
+impl ClientError {
+    /// A short name for the error report.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ClientError::Connect(_) => "connect",
+            ClientError::Upgrade(_) => "upgrade",
+            ClientError::Refused(_) => "refused",
+            ClientError::Closed => "closed",
+            ClientError::Protocol(_) => "protocol",
+            ClientError::Timeout(_) => "timeout",
+        }
+    }
+}
+
+/// Where to connect: the server's address and the `Host` header.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub address: SocketAddr,
+    pub host: String,
+}
+
+/// A Socket.IO socket of one namespace.
+pub struct Client {
+    framed: Framed<TcpStream, ws::Codec>,
+    namespace: String,
+    next_ack: u64,
+}
+
+impl Client {
+    /// Opens a WebSocket from `local`, then joins `namespace` with `auth`. `cookie` goes with the
+    /// upgrade request (the member scenario's session).
+    pub async fn connect(
+        target: &Target,
+        local: IpAddr,
+        namespace: &str,
+        auth: &Value,
+        cookie: Option<&str>,
+        patience: Duration,
+    ) -> Result<Self, ClientError> {
+        let stream = tokio::time::timeout(patience, upgrade(target, local, cookie))
+            .await
+            .map_err(|_| ClientError::Timeout("the upgrade"))??;
+        let mut client = Self {
+            framed: Framed::new(stream, ws::Codec::new().client_mode().max_size(MAX_FRAME)),
+            namespace: namespace.to_owned(),
+            next_ack: 0,
+        };
+        let open = tokio::time::timeout(patience, client.next_engine_message())
+            .await
+            .map_err(|_| ClientError::Timeout("the open packet"))??;
+        if !matches!(open, EngineEvent::Open) {
+            return Err(ClientError::Protocol("no open packet".into()));
+        }
+        let connect = socketio::Packet {
+            kind: socketio::PacketType::Connect,
+            namespace: namespace.to_owned(),
+            ack_id: None,
+            data: Some(auth.clone()),
+            attachments: 0,
+        };
+        client.send_packet(&connect).await?;
+        let joined = tokio::time::timeout(patience, async {
+            loop {
+                let packet = client.next_packet().await?;
+                match packet.kind {
+                    socketio::PacketType::Connect => return Ok(()),
+                    socketio::PacketType::ConnectError => {
+                        let data = packet.data.unwrap_or(Value::Null);
+                        let reason = data
+                            .get("data")
+                            .and_then(|d| d.get("code"))
+                            .or_else(|| data.get("message"))
+                            .map(Value::to_string)
+                            .unwrap_or_else(|| data.to_string());
+                        return Err(ClientError::Refused(reason));
+                    }
+                    _ => {}
+                }
+            }
+        })
+        .await
+        .map_err(|_| ClientError::Timeout("the namespace"))?;
+        joined.map(|()| client)
+    }
+
+    async fn send_packet(&mut self, packet: &socketio::Packet) -> Result<(), ClientError> {
+        let text =
+            engineio::Packet::Message(engineio::Message::Text(packet.encode())).encode_text();
+        self.send_text(text).await
+    }
+
+    async fn send_text(&mut self, text: String) -> Result<(), ClientError> {
+        self.framed
+            .send(ws::Message::Text(text.into()))
+            .await
+            .map_err(|error| ClientError::Protocol(error.to_string()))
+    }
+
+    /// Emits `event` with `data`, asking for an acknowledgement; returns its id.
+    pub async fn emit_with_ack(&mut self, event: &str, data: Value) -> Result<u64, ClientError> {
+        let id = self.next_ack;
+        self.next_ack += 1;
+        let packet = socketio::Packet::event(&self.namespace, event, vec![data], Some(id), 0);
+        self.send_packet(&packet).await?;
+        Ok(id)
+    }
+
+    /// The next Socket.IO packet of this namespace (pings are answered on the way).
+    pub async fn next_packet(&mut self) -> Result<socketio::Packet, ClientError> {
+        loop {
+            if let EngineEvent::Message(text) = self.next_engine_message().await? {
+                let packet = socketio::Packet::decode(&text)
+                    .map_err(|error| ClientError::Protocol(error.to_string()))?;
+                if packet.namespace == self.namespace {
+                    return Ok(packet);
+                }
+            }
+        }
+    }
+
+    /// Reads until the connection closes, answering pings: what an idle client does.
+    pub async fn hold(&mut self) -> ClientError {
+        loop {
+            if let Err(error) = self.next_engine_message().await {
+                return error;
+            }
+        }
+    }
+
+    /// Closes the WebSocket politely.
+    pub async fn close(mut self) {
+        let _ = self.framed.send(ws::Message::Close(None)).await;
+    }
+
+    async fn next_engine_message(&mut self) -> Result<EngineEvent, ClientError> {
+        loop {
+            let frame = self
+                .framed
+                .next()
+                .await
+                .ok_or(ClientError::Closed)?
+                .map_err(|error| ClientError::Protocol(error.to_string()))?;
+            let text = match frame {
+                ws::Frame::Text(bytes) => String::from_utf8(bytes.to_vec())
+                    .map_err(|_| ClientError::Protocol("a text frame is not UTF-8".into()))?,
+                ws::Frame::Ping(data) => {
+                    self.framed
+                        .send(ws::Message::Pong(data))
+                        .await
+                        .map_err(|error| ClientError::Protocol(error.to_string()))?;
+                    continue;
+                }
+                ws::Frame::Close(_) => return Err(ClientError::Closed),
+                _ => continue,
+            };
+            match engineio::Packet::decode_text(&text)
+                .map_err(|error| ClientError::Protocol(error.to_string()))?
+            {
+                engineio::Packet::Open(_) => return Ok(EngineEvent::Open),
+                engineio::Packet::Ping(data) => {
+                    self.send_text(engineio::Packet::Pong(data).encode_text())
+                        .await?;
+                }
+                engineio::Packet::Message(engineio::Message::Text(text)) => {
+                    return Ok(EngineEvent::Message(text));
+                }
+                engineio::Packet::Close => return Err(ClientError::Closed),
+                _ => {}
+            }
+        }
+    }
+}
+
+enum EngineEvent {
+    Open,
+    Message(String),
+}
+
+/// The event name and first argument of an EVENT packet.
+pub fn event_of(packet: &socketio::Packet) -> Option<(&str, &Value)> {
+    if packet.kind != socketio::PacketType::Event {
+        return None;
+    }
+    let items = packet.data.as_ref()?.as_array()?;
+    let name = items.first()?.as_str()?;
+    Some((name, items.get(1).unwrap_or(&Value::Null)))
+}
+
+/// The first argument of an ACK packet with id `id`.
+pub fn ack_of(packet: &socketio::Packet, id: u64) -> Option<&Value> {
+    if packet.kind != socketio::PacketType::Ack || packet.ack_id != Some(id) {
+        return None;
+    }
+    packet.data.as_ref()?.as_array()?.first()
+}
+
+/// The HTTP upgrade to `/socket.io/?EIO=4&transport=websocket` from `local`.
+async fn upgrade(
+    target: &Target,
+    local: IpAddr,
+    cookie: Option<&str>,
+) -> Result<TcpStream, ClientError> {
+    let socket = match target.address {
+        SocketAddr::V4(_) => TcpSocket::new_v4(),
+        SocketAddr::V6(_) => TcpSocket::new_v6(),
+    }
+    .map_err(ClientError::Connect)?;
+    socket
+        .bind(SocketAddr::new(local, 0))
+        .map_err(ClientError::Connect)?;
+    let mut stream = socket
+        .connect(target.address)
+        .await
+        .map_err(ClientError::Connect)?;
+    stream.set_nodelay(true).map_err(ClientError::Connect)?;
+    let key: [u8; 16] = rand::rng().random();
+    let key = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, key);
+    let cookie = cookie
+        .map(|cookie| format!("Cookie: {cookie}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "GET /socket.io/?EIO=4&transport=websocket HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n\
+         Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{cookie}\r\n",
+        host = target.host,
+    );
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .map_err(ClientError::Connect)?;
+    // Read the answer's head byte by byte up to its blank line, so no frame after it is taken.
+    let mut head = Vec::with_capacity(256);
+    while !head.ends_with(b"\r\n\r\n") {
+        if head.len() > MAX_UPGRADE_RESPONSE {
+            return Err(ClientError::Upgrade("the answer's head is too long".into()));
+        }
+        let byte = stream.read_u8().await.map_err(|_| ClientError::Closed)?;
+        head.push(byte);
+    }
+    let head = String::from_utf8_lossy(&head);
+    let status = head.lines().next().unwrap_or_default().to_owned();
+    if !status.contains(" 101 ") {
+        return Err(ClientError::Upgrade(status));
+    }
+    Ok(stream)
+}

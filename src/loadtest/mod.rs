@@ -1,0 +1,430 @@
+//! `helpnow-loadtest`: many concurrent Socket.IO clients over WebSocket against a running server,
+//! each running a scenario, and a report of what the server did (see docs/benchmarks.md).
+//!
+//! - `idle`: join `/` and hold the connection, answering pings.
+//! - `funnel`: a chat funnel conversation to its final message (three messages, `--think` apart),
+//!   then a new conversation, until the run ends. Every send is timed to its acknowledgement
+//!   (the message stored) and to the assistant's reply (the typing delay included).
+//!
+//! Connections are opened at `--ramp` per second from 127.0.0.1-127.0.0.200 when the server is
+//! on loopback, so source ports never run out. The run ends by itself after `--duration`.
+
+pub mod client;
+pub mod stats;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::Rng;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use client::{Client, ClientError, Target, ack_of, event_of};
+use stats::{Report, ServerUse, Stats};
+
+/// How long one wait (a connection, an acknowledgement, a reply) may take before it is an error.
+const PATIENCE: Duration = Duration::from_secs(30);
+/// After the run's end, clients get this long to finish what they are doing.
+const GRACE: Duration = Duration::from_secs(10);
+/// How many loopback addresses connections are spread over.
+const LOOPBACK_SOURCES: u32 = 200;
+/// A funnel conversation: three messages lead to the final one.
+const FUNNEL_MESSAGES: [&str; 3] = [
+    "My email keeps asking for my password",
+    "It started yesterday on my laptop",
+    "I restarted the computer and it did not help",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scenario {
+    Idle,
+    Funnel,
+}
+
+impl Scenario {
+    fn name(self) -> &'static str {
+        match self {
+            Scenario::Idle => "idle",
+            Scenario::Funnel => "funnel",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub url: url::Url,
+    pub scenario: Scenario,
+    pub connections: u64,
+    /// New connections per second.
+    pub ramp: u64,
+    pub duration: Duration,
+    /// The funnel scenario's pause before each message.
+    pub think: Duration,
+    /// The share of errors (of connections plus messages) above which the run fails.
+    pub max_error_rate: f64,
+    pub json: bool,
+}
+
+pub const USAGE: &str = "usage: helpnow-loadtest --url URL --scenario idle|funnel --connections N \
+--ramp PER_SECOND --duration SECONDS [--think SECONDS] [--max-error-rate FRACTION] [--json]";
+
+impl Options {
+    /// Parses the command line (without the program name).
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
+        let mut url = None;
+        let mut scenario = None;
+        let mut connections = 100;
+        let mut ramp = 1000;
+        let mut duration = Duration::from_secs(30);
+        let mut think = Duration::from_secs(5);
+        let mut max_error_rate = 0.01;
+        let mut json = false;
+        let mut args = args.into_iter();
+        while let Some(flag) = args.next() {
+            if flag == "--json" {
+                json = true;
+                continue;
+            }
+            let value = args
+                .next()
+                .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+            let number = |value: &str| {
+                value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|n| n.is_finite() && *n >= 0.0)
+                    .ok_or_else(|| format!("{flag} takes a number, not {value:?}"))
+            };
+            match flag.as_str() {
+                "--url" => {
+                    url = Some(
+                        url::Url::parse(&value)
+                            .map_err(|error| format!("--url {value:?}: {error}"))?,
+                    );
+                }
+                "--scenario" => {
+                    scenario = Some(match value.as_str() {
+                        "idle" => Scenario::Idle,
+                        "funnel" => Scenario::Funnel,
+                        "member" => {
+                            return Err(
+                                "the member scenario is not in this build yet (idle and funnel are)"
+                                    .into(),
+                            );
+                        }
+                        other => return Err(format!("unknown scenario {other:?}\n{USAGE}")),
+                    });
+                }
+                "--connections" => connections = number(&value)? as u64,
+                "--ramp" => ramp = (number(&value)? as u64).max(1),
+                "--duration" => duration = Duration::from_secs_f64(number(&value)?),
+                "--think" => think = Duration::from_secs_f64(number(&value)?),
+                "--max-error-rate" => max_error_rate = number(&value)?,
+                other => return Err(format!("unknown option {other}\n{USAGE}")),
+            }
+        }
+        Ok(Self {
+            url: url.ok_or_else(|| format!("--url is required\n{USAGE}"))?,
+            scenario: scenario.ok_or_else(|| format!("--scenario is required\n{USAGE}"))?,
+            connections,
+            ramp,
+            duration,
+            think,
+            max_error_rate,
+            json,
+        })
+    }
+}
+
+/// What a run found, and whether it passed.
+pub struct Outcome {
+    pub report: Report,
+    pub stats: Arc<Stats>,
+    pub passed: bool,
+}
+
+/// Runs the load and reports. Fails only when the server cannot be found at all.
+pub async fn run(options: &Options) -> Result<Outcome, String> {
+    let host = options
+        .url
+        .host_str()
+        .ok_or("the URL names no host")?
+        .to_owned();
+    let port = options
+        .url
+        .port_or_known_default()
+        .ok_or("the URL names no port")?;
+    let address = tokio::net::lookup_host((host.as_str(), port))
+        .await
+        .map_err(|error| format!("{host}: {error}"))?
+        .next()
+        .ok_or_else(|| format!("{host} has no address"))?;
+    let target = Arc::new(Target {
+        address,
+        host: format!("{host}:{port}"),
+    });
+    let http = reqwest::Client::new();
+    let metrics_url = options
+        .url
+        .join("/metrics")
+        .map_err(|error| error.to_string())?;
+    let before = server_use(&http, &metrics_url).await;
+
+    let stats = Arc::new(Stats::default());
+    let started = Instant::now();
+    let ends = started + options.duration;
+    let peak = Arc::new(std::sync::Mutex::new(before));
+    let sampler = tokio::spawn(sample_peak(http.clone(), metrics_url.clone(), peak.clone()));
+
+    let mut clients = Vec::with_capacity(options.connections as usize);
+    for index in 0..options.connections {
+        let due = started + Duration::from_secs_f64(index as f64 / options.ramp as f64);
+        if due >= ends {
+            break;
+        }
+        tokio::time::sleep_until(due).await;
+        let local = source_address(address, index);
+        let (target, stats, options) = (target.clone(), stats.clone(), options.clone());
+        clients.push(tokio::spawn(async move {
+            match options.scenario {
+                Scenario::Idle => idle(&target, local, &stats, ends).await,
+                Scenario::Funnel => funnel(&target, local, &stats, ends, options.think).await,
+            }
+        }));
+    }
+    let opened = clients.len() as u64;
+    let deadline = ends + GRACE;
+    for client in clients {
+        if tokio::time::timeout_at(deadline, client).await.is_err() {
+            stats.error("unfinished");
+        }
+    }
+    sampler.abort();
+    let after = server_use(&http, &metrics_url).await;
+    let mut peak = *peak
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    peak.rss_bytes = max_of(peak.rss_bytes, after.rss_bytes);
+    let report = Report {
+        scenario: options.scenario.name().to_owned(),
+        connections: opened,
+        elapsed: started.elapsed(),
+        before,
+        peak,
+        after,
+    };
+    let load =
+        |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
+    let attempts = opened + load(&stats.messages_sent);
+    let passed = (stats.error_count() as f64) <= options.max_error_rate * attempts.max(1) as f64;
+    Ok(Outcome {
+        report,
+        stats,
+        passed,
+    })
+}
+
+fn max_of(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Loopback servers are reached from 127.0.0.1-200 in turn; others from the default address.
+fn source_address(server: SocketAddr, index: u64) -> IpAddr {
+    match server.ip() {
+        IpAddr::V4(ip) if ip.is_loopback() => IpAddr::V4(Ipv4Addr::new(
+            127,
+            0,
+            0,
+            1 + (index % LOOPBACK_SOURCES as u64) as u8,
+        )),
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+    }
+}
+
+async fn server_use(http: &reqwest::Client, url: &url::Url) -> ServerUse {
+    match http.get(url.clone()).send().await {
+        Ok(response) => ServerUse::parse(&response.text().await.unwrap_or_default()),
+        Err(_) => ServerUse::default(),
+    }
+}
+
+/// Keeps the highest memory and connection count the server reports, once a second.
+async fn sample_peak(http: reqwest::Client, url: url::Url, peak: Arc<std::sync::Mutex<ServerUse>>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = server_use(&http, &url).await;
+        let mut peak = peak
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        peak.rss_bytes = max_of(peak.rss_bytes, now.rss_bytes);
+        peak.realtime_connections = max_of(peak.realtime_connections, now.realtime_connections);
+        peak.cpu_seconds = now.cpu_seconds;
+    }
+}
+
+fn failed(stats: &Stats, error: &ClientError) {
+    stats.error(error.kind());
+}
+
+async fn idle(target: &Target, local: IpAddr, stats: &Stats, ends: Instant) {
+    let mut client = match Client::connect(target, local, "/", &json!({}), None, PATIENCE).await {
+        Ok(client) => client,
+        Err(error) => {
+            Stats::count(&stats.connections_failed);
+            return failed(stats, &error);
+        }
+    };
+    Stats::count(&stats.connections_opened);
+    tokio::select! {
+        error = client.hold() => failed(stats, &error),
+        () = tokio::time::sleep_until(ends) => client.close().await,
+    }
+}
+
+/// A random visitor id, as the funnel's handshake takes it.
+fn visitor_id() -> String {
+    let mut rng = rand::rng();
+    let suffix: String = (0..20)
+        .map(|_| char::from(rng.sample(rand::distr::Alphanumeric)))
+        .collect();
+    format!("loadtest_{suffix}")
+}
+
+/// A think time around `think` (±20 %), so clients do not send in lockstep.
+fn jittered(think: Duration) -> Duration {
+    think.mul_f64(rand::rng().random_range(0.8..1.2))
+}
+
+async fn funnel(target: &Target, local: IpAddr, stats: &Stats, ends: Instant, think: Duration) {
+    while Instant::now() < ends {
+        let auth = json!({ "funnel": "chat", "visitorId": visitor_id() });
+        let mut client =
+            match Client::connect(target, local, "/funnel", &auth, None, PATIENCE).await {
+                Ok(client) => client,
+                Err(error) => {
+                    Stats::count(&stats.connections_failed);
+                    failed(stats, &error);
+                    // A refused or failed connection is not retried in a tight loop.
+                    tokio::time::sleep(think).await;
+                    continue;
+                }
+            };
+        Stats::count(&stats.connections_opened);
+        match conversation(&mut client, stats, ends, think).await {
+            Ok(()) => client.close().await,
+            Err(error) => failed(stats, &error),
+        }
+    }
+}
+
+/// One conversation: its three messages, each timed to its ack and to the assistant's reply.
+async fn conversation(
+    client: &mut Client,
+    stats: &Stats,
+    ends: Instant,
+    think: Duration,
+) -> Result<(), ClientError> {
+    wait_for(client, |packet| {
+        event_of(packet).is_some_and(|(name, _)| name == "conversation")
+    })
+    .await?;
+    for text in FUNNEL_MESSAGES {
+        let pause = jittered(think);
+        if Instant::now() + pause >= ends {
+            return Ok(());
+        }
+        tokio::time::sleep(pause).await;
+        let sent = Instant::now();
+        let id = client
+            .emit_with_ack("send", json!({ "text": text }))
+            .await?;
+        Stats::count(&stats.messages_sent);
+        let mut acked = None;
+        let reply = tokio::time::timeout(PATIENCE, async {
+            loop {
+                let packet = client.next_packet().await?;
+                if let Some(ack) = ack_of(&packet, id) {
+                    if ack.get("ok") != Some(&Value::Bool(true)) {
+                        let code = ack.get("code").and_then(Value::as_str).unwrap_or("unknown");
+                        return Err(ClientError::Refused(code.to_owned()));
+                    }
+                    stats.sample("ack_ms", sent.elapsed());
+                    Stats::count(&stats.messages_acked);
+                    acked = Some(Instant::now());
+                } else if let Some(("message", message)) = event_of(&packet)
+                    && message.get("role").and_then(Value::as_str) == Some("assistant")
+                {
+                    return Ok(message.get("isFinal") == Some(&Value::Bool(true)));
+                }
+            }
+        })
+        .await
+        .map_err(|_| ClientError::Timeout("the reply"))??;
+        if let Some(acked) = acked {
+            stats.sample("reply_ms", acked.elapsed());
+        }
+        Stats::count(&stats.replies);
+        if reply {
+            break;
+        }
+    }
+    Ok(())
+}
+
+async fn wait_for(
+    client: &mut Client,
+    wanted: impl Fn(&crate::realtime::socketio::Packet) -> bool,
+) -> Result<(), ClientError> {
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            if wanted(&client.next_packet().await?) {
+                return Ok(());
+            }
+        }
+    })
+    .await
+    .map_err(|_| ClientError::Timeout("an event"))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Result<Options, String> {
+        Options::parse(line.split_whitespace().map(str::to_owned))
+    }
+
+    #[test]
+    fn the_command_line_is_read_with_defaults() {
+        let options = parse(
+            "--url http://127.0.0.1:8080 --scenario funnel --connections 5000 --ramp 500 --duration 60 --json",
+        )
+        .expect("parses");
+        assert_eq!(options.scenario, Scenario::Funnel);
+        assert_eq!(options.connections, 5000);
+        assert_eq!(options.ramp, 500);
+        assert_eq!(options.duration, Duration::from_secs(60));
+        assert_eq!(options.think, Duration::from_secs(5));
+        assert!(options.json);
+        assert!(parse("--scenario idle").is_err_and(|e| e.contains("--url is required")));
+        assert!(
+            parse("--url http://x --scenario dance").is_err_and(|e| e.contains("unknown scenario"))
+        );
+        assert!(parse("--url http://x --scenario idle --connections many").is_err());
+    }
+
+    #[test]
+    fn loopback_connections_spread_over_two_hundred_source_addresses() {
+        let server: SocketAddr = "127.0.0.1:8080".parse().expect("address");
+        assert_eq!(source_address(server, 0), IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(source_address(server, 199), IpAddr::from([127, 0, 0, 200]));
+        assert_eq!(source_address(server, 200), IpAddr::from([127, 0, 0, 1]));
+        let remote: SocketAddr = "10.0.0.5:80".parse().expect("address");
+        assert_eq!(source_address(remote, 7), IpAddr::from([0, 0, 0, 0]));
+    }
+}
