@@ -316,10 +316,19 @@ async fn funnel(target: &Target, local: IpAddr, stats: &Stats, ends: Instant, th
             };
         Stats::count(&stats.connections_opened);
         match conversation(&mut client, stats, ends, think).await {
-            Ok(()) => client.close().await,
+            Ok(Finished::Conversation) => client.close().await,
+            Ok(Finished::Run) => return client.close().await,
             Err(error) => failed(stats, &error),
         }
     }
+}
+
+/// Why a conversation ended.
+enum Finished {
+    /// It reached its final message: the client starts another.
+    Conversation,
+    /// The run's end came first: the client stops.
+    Run,
 }
 
 /// One conversation: its three messages, each timed to its ack and to the assistant's reply.
@@ -328,7 +337,7 @@ async fn conversation(
     stats: &Stats,
     ends: Instant,
     think: Duration,
-) -> Result<(), ClientError> {
+) -> Result<Finished, ClientError> {
     wait_for(client, |packet| {
         event_of(packet).is_some_and(|(name, _)| name == "conversation")
     })
@@ -336,7 +345,7 @@ async fn conversation(
     for text in FUNNEL_MESSAGES {
         let pause = jittered(think);
         if Instant::now() + pause >= ends {
-            return Ok(());
+            return Ok(Finished::Run);
         }
         tokio::time::sleep(pause).await;
         let sent = Instant::now();
@@ -370,10 +379,10 @@ async fn conversation(
         }
         Stats::count(&stats.replies);
         if reply {
-            break;
+            return Ok(Finished::Conversation);
         }
     }
-    Ok(())
+    Ok(Finished::Conversation)
 }
 
 async fn wait_for(
