@@ -110,6 +110,15 @@ pub struct SubscriptionView {
 }
 
 impl SubscriptionCheck {
+    /// The access rule (DESIGN.md section 6): an active trial or an active subscription.
+    pub fn has_access(&self) -> bool {
+        Access {
+            trial_active: self.trial_active,
+            subscription_active: self.has_active_subscription,
+        }
+        .has_access()
+    }
+
     /// The access rule applied to facts already read (callers that need the facts too read once).
     pub fn from_facts(facts: &billing_store::AccessFacts) -> Self {
         let subscription = facts.subscription.as_ref();

@@ -37,7 +37,7 @@ pub async fn has_access(db: &Db, user_id: &str) -> Result<bool, surrealdb::Error
         .await?
         .as_ref()
         .map(SubscriptionCheck::from_facts)
-        .is_some_and(|check| check.trial_active || check.has_active_subscription))
+        .is_some_and(|check| check.has_access()))
 }
 
 /// What the members' chat needs of the funnel record on the account (spec section 3): the

@@ -233,7 +233,7 @@ pub async fn me(user: MaybeUser, billing: web::Data<Billing>) -> Result<HttpResp
         .map_err(|e| ApiError::internal("cannot read an account", e))?;
     let access = check.map(|check| {
         json!({
-            "hasAccess": check.trial_active || check.has_active_subscription,
+            "hasAccess": check.has_access(),
             "trialActive": check.trial_active,
             "hasActiveSubscription": check.has_active_subscription,
             "trialEndDate": check.trial_end_date,

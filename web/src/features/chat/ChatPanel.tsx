@@ -1,5 +1,6 @@
-import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
+import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import { Button } from '../../components/Button';
+import { enterToSend } from '../../lib/enter-to-send';
 import { AssistantText } from './AssistantText';
 import { isReviewingTask, showsTyping, type ChatMessage, type ChatState } from './chat-state';
 import type { Connection } from './useMemberChat';
@@ -98,12 +99,7 @@ function Composer({
     if (!taken) setText((current) => (current === '' ? submitted : current));
   }
 
-  function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
-    // Enter sends, Shift+Enter starts a new line; Enter that ends an IME composition does neither.
-    if (event.key !== 'Enter' || event.shiftKey || event.nativeEvent.isComposing) return;
-    event.preventDefault();
-    void submit();
-  }
+  const onKeyDown = enterToSend(() => void submit());
 
   function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();

@@ -1,5 +1,6 @@
-import { useState, type FormEvent, type KeyboardEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { Button } from '../../components/Button';
+import { enterToSend } from '../../lib/enter-to-send';
 
 type ChatComposerProps = {
   /** Resolves true once the message is taken; the field is then cleared. */
@@ -21,12 +22,7 @@ export function ChatComposer({ onSend, busy, checkoutBusy, finished }: ChatCompo
     if (taken) setText((current) => (current === submitted ? '' : current));
   }
 
-  function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
-    // Enter sends, Shift+Enter starts a new line; Enter that ends an IME composition does neither.
-    if (event.key !== 'Enter' || event.shiftKey || event.nativeEvent.isComposing) return;
-    event.preventDefault();
-    void submit();
-  }
+  const onKeyDown = enterToSend(() => void submit());
 
   function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
