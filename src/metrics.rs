@@ -1,16 +1,27 @@
 //! Prometheus metrics, served as text at `/metrics`: HTTP requests and latency by route pattern,
-//! open connections, and the process's own memory and CPU.
+//! open connections, live actors, stored chat messages, timer lateness, AI latency, and the
+//! process's own memory and CPU (docs/operations.md lists them).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::web;
+use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
+use futures_util::{FutureExt, StreamExt};
+use helpnow_actors::ports::{Ai, AiError, AiRequest, Telemetry};
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
+
+/// Buckets for short waits: half a millisecond to five seconds.
+const SHORT_BUCKETS: [f64; 13] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+];
 
 /// Every metric of the server, registered in one registry.
 #[derive(Clone)]
@@ -22,6 +33,16 @@ pub struct Metrics {
     pub open_connections: IntGauge,
     /// Engine.IO connections of the real-time channel, over any transport.
     pub realtime_connections: IntGauge,
+    /// Funnel conversation and member chat actors alive now, by kind.
+    pub actors_live: IntGaugeVec,
+    /// Chat messages stored by the actors (visitors', members' and the assistant's), by kind.
+    pub messages_stored: IntCounterVec,
+    /// How long after they were due the actors' timers ran, by timer.
+    pub timer_lateness: HistogramVec,
+    /// How long a streamed AI piece waited between the provider and the member's sockets.
+    pub piece_forwarding: Histogram,
+    /// An AI call's time to its answer (or, streamed, to its first piece), by purpose and outcome.
+    pub ai_latency: HistogramVec,
 }
 
 impl Metrics {
@@ -39,10 +60,46 @@ impl Metrics {
                 "http_request_duration_seconds",
                 "Time to answer an HTTP request",
             )
-            .buckets(vec![
-                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-            ]),
+            .buckets(SHORT_BUCKETS.to_vec()),
             &["method", "route"],
+        )?;
+        let actors_live = IntGaugeVec::new(
+            Opts::new("actors_live", "Actors alive now, by kind (funnel, member)"),
+            &["kind"],
+        )?;
+        let messages_stored = IntCounterVec::new(
+            Opts::new(
+                "chat_messages_stored_total",
+                "Chat messages stored by the actors, by kind (funnel, member)",
+            ),
+            &["kind"],
+        )?;
+        let timer_lateness = HistogramVec::new(
+            HistogramOpts::new(
+                "timer_lateness_seconds",
+                "How long after it was due an actor's timer ran, by timer (typing, auto_checkout)",
+            )
+            .buckets(vec![
+                0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+            ]),
+            &["timer"],
+        )?;
+        let piece_forwarding = Histogram::with_opts(
+            HistogramOpts::new(
+                "ai_piece_forwarding_seconds",
+                "How long a streamed AI piece waited between the provider and the member's sockets",
+            )
+            .buckets(vec![
+                0.00005, 0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.25,
+            ]),
+        )?;
+        let ai_latency = HistogramVec::new(
+            HistogramOpts::new(
+                "ai_latency_seconds",
+                "An AI call's time to its answer, or to its first piece when streamed",
+            )
+            .buckets(vec![0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0]),
+            &["purpose", "outcome"],
         )?;
         let open_connections = IntGauge::new(
             "open_connections",
@@ -56,6 +113,11 @@ impl Metrics {
         registry.register(Box::new(http_requests.clone()))?;
         registry.register(Box::new(http_latency.clone()))?;
         registry.register(Box::new(open_connections.clone()))?;
+        registry.register(Box::new(actors_live.clone()))?;
+        registry.register(Box::new(messages_stored.clone()))?;
+        registry.register(Box::new(timer_lateness.clone()))?;
+        registry.register(Box::new(piece_forwarding.clone()))?;
+        registry.register(Box::new(ai_latency.clone()))?;
         #[cfg(target_os = "linux")]
         registry.register(Box::new(
             prometheus::process_collector::ProcessCollector::for_self(),
@@ -66,6 +128,11 @@ impl Metrics {
             http_latency,
             open_connections,
             realtime_connections,
+            actors_live,
+            messages_stored,
+            timer_lateness,
+            piece_forwarding,
+            ai_latency,
         })
     }
 
@@ -74,6 +141,91 @@ impl Metrics {
         let mut buffer = Vec::new();
         TextEncoder::new().encode(&self.registry.gather(), &mut buffer)?;
         String::from_utf8(buffer).map_err(|err| prometheus::Error::Msg(err.to_string()))
+    }
+}
+
+impl Telemetry for Metrics {
+    fn actor_started(&self, kind: &'static str) {
+        self.actors_live.with_label_values(&[kind]).inc();
+    }
+
+    fn actor_stopped(&self, kind: &'static str) {
+        self.actors_live.with_label_values(&[kind]).dec();
+    }
+
+    fn message_stored(&self, kind: &'static str) {
+        self.messages_stored.with_label_values(&[kind]).inc();
+    }
+
+    fn timer_fired(&self, timer: &'static str, late: Duration) {
+        self.timer_lateness
+            .with_label_values(&[timer])
+            .observe(late.as_secs_f64());
+    }
+
+    fn piece_forwarded(&self, waited: Duration) {
+        self.piece_forwarding.observe(waited.as_secs_f64());
+    }
+}
+
+/// The AI provider, timed: each call's time to its answer (or first piece) goes to
+/// `ai_latency_seconds`, labelled by purpose and outcome.
+pub struct TimedAi {
+    inner: Arc<dyn Ai>,
+    latency: HistogramVec,
+}
+
+impl TimedAi {
+    pub fn new(inner: Arc<dyn Ai>, metrics: &Metrics) -> Self {
+        Self {
+            inner,
+            latency: metrics.ai_latency.clone(),
+        }
+    }
+}
+
+fn purpose_label(request: &AiRequest) -> String {
+    serde_json::to_value(request.purpose)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+fn observe_ai(latency: &HistogramVec, purpose: &str, ok: bool, started: Instant) {
+    let outcome = if ok { "ok" } else { "error" };
+    latency
+        .with_label_values(&[purpose, outcome])
+        .observe(started.elapsed().as_secs_f64());
+}
+
+impl Ai for TimedAi {
+    fn complete(&self, request: AiRequest) -> BoxFuture<'static, Result<String, AiError>> {
+        let (latency, purpose, started) = (
+            self.latency.clone(),
+            purpose_label(&request),
+            Instant::now(),
+        );
+        self.inner
+            .complete(request)
+            .inspect(move |result| observe_ai(&latency, &purpose, result.is_ok(), started))
+            .boxed()
+    }
+
+    fn stream(&self, request: AiRequest) -> BoxStream<'static, Result<String, AiError>> {
+        let (latency, purpose, started) = (
+            self.latency.clone(),
+            purpose_label(&request),
+            Instant::now(),
+        );
+        let mut first = true;
+        self.inner
+            .stream(request)
+            .inspect(move |piece| {
+                if std::mem::take(&mut first) {
+                    observe_ai(&latency, &purpose, piece.is_ok(), started);
+                }
+            })
+            .boxed()
     }
 }
 

@@ -98,7 +98,10 @@ impl Application {
             settings.product.name.clone(),
         ));
         workers.extend(billing.spawn_trial_reminders(TRIAL_REMINDER_INTERVAL));
-        let ai = crate::ai::provider(&settings.ai, content.help_library.clone())?;
+        let ai: Arc<dyn crate::ai::Ai> = Arc::new(crate::metrics::TimedAi::new(
+            crate::ai::provider(&settings.ai, content.help_library.clone())?,
+            &metrics,
+        ));
         let auth_throttle = Arc::new(AuthThrottle::new());
         let funnel_registry = funnels::registry(
             &settings,
@@ -109,8 +112,9 @@ impl Application {
                 throttle: auth_throttle.clone(),
             },
             content.funnel_scripts.clone(),
+            metrics.clone(),
         );
-        let member_registry = members::registry(&settings, db.clone(), ai.clone());
+        let member_registry = members::registry(&settings, db.clone(), ai.clone(), metrics.clone());
         let realtime = RealtimeServer::builder(realtime_config(&settings))
             .connection_gauge(metrics.realtime_connections.clone())
             .namespace(

@@ -106,6 +106,28 @@ pub trait Ai: Send + Sync + 'static {
     }
 }
 
+/// What the actors report for the server's metrics (`/metrics`). Every method does nothing
+/// unless the implementation says otherwise; reporting never fails an actor.
+pub trait Telemetry: Send + Sync + 'static {
+    /// An actor of `kind` (`"funnel"`, `"member"`) started.
+    fn actor_started(&self, _kind: &'static str) {}
+    /// An actor of `kind` stopped.
+    fn actor_stopped(&self, _kind: &'static str) {}
+    /// A chat message (a visitor's, a member's or the assistant's) was stored by an actor of `kind`.
+    fn message_stored(&self, _kind: &'static str) {}
+    /// A timer (`"typing"`, `"auto_checkout"`) ran `late` after it was due.
+    fn timer_fired(&self, _timer: &'static str, _late: Duration) {}
+    /// A streamed AI piece waited `waited` between being read from the provider and being sent
+    /// to the member's sockets.
+    fn piece_forwarded(&self, _waited: Duration) {}
+}
+
+/// Reports nothing (tests, tools).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoTelemetry;
+
+impl Telemetry for NoTelemetry {}
+
 /// Wall-clock time. Stored deadlines are wall-clock instants; tests use a clock that follows
 /// tokio's paused time.
 pub trait Clock: Send + Sync + 'static {

@@ -107,3 +107,60 @@ impl Analytics for RecordedAnalytics {
             .push((event.to_owned(), subject.to_owned()));
     }
 }
+
+/// Telemetry that remembers what it was told: `(what, label)` pairs, and every timer's lateness.
+#[derive(Default)]
+pub(crate) struct RecordedTelemetry {
+    events: Mutex<Vec<(&'static str, &'static str)>>,
+    lateness: Mutex<Vec<(&'static str, Duration)>>,
+}
+
+impl RecordedTelemetry {
+    /// How many times `what` (`"started"`, `"stopped"`, `"stored"`, `"forwarded"`) was reported
+    /// with `label`.
+    pub(crate) fn count(&self, what: &str, label: &str) -> usize {
+        self.events
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(w, l)| *w == what && *l == label)
+            .count()
+    }
+
+    /// The lateness of every run of `timer`.
+    pub(crate) fn lateness(&self, timer: &str) -> Vec<Duration> {
+        self.lateness
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(t, _)| *t == timer)
+            .map(|(_, late)| *late)
+            .collect()
+    }
+
+    fn push(&self, what: &'static str, label: &'static str) {
+        self.events.lock().expect("lock").push((what, label));
+    }
+}
+
+impl crate::ports::Telemetry for RecordedTelemetry {
+    fn actor_started(&self, kind: &'static str) {
+        self.push("started", kind);
+    }
+
+    fn actor_stopped(&self, kind: &'static str) {
+        self.push("stopped", kind);
+    }
+
+    fn message_stored(&self, kind: &'static str) {
+        self.push("stored", kind);
+    }
+
+    fn timer_fired(&self, timer: &'static str, late: Duration) {
+        self.lateness.lock().expect("lock").push((timer, late));
+    }
+
+    fn piece_forwarded(&self, _waited: Duration) {
+        self.push("forwarded", "member");
+    }
+}

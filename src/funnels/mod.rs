@@ -11,7 +11,7 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use helpnow_actors::funnel::{Deps, FunnelRegistry, FunnelSettings};
 use helpnow_actors::ports::{
-    Ai, Analytics, CheckoutError, FunnelCheckout, FunnelCheckoutRequest, SystemClock,
+    Ai, Analytics, CheckoutError, FunnelCheckout, FunnelCheckoutRequest, SystemClock, Telemetry,
 };
 use helpnow_actors::rules::FunnelKind;
 use helpnow_actors::rules::scripts::FunnelScripts;
@@ -44,6 +44,7 @@ pub fn registry(
     ai: Arc<dyn Ai>,
     checkouts: FunnelCheckouts,
     scripts: Arc<FunnelScripts>,
+    telemetry: Arc<dyn Telemetry>,
 ) -> FunnelRegistry {
     FunnelRegistry::new(Deps {
         store: Arc::new(store::funnels::ConversationStore(db.clone())),
@@ -52,6 +53,7 @@ pub fn registry(
         analytics: Arc::new(StoredAnalytics(db)),
         clock: Arc::new(SystemClock),
         scripts,
+        telemetry,
         settings: FunnelSettings::new(&settings.product.assistant_name, &settings.product.name),
     })
 }

@@ -35,6 +35,8 @@ pub enum ClientError {
     Protocol(String),
     #[error("timed out waiting for {0}")]
     Timeout(&'static str),
+    #[error("the reply failed: {0}")]
+    Reply(String),
 }
 
 impl ClientError {
@@ -47,6 +49,7 @@ impl ClientError {
             ClientError::Closed => "closed",
             ClientError::Protocol(_) => "protocol",
             ClientError::Timeout(_) => "timeout",
+            ClientError::Reply(_) => "reply_error",
         }
     }
 }

@@ -4,12 +4,18 @@
 //! - `idle`: join `/` and hold the connection, answering pings.
 //! - `funnel`: a chat funnel conversation to its final message (three messages, `--think` apart),
 //!   then a new conversation, until the run ends. Every send is timed to its acknowledgement
-//!   (the message stored) and to the assistant's reply (the typing delay included).
+//!   (the message stored) and to the assistant's reply; `reply_late_ms` is how much later than
+//!   the typing delay the server announced (`typing.delayMs`) the reply came.
+//! - `member`: a member made through sign-up and the demo checkout, chatting on `/member` with
+//!   streamed replies (see [`member`]). With `--ai-mock ADDR` the generator serves its own
+//!   OpenAI-compatible provider there ([`ai_mock`]) for the server to use.
 //!
 //! Connections are opened at `--ramp` per second from 127.0.0.1-127.0.0.200 when the server is
 //! on loopback, so source ports never run out. The run ends by itself after `--duration`.
 
+pub mod ai_mock;
 pub mod client;
+mod member;
 pub mod stats;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -24,7 +30,7 @@ use client::{Client, ClientError, Target, ack_of, event_of};
 use stats::{Report, ServerUse, Stats};
 
 /// How long one wait (a connection, an acknowledgement, a reply) may take before it is an error.
-const PATIENCE: Duration = Duration::from_secs(30);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
 /// After the run's end, clients get this long to finish what they are doing.
 const GRACE: Duration = Duration::from_secs(10);
 /// How many loopback addresses connections are spread over.
@@ -40,6 +46,7 @@ const FUNNEL_MESSAGES: [&str; 3] = [
 pub enum Scenario {
     Idle,
     Funnel,
+    Member,
 }
 
 impl Scenario {
@@ -47,6 +54,7 @@ impl Scenario {
         match self {
             Scenario::Idle => "idle",
             Scenario::Funnel => "funnel",
+            Scenario::Member => "member",
         }
     }
 }
@@ -59,15 +67,19 @@ pub struct Options {
     /// New connections per second.
     pub ramp: u64,
     pub duration: Duration,
-    /// The funnel scenario's pause before each message.
+    /// The pause before each message (funnel and member scenarios).
     pub think: Duration,
+    /// Where to serve the generator's own mock AI provider, if anywhere.
+    pub ai_mock: Option<SocketAddr>,
+    pub ai: ai_mock::MockAiSettings,
     /// The share of errors (of connections plus messages) above which the run fails.
     pub max_error_rate: f64,
     pub json: bool,
 }
 
-pub const USAGE: &str = "usage: helpnow-loadtest --url URL --scenario idle|funnel --connections N \
---ramp PER_SECOND --duration SECONDS [--think SECONDS] [--max-error-rate FRACTION] [--json]";
+pub const USAGE: &str = "usage: helpnow-loadtest --url URL --scenario idle|funnel|member --connections N \
+--ramp PER_SECOND --duration SECONDS [--think SECONDS] [--max-error-rate FRACTION] [--json] \
+[--ai-mock HOST:PORT [--ai-latency-ms MS] [--ai-tokens-per-second N] [--ai-reply-tokens N]]";
 
 impl Options {
     /// Parses the command line (without the program name).
@@ -80,6 +92,12 @@ impl Options {
         let mut think = Duration::from_secs(5);
         let mut max_error_rate = 0.01;
         let mut json = false;
+        let mut ai_mock = None;
+        let mut ai = ai_mock::MockAiSettings {
+            latency: Duration::from_millis(200),
+            tokens_per_second: 50.0,
+            reply_tokens: 100,
+        };
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
             if flag == "--json" {
@@ -107,12 +125,7 @@ impl Options {
                     scenario = Some(match value.as_str() {
                         "idle" => Scenario::Idle,
                         "funnel" => Scenario::Funnel,
-                        "member" => {
-                            return Err(
-                                "the member scenario is not in this build yet (idle and funnel are)"
-                                    .into(),
-                            );
-                        }
+                        "member" => Scenario::Member,
                         other => return Err(format!("unknown scenario {other:?}\n{USAGE}")),
                     });
                 }
@@ -121,6 +134,14 @@ impl Options {
                 "--duration" => duration = Duration::from_secs_f64(number(&value)?),
                 "--think" => think = Duration::from_secs_f64(number(&value)?),
                 "--max-error-rate" => max_error_rate = number(&value)?,
+                "--ai-mock" => {
+                    ai_mock = Some(value.parse().map_err(|error| {
+                        format!("--ai-mock takes HOST:PORT, such as 127.0.0.1:9100 ({error})")
+                    })?);
+                }
+                "--ai-latency-ms" => ai.latency = Duration::from_secs_f64(number(&value)? / 1000.0),
+                "--ai-tokens-per-second" => ai.tokens_per_second = number(&value)?.max(0.001),
+                "--ai-reply-tokens" => ai.reply_tokens = (number(&value)? as u32).max(1),
                 other => return Err(format!("unknown option {other}\n{USAGE}")),
             }
         }
@@ -131,6 +152,8 @@ impl Options {
             ramp,
             duration,
             think,
+            ai_mock,
+            ai,
             max_error_rate,
             json,
         })
@@ -164,12 +187,36 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
         address,
         host: format!("{host}:{port}"),
     });
+    let mock = match options.ai_mock {
+        Some(address) => Some(
+            ai_mock::start(address, options.ai)
+                .await
+                .map_err(|error| {
+                    format!("the mock AI provider cannot listen on {address}: {error}")
+                })?
+                .1,
+        ),
+        None => None,
+    };
     let http = reqwest::Client::new();
     let metrics_url = options
         .url
         .join("/metrics")
         .map_err(|error| error.to_string())?;
-    let before = server_use(&http, &metrics_url).await;
+    let before_text = metrics_text(&http, &metrics_url).await;
+    let before = ServerUse::parse(&before_text);
+    // Members sign up from their own source address (the server limits sign-ups per address).
+    let member_http = Arc::new(if options.scenario == Scenario::Member {
+        http_clients(address)?
+    } else {
+        Vec::new()
+    });
+    let run_id: String = {
+        let mut rng = rand::rng();
+        (0..8)
+            .map(|_| char::from(rng.sample(rand::distr::Alphanumeric)).to_ascii_lowercase())
+            .collect()
+    };
 
     let stats = Arc::new(Stats::default());
     let started = Instant::now();
@@ -186,10 +233,23 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
         tokio::time::sleep_until(due).await;
         let local = source_address(address, index);
         let (target, stats, options) = (target.clone(), stats.clone(), options.clone());
+        let (member_http, run_id) = (member_http.clone(), run_id.clone());
         clients.push(tokio::spawn(async move {
             match options.scenario {
                 Scenario::Idle => idle(&target, local, &stats, ends).await,
                 Scenario::Funnel => funnel(&target, local, &stats, ends, options.think).await,
+                Scenario::Member => {
+                    let Some(http) = member_http.get(index as usize % member_http.len().max(1))
+                    else {
+                        return;
+                    };
+                    let signup = member::Signup {
+                        base: &options.url,
+                        http,
+                        email: format!("loadtest-{run_id}-{index}@example.com"),
+                    };
+                    member::run(&target, local, signup, &stats, ends, options.think).await;
+                }
             }
         }));
     }
@@ -201,7 +261,11 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
         }
     }
     sampler.abort();
-    let after = server_use(&http, &metrics_url).await;
+    if let Some(mock) = mock {
+        mock.abort();
+    }
+    let after_text = metrics_text(&http, &metrics_url).await;
+    let after = ServerUse::parse(&after_text);
     let mut peak = *peak
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -213,6 +277,7 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
         before,
         peak,
         after,
+        server_timers: stats::ServerTimers::between(&before_text, &after_text),
     };
     let load =
         |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
@@ -246,11 +311,34 @@ fn source_address(server: SocketAddr, index: u64) -> IpAddr {
     }
 }
 
-async fn server_use(http: &reqwest::Client, url: &url::Url) -> ServerUse {
+/// One HTTP client per source address (one in all when the server is not on loopback).
+fn http_clients(server: SocketAddr) -> Result<Vec<reqwest::Client>, String> {
+    let sources = if server.ip().is_loopback() && server.is_ipv4() {
+        u64::from(LOOPBACK_SOURCES)
+    } else {
+        1
+    };
+    (0..sources)
+        .map(|index| {
+            reqwest::Client::builder()
+                .local_address(source_address(server, index))
+                .timeout(PATIENCE)
+                .build()
+                .map_err(|error| format!("cannot build an HTTP client: {error}"))
+        })
+        .collect()
+}
+
+/// The server's `/metrics` text (empty when it cannot be read).
+async fn metrics_text(http: &reqwest::Client, url: &url::Url) -> String {
     match http.get(url.clone()).send().await {
-        Ok(response) => ServerUse::parse(&response.text().await.unwrap_or_default()),
-        Err(_) => ServerUse::default(),
+        Ok(response) => response.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
     }
+}
+
+async fn server_use(http: &reqwest::Client, url: &url::Url) -> ServerUse {
+    ServerUse::parse(&metrics_text(http, url).await)
 }
 
 /// Keeps the highest memory and connection count the server reports, once a second.
@@ -263,6 +351,7 @@ async fn sample_peak(http: reqwest::Client, url: url::Url, peak: Arc<std::sync::
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         peak.rss_bytes = max_of(peak.rss_bytes, now.rss_bytes);
         peak.realtime_connections = max_of(peak.realtime_connections, now.realtime_connections);
+        peak.actors_live = max_of(peak.actors_live, now.actors_live);
         peak.cpu_seconds = now.cpu_seconds;
     }
 }
@@ -296,7 +385,7 @@ fn visitor_id() -> String {
 }
 
 /// A think time around `think` (±20 %), so clients do not send in lockstep.
-fn jittered(think: Duration) -> Duration {
+pub(crate) fn jittered(think: Duration) -> Duration {
     think.mul_f64(rand::rng().random_range(0.8..1.2))
 }
 
@@ -324,7 +413,7 @@ async fn funnel(target: &Target, local: IpAddr, stats: &Stats, ends: Instant, th
 }
 
 /// Why a conversation ended.
-enum Finished {
+pub(crate) enum Finished {
     /// It reached its final message: the client starts another.
     Conversation,
     /// The run's end came first: the client stops.
@@ -354,6 +443,7 @@ async fn conversation(
             .await?;
         Stats::count(&stats.messages_sent);
         let mut acked = None;
+        let mut typing: Option<(Instant, Duration)> = None;
         let reply = tokio::time::timeout(PATIENCE, async {
             loop {
                 let packet = client.next_packet().await?;
@@ -365,9 +455,17 @@ async fn conversation(
                     stats.sample("ack_ms", sent.elapsed());
                     Stats::count(&stats.messages_acked);
                     acked = Some(Instant::now());
+                } else if let Some(("typing", data)) = event_of(&packet)
+                    && let Some(delay) = data.get("delayMs").and_then(Value::as_u64)
+                {
+                    typing = Some((Instant::now(), Duration::from_millis(delay)));
                 } else if let Some(("message", message)) = event_of(&packet)
                     && message.get("role").and_then(Value::as_str) == Some("assistant")
                 {
+                    // How much later than the announced typing delay the reply came.
+                    if let Some((shown, delay)) = typing {
+                        stats.sample("reply_late_ms", shown.elapsed().saturating_sub(delay));
+                    }
                     return Ok(message.get("isFinal") == Some(&Value::Bool(true)));
                 }
             }

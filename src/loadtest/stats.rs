@@ -125,6 +125,10 @@ pub struct ServerUse {
     pub rss_bytes: Option<f64>,
     pub cpu_seconds: Option<f64>,
     pub realtime_connections: Option<f64>,
+    /// Funnel and member actors alive, all kinds together.
+    pub actors_live: Option<f64>,
+    /// Chat messages the actors stored since the server started.
+    pub messages_stored: Option<f64>,
 }
 
 impl ServerUse {
@@ -139,10 +143,140 @@ impl ServerUse {
                     name.ends_with(suffix).then(|| value.trim().parse().ok())?
                 })
         };
+        // A labelled metric: the sum over its labels.
+        let sum = |name: &str| {
+            let prefix = format!("{name}{{");
+            let values: Vec<f64> = samples(metrics)
+                .filter(|(series, _)| series.starts_with(&prefix))
+                .map(|(_, value)| value)
+                .collect();
+            (!values.is_empty()).then(|| values.iter().sum())
+        };
         Self {
             rss_bytes: value("process_resident_memory_bytes"),
             cpu_seconds: value("process_cpu_seconds_total"),
             realtime_connections: value("realtime_connections"),
+            actors_live: sum("helpnow_actors_live"),
+            messages_stored: sum("helpnow_chat_messages_stored_total"),
+        }
+    }
+}
+
+/// Each sample line of Prometheus text: its series (name and labels) and value.
+fn samples(metrics: &str) -> impl Iterator<Item = (&str, f64)> {
+    metrics
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            Some((series, value.trim().parse().ok()?))
+        })
+}
+
+/// A histogram's observations over the run (the `_bucket` counts after minus before), read as
+/// "p% of observations were at most this bucket's bound".
+#[derive(Debug, Clone, PartialEq)]
+pub struct BucketQuantiles {
+    pub count: f64,
+    /// Upper bounds in milliseconds (infinite when past the last bucket).
+    pub p50: f64,
+    pub p99: f64,
+    pub p999: f64,
+}
+
+impl BucketQuantiles {
+    /// `series` is the bucket series up to its `le` label, such as
+    /// `helpnow_timer_lateness_seconds_bucket{timer="typing",`.
+    pub fn between(before: &str, after: &str, series: &str) -> Option<Self> {
+        let buckets = |text: &str| -> Vec<(f64, f64)> {
+            let mut found: Vec<(f64, f64)> = samples(text)
+                .filter_map(|(name, value)| {
+                    let le = name.strip_prefix(series)?.strip_prefix("le=\"")?;
+                    let le = le.split('"').next()?;
+                    let bound = if le == "+Inf" {
+                        f64::INFINITY
+                    } else {
+                        le.parse().ok()?
+                    };
+                    Some((bound, value))
+                })
+                .collect();
+            found.sort_by(|a, b| a.0.total_cmp(&b.0));
+            found
+        };
+        let after = buckets(after);
+        let before = buckets(before);
+        let counts: Vec<(f64, f64)> = after
+            .iter()
+            .map(|(bound, count)| {
+                let earlier = before
+                    .iter()
+                    .find(|(b, _)| b == bound)
+                    .map_or(0.0, |(_, c)| *c);
+                (*bound, count - earlier)
+            })
+            .collect();
+        let total = counts.last()?.1;
+        if total <= 0.0 {
+            return None;
+        }
+        let at = |q: f64| {
+            counts
+                .iter()
+                .find(|(_, count)| *count >= q * total)
+                .map_or(f64::INFINITY, |(bound, _)| bound * 1000.0)
+        };
+        Some(Self {
+            count: total,
+            p50: at(0.5),
+            p99: at(0.99),
+            p999: at(0.999),
+        })
+    }
+
+    fn to_json(&self) -> Value {
+        let bound = |ms: f64| {
+            if ms.is_finite() {
+                json!(ms)
+            } else {
+                json!("+Inf")
+            }
+        };
+        json!({
+            "count": self.count,
+            "p50_at_most": bound(self.p50),
+            "p99_at_most": bound(self.p99),
+            "p999_at_most": bound(self.p999),
+        })
+    }
+}
+
+/// What the server's own histograms saw during the run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerTimers {
+    pub typing_late: Option<BucketQuantiles>,
+    pub checkout_late: Option<BucketQuantiles>,
+    pub piece_forwarding: Option<BucketQuantiles>,
+}
+
+impl ServerTimers {
+    pub fn between(before: &str, after: &str) -> Self {
+        Self {
+            typing_late: BucketQuantiles::between(
+                before,
+                after,
+                "helpnow_timer_lateness_seconds_bucket{timer=\"typing\",",
+            ),
+            checkout_late: BucketQuantiles::between(
+                before,
+                after,
+                "helpnow_timer_lateness_seconds_bucket{timer=\"auto_checkout\",",
+            ),
+            piece_forwarding: BucketQuantiles::between(
+                before,
+                after,
+                "helpnow_ai_piece_forwarding_seconds_bucket{",
+            ),
         }
     }
 }
@@ -155,6 +289,7 @@ pub struct Report {
     pub before: ServerUse,
     pub peak: ServerUse,
     pub after: ServerUse,
+    pub server_timers: ServerTimers,
 }
 
 impl Report {
@@ -185,10 +320,34 @@ impl Report {
             "server_rss_before_bytes": self.before.rss_bytes,
             "server_cpu_seconds": cpu,
             "server_realtime_connections_peak": self.peak.realtime_connections,
+            "server_actors_live_peak": self.peak.actors_live,
+            "server_messages_stored": match (self.before.messages_stored, self.after.messages_stored) {
+                (Some(before), Some(after)) => Some(after - before),
+                (None, after) => after,
+                _ => None,
+            },
         });
         if let Value::Object(map) = &mut report {
             for (series, value) in latencies {
                 map.insert(series, value);
+            }
+            for (key, histogram) in [
+                (
+                    "server_typing_timer_late_ms",
+                    &self.server_timers.typing_late,
+                ),
+                (
+                    "server_checkout_timer_late_ms",
+                    &self.server_timers.checkout_late,
+                ),
+                (
+                    "server_piece_forwarding_ms",
+                    &self.server_timers.piece_forwarding,
+                ),
+            ] {
+                if let Some(histogram) = histogram {
+                    map.insert(key.to_owned(), histogram.to_json());
+                }
             }
         }
         report
@@ -236,6 +395,24 @@ impl Report {
         if let Some(cpu) = json["server_cpu_seconds"].as_f64() {
             out.push_str(&format!("  server cpu             {cpu:.2} s\n"));
         }
+        for key in ["server_actors_live_peak", "server_messages_stored"] {
+            if !json[key].is_null() {
+                out.push_str(&format!("  {key:<22} {}\n", json[key]));
+            }
+        }
+        for key in [
+            "server_typing_timer_late_ms",
+            "server_checkout_timer_late_ms",
+            "server_piece_forwarding_ms",
+        ] {
+            let h = &json[key];
+            if !h.is_null() {
+                out.push_str(&format!(
+                    "  {key:<22} p50 <= {} ms  p99 <= {} ms  p999 <= {} ms  (n={}, the server's histogram)\n",
+                    h["p50_at_most"], h["p99_at_most"], h["p999_at_most"], h["count"]
+                ));
+            }
+        }
         out
     }
 }
@@ -268,5 +445,28 @@ mod tests {
         assert_eq!(used.cpu_seconds, Some(12.5));
         assert_eq!(used.realtime_connections, Some(300.0));
         assert_eq!(ServerUse::parse(""), ServerUse::default());
+        let labelled = "helpnow_actors_live{kind=\"funnel\"} 40\n\
+                        helpnow_actors_live{kind=\"member\"} 2\n";
+        assert_eq!(ServerUse::parse(labelled).actors_live, Some(42.0));
+    }
+
+    #[test]
+    fn histogram_quantiles_are_read_from_the_buckets_the_run_added() {
+        let series = "helpnow_timer_lateness_seconds_bucket{timer=\"typing\",";
+        let text = |counts: [u32; 4]| {
+            format!(
+                "{series}le=\"0.001\"}} {}\n{series}le=\"0.005\"}} {}\n{series}le=\"0.01\"}} {}\n{series}le=\"+Inf\"}} {}\n\
+                 helpnow_timer_lateness_seconds_bucket{{timer=\"auto_checkout\",le=\"0.001\"}} 7\n",
+                counts[0], counts[1], counts[2], counts[3]
+            )
+        };
+        // Before: 10 fast ones. The run adds 900 under 1 ms, 95 under 5 ms, 4 under 10 ms, 1 past.
+        let before = text([10, 10, 10, 10]);
+        let after = text([910, 1005, 1009, 1010]);
+        let q = BucketQuantiles::between(&before, &after, series).expect("observations");
+        assert_eq!(q.count, 1000.0);
+        assert_eq!((q.p50, q.p99, q.p999), (1.0, 5.0, 10.0));
+        assert!(BucketQuantiles::between(&after, &after, series).is_none());
+        assert!(BucketQuantiles::between("", "", series).is_none());
     }
 }

@@ -11,6 +11,7 @@ use futures_util::future::BoxFuture;
 use helpnow_actors::member::{Deps, FunnelBrief, MemberRegistry, MemberSettings};
 use helpnow_actors::ports::{
     Ai, AiMessage, Analytics, MemberStore, Role, StoreError, StoredChat, TaskBrief, TaskItemBrief,
+    Telemetry,
 };
 
 pub use namespace::MemberNamespace;
@@ -22,11 +23,17 @@ use crate::domain::task::TaskId;
 use crate::store::{self, Db, chats};
 
 /// Builds the registry of member actors for this process.
-pub fn registry(settings: &Settings, db: Db, ai: Arc<dyn Ai>) -> MemberRegistry {
+pub fn registry(
+    settings: &Settings,
+    db: Db,
+    ai: Arc<dyn Ai>,
+    telemetry: Arc<dyn Telemetry>,
+) -> MemberRegistry {
     MemberRegistry::new(Deps {
         store: Arc::new(StoredChats(db.clone())),
         ai,
         analytics: Arc::new(MemberAnalytics(db)),
+        telemetry,
         settings: MemberSettings::new(&settings.product.assistant_name, &settings.product.name),
     })
 }

@@ -4,9 +4,11 @@
 
 use std::time::Duration;
 
+use helpnow::config::{AiProviderKind, AiSettings};
+use helpnow::loadtest::ai_mock::MockAiSettings;
 use helpnow::loadtest::{self, Options, Scenario};
 
-use crate::helpers::spawn_app;
+use crate::helpers::{spawn_app, spawn_app_with};
 
 fn options(address: &str, scenario: Scenario, connections: u64, seconds: f64) -> Options {
     Options {
@@ -16,6 +18,12 @@ fn options(address: &str, scenario: Scenario, connections: u64, seconds: f64) ->
         ramp: 1000,
         duration: Duration::from_secs_f64(seconds),
         think: Duration::from_millis(200),
+        ai_mock: None,
+        ai: MockAiSettings {
+            latency: Duration::from_millis(50),
+            tokens_per_second: 50.0,
+            reply_tokens: 20,
+        },
         max_error_rate: 0.0,
         json: true,
     }
@@ -69,4 +77,74 @@ async fn the_load_generator_runs_funnel_conversations_and_times_every_send() {
         .take(0)
         .expect("a count");
     assert!(stored.unwrap_or(0) >= 10, "every conversation is stored");
+    // Replies come when the announced typing delay is over, not before.
+    assert!(
+        report["reply_late_ms"]["count"].as_u64() >= Some(10),
+        "{report}"
+    );
+    // The server's metrics count every message stored (visitors' and replies) and timer run.
+    let replies = report["replies"].as_f64().expect("replies");
+    assert!(
+        report["server_messages_stored"].as_f64() >= Some(sent as f64 + replies),
+        "{report}"
+    );
+    assert!(
+        report["server_typing_timer_late_ms"]["count"].as_f64() >= Some(replies),
+        "{report}"
+    );
+    assert!(
+        report["server_actors_live_peak"].as_f64() >= Some(10.0),
+        "{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_load_generator_makes_members_and_times_their_streamed_replies() {
+    // The generator's own mock provider, started here so the server can be pointed at it.
+    let settings = options("http://127.0.0.1:1", Scenario::Member, 0, 0.0).ai;
+    let (mock, serving) =
+        loadtest::ai_mock::start("127.0.0.1:0".parse().expect("address"), settings)
+            .await
+            .expect("the mock listens");
+    let app = spawn_app_with(|s| {
+        s.ai = AiSettings {
+            provider: AiProviderKind::Openai,
+            base_url: Some(format!("http://{mock}/v1")),
+            api_key: Some("sk-loadtest".to_owned().into()),
+            model: "gpt-4o-mini".to_owned(),
+            temperature: 0.7,
+        };
+    })
+    .await;
+    let outcome = loadtest::run(&options(&app.address, Scenario::Member, 5, 4.0))
+        .await
+        .expect("the run reaches the server");
+    serving.abort();
+    let report = outcome.report.to_json(&outcome.stats);
+    assert!(outcome.passed, "{report}");
+    assert_eq!(report["connections_opened"], 5, "{report}");
+    let sent = report["messages_sent"].as_u64().expect("a count");
+    assert!(sent >= 5, "{report}");
+    assert_eq!(report["messages_acked"], sent, "{report}");
+    assert!(report["replies"].as_u64() >= Some(5), "{report}");
+    // 20 tokens a reply, each stamped by the mock and read back from the pieces.
+    let tokens = report["forward_ms"]["count"]
+        .as_u64()
+        .expect("forwarded tokens");
+    assert!(tokens >= 5 * 20, "{report}");
+    // 50 tokens a second: pieces come about 20 ms apart.
+    let gap = report["token_gap_ms"]["p50"].as_f64().expect("gaps");
+    assert!((10.0..40.0).contains(&gap), "{report}");
+    assert!(
+        report["server_piece_forwarding_ms"]["count"].as_f64() >= Some(tokens as f64),
+        "{report}"
+    );
+    let members: Option<i64> = app
+        .db
+        .query("RETURN count(SELECT id FROM user WHERE string::starts_with(email, 'loadtest-'))")
+        .await
+        .expect("query")
+        .take(0)
+        .expect("a count");
+    assert_eq!(members, Some(5), "each client became a member");
 }

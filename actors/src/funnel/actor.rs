@@ -148,6 +148,9 @@ pub struct Join {
     pub start: NewConversation,
 }
 
+/// The funnel actors' name in the server's metrics.
+const ACTOR_KIND: &str = "funnel";
+
 pub struct FunnelActor {
     deps: Arc<Deps>,
     key: ConversationKey,
@@ -424,6 +427,7 @@ impl FunnelActor {
                 return reply.send(SendAck::Refused(Refusal::Unavailable));
             }
             reply.send(SendAck::Stored);
+            act.deps.telemetry.message_stored(ACTOR_KIND);
             if let Some(message) = act.conversation.as_ref().and_then(|c| c.messages.last()) {
                 let view = json!(message.view());
                 act.broadcast_except(&client_id, "message", &view);
@@ -452,7 +456,12 @@ impl FunnelActor {
             return;
         }
         self.reply_pending = true;
-        self.broadcast("typing", &json!({ "active": true }));
+        let delay = self.typing_delay();
+        // `delayMs`: how long typing is meant to show, so a client can tell how late the reply is.
+        self.broadcast(
+            "typing",
+            &json!({ "active": true, "delayMs": delay.as_millis() as u64 }),
+        );
 
         let stage = conversation.stage;
         // The spec: after the second junk message AI mode is off; the final step is scripted.
@@ -481,7 +490,11 @@ impl FunnelActor {
             } else {
                 futures_util::future::ready(None).boxed()
             };
-        let delay = tokio::time::sleep(self.typing_delay());
+        let due = tokio::time::Instant::now() + delay;
+        let telemetry = self.deps.telemetry.clone();
+        let delay = tokio::time::sleep_until(due).map(move |()| {
+            telemetry.timer_fired("typing", due.elapsed());
+        });
         let work = join(delay, ai).map(|((), ai)| ai);
         ctx.spawn(
             work.into_actor(self)
@@ -553,6 +566,7 @@ impl FunnelActor {
         self.save_then(next, ctx, move |act, result, ctx| match result {
             Ok(()) => {
                 act.reply_pending = false;
+                act.deps.telemetry.message_stored(ACTOR_KIND);
                 act.broadcast("typing", &json!({ "active": false }));
                 let Some(conversation) = &act.conversation else {
                     return;
@@ -600,7 +614,11 @@ impl FunnelActor {
         let wait = (deadline - self.deps.clock.now())
             .to_std()
             .unwrap_or(Duration::ZERO);
-        self.checkout_timer = Some(ctx.run_later(wait, |act, ctx| {
+        let due = tokio::time::Instant::now() + wait;
+        self.checkout_timer = Some(ctx.run_later(wait, move |act, ctx| {
+            act.deps
+                .telemetry
+                .timer_fired("auto_checkout", due.elapsed());
             act.checkout_timer = None;
             if act.clients.is_empty() {
                 act.checkout_due = true;
@@ -738,10 +756,12 @@ impl Actor for FunnelActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        self.deps.telemetry.actor_started(ACTOR_KIND);
         self.arm_idle_timer(ctx);
     }
 
     fn stopped(&mut self, ctx: &mut Self::Context) {
+        self.deps.telemetry.actor_stopped(ACTOR_KIND);
         if let Some(registry) = self.registry.upgrade() {
             registry.forget(&self.key, &ctx.address());
         }

@@ -27,7 +27,7 @@ pub use model::{
 pub use prompts::follow_up_system_prompt;
 pub use registry::FunnelRegistry;
 
-use crate::ports::{Ai, Analytics, Clock, FunnelCheckout, FunnelStore};
+use crate::ports::{Ai, Analytics, Clock, FunnelCheckout, FunnelStore, Telemetry};
 use crate::rules::scripts::FunnelScripts;
 
 /// The funnel's numbers (the spec's, unless configured otherwise).
@@ -72,6 +72,8 @@ pub struct Deps {
     pub analytics: Arc<dyn Analytics>,
     pub clock: Arc<dyn Clock>,
     pub scripts: Arc<FunnelScripts>,
+    /// Actors started and stopped, messages stored, timer lateness (the server's metrics).
+    pub telemetry: Arc<dyn Telemetry>,
     pub settings: FunnelSettings,
 }
 

@@ -17,7 +17,7 @@ use crate::ports::{
     AiError, AiPurpose, AiRequest, CheckoutError, FunnelCheckoutRequest, StoreError,
 };
 use crate::rules::FunnelKind;
-use crate::test_support::{Events, RecordedAnalytics, TestClient};
+use crate::test_support::{Events, RecordedAnalytics, RecordedTelemetry, TestClient};
 
 const KEYWORD: &str = "outlook email";
 
@@ -153,6 +153,7 @@ struct Harness {
     ai: Arc<ScriptedAi>,
     checkout: Arc<FakeCheckout>,
     analytics: Arc<RecordedAnalytics>,
+    telemetry: Arc<RecordedTelemetry>,
     registry: FunnelRegistry,
     base: DateTime<Utc>,
     start: Instant,
@@ -170,6 +171,7 @@ impl Harness {
         let checkout = Arc::new(FakeCheckout::default());
         let analytics = Arc::new(RecordedAnalytics::default());
         let scripts = shipped_scripts();
+        let telemetry = Arc::new(RecordedTelemetry::default());
         let registry = FunnelRegistry::new(Deps {
             store: store.clone(),
             ai: ai.clone(),
@@ -177,6 +179,7 @@ impl Harness {
             analytics: analytics.clone(),
             clock: Arc::new(PausedClock { base, start }),
             scripts: Arc::new(scripts),
+            telemetry: telemetry.clone(),
             settings: FunnelSettings::new("Emma", "HelpNow"),
         });
         Self {
@@ -184,6 +187,7 @@ impl Harness {
             ai,
             checkout,
             analytics,
+            telemetry,
             registry,
             base,
             start,
@@ -281,9 +285,15 @@ impl Connected {
         assert_eq!(self.send(text).await, SendAck::Stored);
         let typing = self.next_named("typing").await;
         assert_eq!(typing["active"], true);
+        let announced = Duration::from_millis(typing["delayMs"].as_u64().expect("delayMs"));
         let started = Instant::now();
         let message = self.next_named("message").await;
-        (message, started.elapsed())
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= announced,
+            "the reply came {elapsed:?} after typing, which announced {announced:?}"
+        );
+        (message, elapsed)
     }
 }
 
@@ -367,6 +377,14 @@ async fn three_messages_reach_the_final_message_after_a_typing_delay_each() {
     assert_typing_window(elapsed);
     assert_eq!(last["isFinal"], true);
     assert_eq!(last["showSubscribeButton"], true);
+
+    // The server's metrics heard of it: one actor, six stored messages, three typing timers.
+    let telemetry = &harness.telemetry;
+    assert_eq!(telemetry.count("started", "funnel"), 1);
+    assert_eq!(telemetry.count("stored", "funnel"), 6);
+    let typing = telemetry.lateness("typing");
+    assert_eq!(typing.len(), 3);
+    assert!(typing.iter().all(|late| *late <= TIMER_GRAIN), "{typing:?}");
     assert!(
         last["text"]
             .as_str()
@@ -420,6 +438,7 @@ async fn the_checkout_opens_15_seconds_after_the_final_message() {
     let checkout = client.next_named("checkout").await;
     assert_about(final_at.elapsed(), Duration::from_secs(15));
     assert_eq!(checkout["url"], "/api/funnels/checkout/handoff-1");
+    assert_eq!(harness.telemetry.lateness("auto_checkout").len(), 1);
 
     let requests = harness.checkout.requests.lock().expect("lock").clone();
     assert_eq!(requests.len(), 1);
@@ -627,6 +646,7 @@ async fn an_idle_actor_stops_and_is_rebuilt_from_the_store() {
     assert_eq!(harness.registry.live_count(), 1);
     tokio::time::sleep(Duration::from_secs(61)).await;
     assert_eq!(harness.registry.live_count(), 0, "the idle actor stopped");
+    assert_eq!(harness.telemetry.count("stopped", "funnel"), 1);
 
     let mut back = harness.connect(FunnelKind::Chat, "c").await;
     let conversation = back.next_named("conversation").await;

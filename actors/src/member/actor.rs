@@ -166,6 +166,9 @@ pub enum Event {
     },
 }
 
+/// The member actors' name in the server's metrics.
+const ACTOR_KIND: &str = "member";
+
 /// The next piece of a reply, from the task reading the AI's stream.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -173,6 +176,8 @@ struct Piece {
     chat_id: String,
     message_id: String,
     text: String,
+    /// When it was read from the provider's stream.
+    read_at: tokio::time::Instant,
 }
 
 /// The AI's stream ended (or failed).
@@ -385,6 +390,7 @@ impl MemberActor {
             }
             match prepared {
                 Ok(prepared) => {
+                    act.deps.telemetry.message_stored(ACTOR_KIND);
                     reply.send(SendAck::Stored {
                         chat_id: prepared.chat_id.clone(),
                         message_id: prepared.message_id.clone(),
@@ -530,6 +536,7 @@ impl MemberActor {
                             chat_id: reader_chat.clone(),
                             message_id: reader_message.clone(),
                             text,
+                            read_at: tokio::time::Instant::now(),
                         });
                         if length >= MAX_REPLY_CHARS {
                             break Ok(());
@@ -581,6 +588,7 @@ impl MemberActor {
         for client in &self.clients {
             client.client.emit_volatile("chat:delta", data.clone());
         }
+        self.deps.telemetry.piece_forwarded(piece.read_at.elapsed());
     }
 
     fn on_ended(&mut self, ended: Ended, ctx: &mut Context<Self>) {
@@ -683,6 +691,7 @@ impl MemberActor {
         ctx.spawn(save.into_actor(self).map(move |saved, act, ctx| {
             act.saving.remove(&chat_id);
             if saved {
+                act.deps.telemetry.message_stored(ACTOR_KIND);
                 act.broadcast(
                     "chat:done",
                     &json!({
@@ -882,10 +891,12 @@ impl Actor for MemberActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        self.deps.telemetry.actor_started(ACTOR_KIND);
         self.arm_idle_timer_if_alone(ctx);
     }
 
     fn stopped(&mut self, ctx: &mut Self::Context) {
+        self.deps.telemetry.actor_stopped(ACTOR_KIND);
         for writing in self.writing.values() {
             writing.reader.abort();
         }

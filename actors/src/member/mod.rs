@@ -19,7 +19,7 @@ pub use actor::{
 };
 pub use registry::MemberRegistry;
 
-use crate::ports::{Ai, Analytics, MemberStore};
+use crate::ports::{Ai, Analytics, MemberStore, Telemetry};
 
 /// What the member brought from a funnel checkout (the funnel record on the account).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +71,8 @@ pub struct Deps {
     pub ai: Arc<dyn Ai>,
     /// Recorded with the member's user id.
     pub analytics: Arc<dyn Analytics>,
+    /// Actors started and stopped, messages stored, timer lateness (the server's metrics).
+    pub telemetry: Arc<dyn Telemetry>,
     pub settings: MemberSettings,
 }
 

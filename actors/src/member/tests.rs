@@ -19,7 +19,7 @@ use crate::ports::{
 };
 use crate::reply::Reply;
 use crate::rules::chat::{GREETING, chat_title};
-use crate::test_support::{Events, RecordedAnalytics, TestClient};
+use crate::test_support::{Events, RecordedAnalytics, RecordedTelemetry, TestClient};
 
 const USER: &str = "member-1";
 
@@ -318,6 +318,7 @@ struct Harness {
     store: Arc<MemoryStore>,
     ai: Arc<DrivenAi>,
     analytics: Arc<RecordedAnalytics>,
+    telemetry: Arc<RecordedTelemetry>,
     registry: MemberRegistry,
 }
 
@@ -327,16 +328,19 @@ impl Harness {
         let store = Arc::new(MemoryStore::default());
         let ai = Arc::new(DrivenAi::default());
         let analytics = Arc::new(RecordedAnalytics::default());
+        let telemetry = Arc::new(RecordedTelemetry::default());
         let registry = MemberRegistry::new(Deps {
             store: store.clone(),
             ai: ai.clone(),
             analytics: analytics.clone(),
+            telemetry: telemetry.clone(),
             settings: MemberSettings::new("Emma", "HelpNow"),
         });
         Self {
             store,
             ai,
             analytics,
+            telemetry,
             registry,
         }
     }
@@ -482,6 +486,10 @@ async fn the_first_send_saves_a_titled_chat_and_the_reply_streams_in() {
             ),
         ]
     );
+    // The server's metrics heard of it: one actor, the message and the reply, two pieces.
+    assert_eq!(harness.telemetry.count("started", "member"), 1);
+    assert_eq!(harness.telemetry.count("stored", "member"), 2);
+    assert_eq!(harness.telemetry.count("forwarded", "member"), 2);
     assert_eq!(
         harness.analytics.names(),
         vec!["chat_message_sent", "new_chat_started"]

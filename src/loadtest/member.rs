@@ -1,0 +1,265 @@
+//! The member scenario: each virtual client becomes a member the way a visitor does (signs up,
+//! starts the trial checkout, pays the demo checkout with the test card), joins `/member` with
+//! its session secret in `auth.token`, and chats: a message, the streamed reply to its end, a
+//! pause, the next message in the same chat, until the run ends.
+//!
+//! Timed: send -> ack (the message stored), ack -> first piece, the gap between pieces, and each
+//! token's forwarding overhead (its arrival minus the moment the generator's mock provider wrote
+//! it, read from the token's stamp; see `ai_mock`).
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::client::{Client, ClientError, Target, ack_of, event_of};
+use super::stats::Stats;
+use super::{Finished, PATIENCE, jittered};
+
+const PASSWORD: &str = "load test password 1";
+const TEST_CARD: &str = "4242 4242 4242 4242";
+const QUESTIONS: [&str; 3] = [
+    "How do I update my web browser?",
+    "My computer is slow when I open many tabs. What can I do?",
+    "How do I find a file I downloaded yesterday?",
+];
+
+/// Where members are made: the server's base URL and an HTTP client from this client's source
+/// address (the server limits sign-ups and checkouts per address).
+pub struct Signup<'a> {
+    pub base: &'a url::Url,
+    pub http: &'a reqwest::Client,
+    /// Unique to the run, so a second run against the same database makes new accounts.
+    pub email: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{step}: {error}")]
+    Http {
+        step: &'static str,
+        error: reqwest::Error,
+    },
+    #[error("{step} answered {status}: {body}")]
+    Status {
+        step: &'static str,
+        status: u16,
+        body: String,
+    },
+    #[error("{0}")]
+    Answer(&'static str),
+}
+
+impl SetupError {
+    pub fn kind(&self) -> String {
+        match self {
+            SetupError::Http { step, .. } => format!("setup_{step}"),
+            SetupError::Status { step, status, .. } => format!("setup_{step}_{status}"),
+            SetupError::Answer(_) => "setup_answer".to_owned(),
+        }
+    }
+}
+
+async fn post(
+    signup: &Signup<'_>,
+    step: &'static str,
+    path: &str,
+    cookie: Option<&str>,
+    body: Value,
+) -> Result<reqwest::Response, SetupError> {
+    let url = signup
+        .base
+        .join(path)
+        .map_err(|_| SetupError::Answer("a path the server gave is not a URL"))?;
+    let origin = signup.base.origin().ascii_serialization();
+    let mut request = signup.http.post(url).header("origin", origin).json(&body);
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", cookie);
+    }
+    let response = request
+        .send()
+        .await
+        .map_err(|error| SetupError::Http { step, error })?;
+    if !response.status().is_success() {
+        let status = response.status().as_u16();
+        let body = response.text().await.unwrap_or_default();
+        return Err(SetupError::Status { step, status, body });
+    }
+    Ok(response)
+}
+
+/// Signs up and pays the trial: the session secret of a member with access.
+pub async fn become_member(signup: &Signup<'_>) -> Result<String, SetupError> {
+    let response = post(
+        signup,
+        "signup",
+        "/api/auth/signup",
+        None,
+        json!({ "email": signup.email, "password": PASSWORD }),
+    )
+    .await?;
+    let secret = response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find_map(|value| value.strip_prefix("helpnow_session="))
+        .and_then(|value| value.split(';').next())
+        .map(str::to_owned)
+        .ok_or(SetupError::Answer("the sign-up set no session cookie"))?;
+    let cookie = format!("helpnow_session={secret}");
+    let started: Value = post(
+        signup,
+        "checkout",
+        "/api/create-checkout.js",
+        Some(&cookie),
+        json!({ "source": "chat_trial_prompt", "isTrial": true }),
+    )
+    .await?
+    .json()
+    .await
+    .map_err(|error| SetupError::Http {
+        step: "checkout",
+        error,
+    })?;
+    let checkout = started
+        .get("url")
+        .and_then(Value::as_str)
+        .and_then(|url| url.rsplit('/').next())
+        .ok_or(SetupError::Answer("the checkout answer has no URL"))?
+        .to_owned();
+    post(
+        signup,
+        "payment",
+        &format!("/api/demo-checkout/{checkout}/complete"),
+        Some(&cookie),
+        json!({ "email": signup.email, "cardNumber": TEST_CARD }),
+    )
+    .await?;
+    Ok(secret)
+}
+
+/// One member: made, connected, then chatting until the run ends.
+pub async fn run(
+    target: &Target,
+    local: IpAddr,
+    signup: Signup<'_>,
+    stats: &Stats,
+    ends: Instant,
+    think: Duration,
+) {
+    let began = Instant::now();
+    let secret = match become_member(&signup).await {
+        Ok(secret) => secret,
+        Err(error) => {
+            Stats::count(&stats.connections_failed);
+            tracing_error(&error);
+            return stats.error(error.kind());
+        }
+    };
+    stats.sample("setup_ms", began.elapsed());
+    let auth = json!({ "token": secret });
+    let mut client = match Client::connect(target, local, "/member", &auth, None, PATIENCE).await {
+        Ok(client) => client,
+        Err(error) => {
+            Stats::count(&stats.connections_failed);
+            return stats.error(error.kind());
+        }
+    };
+    Stats::count(&stats.connections_opened);
+    match chat(&mut client, stats, ends, think).await {
+        Ok(Finished::Run | Finished::Conversation) => client.close().await,
+        Err(error) => stats.error(error.kind()),
+    }
+}
+
+fn tracing_error(error: &SetupError) {
+    // The first failures explain the rest; the report counts them by kind.
+    static SHOWN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    if SHOWN.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 3 {
+        eprintln!("a member could not be made: {error}");
+    }
+}
+
+async fn next(client: &mut Client) -> Result<crate::realtime::socketio::Packet, ClientError> {
+    tokio::time::timeout(PATIENCE, client.next_packet())
+        .await
+        .map_err(|_| ClientError::Timeout("the next event"))?
+}
+
+async fn chat(
+    client: &mut Client,
+    stats: &Stats,
+    ends: Instant,
+    think: Duration,
+) -> Result<Finished, ClientError> {
+    loop {
+        let packet = next(client).await?;
+        if event_of(&packet).is_some_and(|(name, _)| name == "chat:ready") {
+            break;
+        }
+    }
+    let mut chat_id: Option<String> = None;
+    for turn in 0.. {
+        let pause = jittered(think);
+        if Instant::now() + pause >= ends {
+            return Ok(Finished::Run);
+        }
+        tokio::time::sleep(pause).await;
+        let text = QUESTIONS[turn % QUESTIONS.len()];
+        let mut data = json!({ "text": text });
+        if let Some(id) = &chat_id {
+            data["chatId"] = json!(id);
+        }
+        let sent = Instant::now();
+        let id = client.emit_with_ack("chat:send", data).await?;
+        Stats::count(&stats.messages_sent);
+        let mut acked = None;
+        let mut last_piece: Option<Instant> = None;
+        loop {
+            let packet = next(client).await?;
+            if let Some(ack) = ack_of(&packet, id) {
+                if ack.get("ok") != Some(&Value::Bool(true)) {
+                    let code = ack.get("code").and_then(Value::as_str).unwrap_or("unknown");
+                    return Err(ClientError::Refused(code.to_owned()));
+                }
+                stats.sample("ack_ms", sent.elapsed());
+                Stats::count(&stats.messages_acked);
+                chat_id = ack.get("chatId").and_then(Value::as_str).map(str::to_owned);
+                acked = Some(Instant::now());
+                continue;
+            }
+            match event_of(&packet) {
+                Some(("chat:delta", piece)) => {
+                    let now = Instant::now();
+                    let received = super::ai_mock::now_micros();
+                    match last_piece {
+                        Some(last) => stats.sample("token_gap_ms", now - last),
+                        None => {
+                            if let Some(acked) = acked {
+                                stats.sample("first_piece_ms", now - acked);
+                            }
+                        }
+                    }
+                    last_piece = Some(now);
+                    let text = piece.get("text").and_then(Value::as_str).unwrap_or("");
+                    for stamp in super::ai_mock::stamps(text) {
+                        let overhead = Duration::from_micros(received.saturating_sub(stamp));
+                        stats.sample("forward_ms", overhead);
+                    }
+                }
+                Some(("chat:done", _)) => {
+                    Stats::count(&stats.replies);
+                    break;
+                }
+                Some(("chat:error", error)) => {
+                    let text = error.get("text").and_then(Value::as_str).unwrap_or("");
+                    return Err(ClientError::Reply(text.to_owned()));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(Finished::Run)
+}
