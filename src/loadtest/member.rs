@@ -10,6 +10,8 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use futures_util::StreamExt;
+use rand::Rng;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -140,25 +142,66 @@ pub async fn become_member(signup: &Signup<'_>) -> Result<String, SetupError> {
     Ok(secret)
 }
 
-/// One member: made, connected, then chatting until the run ends.
+/// Members to sign up at once: enough to keep the server's password hashing busy.
+const SETUP_CONCURRENCY: usize = 16;
+
+/// Makes `count` members, `SETUP_CONCURRENCY` at a time, each from the HTTP client of its source
+/// address: their session secrets in order (`None` where one could not be made, counted as a
+/// failed connection). Each member's setup time is sampled as `setup_ms`.
+pub async fn make_members(
+    base: &url::Url,
+    http: &[reqwest::Client],
+    count: u64,
+    stats: &Stats,
+) -> Vec<Option<String>> {
+    let run_id: String = {
+        let mut rng = rand::rng();
+        (0..8)
+            .map(|_| char::from(rng.sample(rand::distr::Alphanumeric)).to_ascii_lowercase())
+            .collect()
+    };
+    if count > 0 {
+        eprintln!("making {count} members (sign-up and the demo trial checkout)...");
+    }
+    futures_util::stream::iter(0..count)
+        .map(|index| {
+            let run_id = &run_id;
+            async move {
+                let http = http.get(index as usize % http.len().max(1))?;
+                let signup = Signup {
+                    base,
+                    http,
+                    email: format!("loadtest-{run_id}-{index}@example.com"),
+                };
+                let began = Instant::now();
+                match become_member(&signup).await {
+                    Ok(secret) => {
+                        stats.sample("setup_ms", began.elapsed());
+                        Some(secret)
+                    }
+                    Err(error) => {
+                        Stats::count(&stats.connections_failed);
+                        tracing_error(&error);
+                        stats.error(error.kind());
+                        None
+                    }
+                }
+            }
+        })
+        .buffered(SETUP_CONCURRENCY)
+        .collect()
+        .await
+}
+
+/// One member, connected and chatting until the run ends.
 pub async fn run(
     target: &Target,
     local: IpAddr,
-    signup: Signup<'_>,
+    secret: &str,
     stats: &Stats,
     ends: Instant,
     think: Duration,
 ) {
-    let began = Instant::now();
-    let secret = match become_member(&signup).await {
-        Ok(secret) => secret,
-        Err(error) => {
-            Stats::count(&stats.connections_failed);
-            tracing_error(&error);
-            return stats.error(error.kind());
-        }
-    };
-    stats.sample("setup_ms", began.elapsed());
     let auth = json!({ "token": secret });
     let mut client = match Client::connect(target, local, "/member", &auth, None, PATIENCE).await {
         Ok(client) => client,
