@@ -15,11 +15,13 @@ pub struct NewAnalyticsEvent {
 
 /// Stores one event and returns its record id (`analytics_event:…`).
 pub async fn record(db: &Db, event: NewAnalyticsEvent) -> Result<String, surrealdb::Error> {
-    let mut response = db
-        .query("CREATE analytics_event CONTENT $event RETURN VALUE <string> id")
-        .bind(("event", event))
-        .await?
-        .check()?;
+    let mut response = super::in_turn(async {
+        db.query("CREATE analytics_event CONTENT $event RETURN VALUE <string> id")
+            .bind(("event", event))
+            .await?
+            .check()
+    })
+    .await?;
     let id: Option<String> = response.take(0)?;
     id.ok_or_else(|| surrealdb::Error::internal("CREATE returned no id".to_owned()))
 }

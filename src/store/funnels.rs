@@ -212,7 +212,7 @@ const STORE_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5
 async fn bounded<T>(
     call: impl std::future::Future<Output = Result<T, StoreError>>,
 ) -> Result<T, StoreError> {
-    tokio::time::timeout(STORE_CALL_TIMEOUT, call)
+    tokio::time::timeout(STORE_CALL_TIMEOUT, super::in_turn(call))
         .await
         .unwrap_or_else(|_| {
             Err(StoreError::Failed(
@@ -251,15 +251,17 @@ pub async fn touch_visitor(
     let attribution = (!attribution.is_empty())
         .then(|| serde_json::to_value(attribution).ok())
         .flatten();
-    super::retry_on_conflict(|| async {
-        db.query(
-            "UPSERT type::record('visitor', $visitor) SET last_seen_at = time::now(), \
-             acquisition = acquisition ?? $attribution",
-        )
-        .bind(("visitor", visitor_id.to_owned()))
-        .bind(("attribution", attribution.clone()))
-        .await?
-        .check()
+    super::retry_on_conflict(|| {
+        super::in_turn(async {
+            db.query(
+                "UPSERT type::record('visitor', $visitor) SET last_seen_at = time::now(), \
+                 acquisition = acquisition ?? $attribution",
+            )
+            .bind(("visitor", visitor_id.to_owned()))
+            .bind(("attribution", attribution.clone()))
+            .await?
+            .check()
+        })
     })
     .await?;
     Ok(())

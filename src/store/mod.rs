@@ -15,6 +15,7 @@ pub mod tasks;
 pub mod users;
 
 use std::path::Path;
+use std::sync::LazyLock;
 
 use secrecy::ExposeSecret;
 use surrealdb::Surreal;
@@ -24,6 +25,21 @@ use surrealdb::opt::auth::Root;
 pub use migrate::{MIGRATIONS, Migration, MigrationError, migrate};
 
 use crate::config::DatabaseSettings;
+
+/// Store calls of the real-time paths (funnel conversations, analytics, visits) in flight at once.
+/// The embedded engine's every write scans all open transactions, so thousands of calls at once
+/// (a load of 5,000 conversations) cost quadratically more than the same calls taking turns.
+const TURNS: usize = 16;
+
+static STORE_TURNS: LazyLock<tokio::sync::Semaphore> =
+    LazyLock::new(|| tokio::sync::Semaphore::new(TURNS));
+
+/// Runs `work` when one of the store's turns is free (see [`TURNS`]).
+pub async fn in_turn<T>(work: impl std::future::Future<Output = T>) -> T {
+    // The semaphore is never closed, so a permit always comes.
+    let _turn = STORE_TURNS.acquire().await.ok();
+    work.await
+}
 
 /// The database handle every repository works with; cheap to clone.
 pub type Db = Surreal<Any>;
