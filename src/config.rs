@@ -124,6 +124,11 @@ pub struct RealtimeSettings {
     pub funnel_joins_per_minute: u32,
     /// `/member` connections one address may open a minute (0 = no limit).
     pub member_joins_per_minute: u32,
+    /// Real-time connections held at once; new ones past it are refused with 503. 0: the
+    /// process's open-file limit less a quarter of it, at most 1,000 (kept for HTTP requests, the
+    /// database and the AI).
+    #[serde(default)]
+    pub max_connections: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]

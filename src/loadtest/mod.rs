@@ -356,8 +356,13 @@ fn failed(stats: &Stats, error: &ClientError) {
 }
 
 async fn idle(target: &Target, local: IpAddr, stats: &Stats, ends: Instant) {
+    let began = Instant::now();
     let mut client = match Client::connect(target, local, "/", &json!({}), None, PATIENCE).await {
-        Ok(client) => client,
+        // The WebSocket upgrade and the namespace join: how fast the server takes new connections.
+        Ok(client) => {
+            stats.sample("connect_ms", began.elapsed());
+            client
+        }
         Err(error) => {
             Stats::count(&stats.connections_failed);
             return failed(stats, &error);

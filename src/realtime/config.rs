@@ -23,6 +23,8 @@ pub struct RealtimeConfig {
     pub origins: OriginPolicy,
     /// Take the client's address from the last `X-Forwarded-For` entry (behind a proxy).
     pub trust_forwarded_for: bool,
+    /// Connections held at once; past it a new one is refused with 503 (see `route`).
+    pub max_connections: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +66,7 @@ impl Default for RealtimeConfig {
             recovery_window: None,
             origins: OriginPolicy::Any,
             trust_forwarded_for: false,
+            max_connections: None,
         }
     }
 }

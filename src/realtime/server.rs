@@ -332,6 +332,16 @@ async fn endpoint(
     response
 }
 
+/// The answer to a new connection past `max_connections`.
+fn at_capacity() -> HttpResponse {
+    HttpResponse::ServiceUnavailable()
+        .insert_header((header::RETRY_AFTER, "5"))
+        .json(serde_json::json!({
+            "code": "at_capacity",
+            "message": "The server is busy. Please try again in a moment.",
+        }))
+}
+
 async fn route(
     req: &HttpRequest,
     body: web::Payload,
@@ -354,6 +364,16 @@ async fn route(
             if server.0.stopping.load(Ordering::SeqCst) {
                 // Clients retry, and reach another process or this one restarted.
                 return HttpResponse::ServiceUnavailable().finish();
+            }
+            if server
+                .0
+                .config
+                .max_connections
+                .is_some_and(|max| server.connection_count() >= max)
+            {
+                // Refused at once while the server can still answer, rather than left waiting
+                // unaccepted once it runs out of open files; clients retry later.
+                return at_capacity();
             }
             if websocket {
                 websocket::open(server, req, body)

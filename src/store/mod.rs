@@ -29,7 +29,7 @@ use crate::config::DatabaseSettings;
 /// Store calls of the real-time paths (funnel conversations, analytics, visits) in flight at once.
 /// The embedded engine's every write scans all open transactions, so thousands of calls at once
 /// (a load of 5,000 conversations) cost quadratically more than the same calls taking turns.
-const TURNS: usize = 16;
+const TURNS: usize = 64;
 
 static STORE_TURNS: LazyLock<tokio::sync::Semaphore> =
     LazyLock::new(|| tokio::sync::Semaphore::new(TURNS));

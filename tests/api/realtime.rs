@@ -204,3 +204,43 @@ async fn open_connections_are_counted_in_the_metrics() {
         "{metrics}"
     );
 }
+
+#[tokio::test]
+async fn past_max_connections_new_ones_are_refused_at_once_and_the_rest_is_served() {
+    let app = spawn_app_with(|settings| settings.realtime.max_connections = 2).await;
+    let (first, _) = open_session(&app).await;
+    let (second, _) = open_session(&app).await;
+
+    let refused = app.get(HANDSHAKE).await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        refused
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("5")
+    );
+    let body: Value = refused.json().await.expect("JSON");
+    assert_eq!(body["code"], "at_capacity");
+    assert_eq!(
+        body["message"],
+        "The server is busy. Please try again in a moment."
+    );
+
+    // The held connections and the rest of the server go on.
+    assert_eq!(app.get("/health").await.status(), StatusCode::OK);
+    assert_eq!(post(&app, &second, "40").await.status(), StatusCode::OK);
+
+    // A connection that ends makes room for a new one.
+    assert_eq!(post(&app, &first, "1").await.status(), StatusCode::OK);
+    let mut reopened = None;
+    for _ in 0..50 {
+        let response = app.get(HANDSHAKE).await;
+        if response.status() == StatusCode::OK {
+            reopened = Some(response);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(reopened.is_some(), "a closed connection frees its place");
+}

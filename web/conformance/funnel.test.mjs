@@ -142,6 +142,8 @@ function typingStarted(data) {
  * `message` and `typing` {active:false}. Returns the message, when it arrived and how long it took.
  */
 async function exchange(socket, text) {
+  // Typing events of earlier exchanges (another client's) are not this one's.
+  for (const stale of pending(socket, 'typing')) stale.taken = true;
   const sentAt = Date.now();
   assert.deepEqual(await send(socket, text), { ok: true }, `the ack of "${text}"`);
   const delayMs = typingStarted((await next(socket, 'typing')).data);
