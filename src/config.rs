@@ -125,8 +125,8 @@ pub struct RealtimeSettings {
     /// `/member` connections one address may open a minute (0 = no limit).
     pub member_joins_per_minute: u32,
     /// Real-time connections held at once; new ones past it are refused with 503. 0: the
-    /// process's open-file limit less a quarter of it, at most 1,000 (kept for HTTP requests, the
-    /// database and the AI).
+    /// process's open-file limit less a quarter of it, keeping back at most 1,000 files (for HTTP
+    /// requests, the database and the AI); no cap where the limit is unlimited or unknown.
     #[serde(default)]
     pub max_connections: usize,
 }

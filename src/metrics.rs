@@ -87,7 +87,7 @@ impl Metrics {
         let piece_forwarding = Histogram::with_opts(
             HistogramOpts::new(
                 "ai_piece_forwarding_seconds",
-                "How long a streamed AI piece waited between the provider and the member's sockets",
+                "How long a streamed AI piece waited from the provider's stream until queued on the member's sockets",
             )
             .buckets(vec![
                 0.00005, 0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.25,
@@ -169,7 +169,8 @@ impl Telemetry for Metrics {
 }
 
 /// The AI provider, timed: each call's time to its answer (or first piece) goes to
-/// `ai_latency_seconds`, labelled by purpose and outcome.
+/// `ai_latency_seconds`, labelled by purpose and outcome (`ok`, `error`, `cancelled`). It wraps
+/// the provider itself, inside the offline fallback (see `ai::provider`).
 pub struct TimedAi {
     inner: Arc<dyn Ai>,
     latency: HistogramVec,
@@ -191,40 +192,58 @@ fn purpose_label(request: &AiRequest) -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
-fn observe_ai(latency: &HistogramVec, purpose: &str, ok: bool, started: Instant) {
-    let outcome = if ok { "ok" } else { "error" };
-    latency
-        .with_label_values(&[purpose, outcome])
-        .observe(started.elapsed().as_secs_f64());
+/// One call's timing: recorded once, with its outcome; a call dropped (cut off by its caller's
+/// time-out, stopped) or a stream ended before any answer is recorded as `cancelled`.
+struct Timing {
+    latency: HistogramVec,
+    purpose: String,
+    started: Instant,
+    recorded: bool,
+}
+
+impl Timing {
+    fn new(latency: &HistogramVec, request: &AiRequest) -> Self {
+        Self {
+            latency: latency.clone(),
+            purpose: purpose_label(request),
+            started: Instant::now(),
+            recorded: false,
+        }
+    }
+
+    fn record(&mut self, outcome: &str) {
+        if !std::mem::replace(&mut self.recorded, true) {
+            self.latency
+                .with_label_values(&[&self.purpose, outcome])
+                .observe(self.started.elapsed().as_secs_f64());
+        }
+    }
+}
+
+impl Drop for Timing {
+    fn drop(&mut self) {
+        self.record("cancelled");
+    }
+}
+
+fn outcome<T, E>(result: &Result<T, E>) -> &'static str {
+    if result.is_ok() { "ok" } else { "error" }
 }
 
 impl Ai for TimedAi {
     fn complete(&self, request: AiRequest) -> BoxFuture<'static, Result<String, AiError>> {
-        let (latency, purpose, started) = (
-            self.latency.clone(),
-            purpose_label(&request),
-            Instant::now(),
-        );
+        let mut timing = Timing::new(&self.latency, &request);
         self.inner
             .complete(request)
-            .inspect(move |result| observe_ai(&latency, &purpose, result.is_ok(), started))
+            .inspect(move |result| timing.record(outcome(result)))
             .boxed()
     }
 
     fn stream(&self, request: AiRequest) -> BoxStream<'static, Result<String, AiError>> {
-        let (latency, purpose, started) = (
-            self.latency.clone(),
-            purpose_label(&request),
-            Instant::now(),
-        );
-        let mut first = true;
+        let mut timing = Timing::new(&self.latency, &request);
         self.inner
             .stream(request)
-            .inspect(move |piece| {
-                if std::mem::take(&mut first) {
-                    observe_ai(&latency, &purpose, piece.is_ok(), started);
-                }
-            })
+            .inspect(move |piece| timing.record(outcome(piece)))
             .boxed()
     }
 }

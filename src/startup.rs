@@ -98,10 +98,9 @@ impl Application {
             settings.product.name.clone(),
         ));
         workers.extend(billing.spawn_trial_reminders(TRIAL_REMINDER_INTERVAL));
-        let ai: Arc<dyn crate::ai::Ai> = Arc::new(crate::metrics::TimedAi::new(
-            crate::ai::provider(&settings.ai, content.help_library.clone())?,
-            &metrics,
-        ));
+        let ai = crate::ai::provider(&settings.ai, content.help_library.clone(), |provider| {
+            Arc::new(crate::metrics::TimedAi::new(provider, &metrics))
+        })?;
         let auth_throttle = Arc::new(AuthThrottle::new());
         let funnel_registry = funnels::registry(
             &settings,

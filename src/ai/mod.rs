@@ -47,15 +47,18 @@ pub enum AiSetupError {
 
 /// The provider `settings.provider` names. Every caller shares the one returned, and with it
 /// the OpenAI provider's connection pool and rate-limit backoff.
+/// `timed` wraps the configured provider itself (inside the offline fallback), so what it
+/// measures is the provider's own answers and failures.
 pub fn provider(
     settings: &AiSettings,
     library: Arc<library::HelpLibrary>,
+    timed: impl FnOnce(Arc<dyn Ai>) -> Arc<dyn Ai>,
 ) -> Result<Arc<dyn Ai>, AiSetupError> {
     let offline = Arc::new(OfflineAi::new(library));
     Ok(match settings.provider {
-        AiProviderKind::Offline => offline,
+        AiProviderKind::Offline => timed(offline),
         AiProviderKind::Openai => Arc::new(fallback::WithFallback::new(
-            Arc::new(WithBackoff::new(OpenAiCompatible::new(settings)?)),
+            timed(Arc::new(WithBackoff::new(OpenAiCompatible::new(settings)?))),
             offline,
         )),
     })

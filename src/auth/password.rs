@@ -1,11 +1,14 @@
-//! Password hashing: argon2id with OWASP's parameters (19 MiB, 2 passes, 1 lane), on the blocking
-//! pool so a hash never stalls the async workers.
+//! Password hashing: argon2id with OWASP's parameters (19 MiB, 2 passes, 1 lane), on threads of
+//! its own so a hash never stalls the async workers.
 //!
-//! At most one hash per CPU runs at a time; the rest wait their turn without holding a thread or
-//! memory. Unbounded, a burst of sign-ups ran hundreds at once on the blocking pool, each with its
-//! own 19 MiB: a load test of 1,000 sign-ups took the server to 18 GiB (docs/benchmarks.md).
+//! One hashing thread per CPU, started on first use; hashes queue for them without holding a
+//! thread or memory. On tokio's blocking pool a burst of sign-ups ran hundreds at once, each with
+//! its own 19 MiB (1,000 sign-ups took the server to 18 GiB), and even two at a time the pool's
+//! many threads each kept 19 MiB blocks in their own allocator arena (200 sign-ups left 1.1 GiB
+//! resident). A few long-lived threads keep a few blocks (docs/benchmarks.md).
 
-use std::sync::LazyLock;
+use std::sync::mpsc;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
@@ -17,8 +20,8 @@ use crate::domain::NewPassword;
 pub enum HashError {
     #[error("argon2: {0}")]
     Argon2(String),
-    #[error("the hashing task failed: {0}")]
-    Task(#[from] tokio::task::JoinError),
+    #[error("the password hashing thread stopped")]
+    Stopped,
 }
 
 fn hasher() -> Result<Argon2<'static>, HashError> {
@@ -39,25 +42,56 @@ fn hash_now(password: &str) -> Result<String, HashError> {
         .map_err(|e| HashError::Argon2(e.to_string()))
 }
 
-/// Turns to hash: one per CPU (no more would finish sooner, and each holds 19 MiB).
-static TURNS: LazyLock<std::sync::Arc<tokio::sync::Semaphore>> = LazyLock::new(|| {
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The queue of the hashing threads: one per CPU (no more would finish sooner, and each holds
+/// 19 MiB while it hashes).
+static HASHERS: LazyLock<Mutex<mpsc::Sender<Job>>> = LazyLock::new(|| {
+    let (jobs, queue) = mpsc::channel::<Job>();
+    let queue = Arc::new(Mutex::new(queue));
     let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    std::sync::Arc::new(tokio::sync::Semaphore::new(cpus))
+    for index in 0..cpus {
+        let queue = queue.clone();
+        let started = std::thread::Builder::new()
+            .name(format!("password-hash-{index}"))
+            .spawn(move || {
+                loop {
+                    // The lock is held only while taking a job, never while hashing.
+                    let job = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                    match job {
+                        Ok(job) => job(),
+                        Err(_) => return,
+                    }
+                }
+            });
+        if let Err(error) = started {
+            tracing::error!(%error, "cannot start a password hashing thread");
+        }
+    }
+    Mutex::new(jobs)
 });
 
-/// Runs `work` on the blocking pool when a turn is free.
+/// Runs `work` on a hashing thread when one is free.
 async fn in_turn<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, HashError> + Send + 'static,
 ) -> Result<T, HashError> {
-    // The semaphore is never closed, so a permit always comes. The hash holds it to its end,
-    // even when the request that asked for it is gone.
-    let turn = TURNS.clone().acquire_owned().await.ok();
-    tokio::task::spawn_blocking(move || {
-        let result = work();
-        drop(turn);
-        result
-    })
-    .await?
+    let (done, result) = tokio::sync::oneshot::channel();
+    let job: Job = Box::new(move || {
+        // Whoever asked is gone (the request was cut off): no hash for nobody.
+        if done.is_closed() {
+            return;
+        }
+        // A panicking hash fails its own request and leaves the thread serving the others.
+        if let Ok(result) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
+            let _ = done.send(result);
+        }
+    });
+    HASHERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .send(job)
+        .map_err(|_| HashError::Stopped)?;
+    result.await.map_err(|_| HashError::Stopped)?
 }
 
 /// Hashes a new password to a PHC string (`$argon2id$v=19$m=19456,t=2,p=1$...`).

@@ -51,6 +51,8 @@ pub async fn start(
     let task = tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
+                // Out of files, say: wait rather than spin.
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             };
             let _ = stream.set_nodelay(true);

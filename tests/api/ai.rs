@@ -271,7 +271,8 @@ async fn the_key_never_appears_in_debug_output() {
 async fn the_settings_choose_the_provider() {
     let mock = MockAi::start().await;
 
-    let online = provider(&mock.settings(), library()).expect("the OpenAI provider builds");
+    let online =
+        provider(&mock.settings(), library(), |ai| ai).expect("the OpenAI provider builds");
     assert_eq!(
         online.complete(member_chat("Hello")).await.as_deref(),
         Ok(DEFAULT_REPLY)
@@ -280,7 +281,7 @@ async fn the_settings_choose_the_provider() {
 
     let mut settings = mock.settings();
     settings.provider = AiProviderKind::Offline;
-    let offline = provider(&settings, library()).expect("the offline provider builds");
+    let offline = provider(&settings, library(), |ai| ai).expect("the offline provider builds");
     assert_eq!(
         offline
             .complete(request(
@@ -313,14 +314,14 @@ async fn the_openai_provider_needs_a_key_and_a_usable_base_url() {
     let mut settings = mock.settings();
     settings.api_key = None;
     assert!(matches!(
-        provider(&settings, library()),
+        provider(&settings, library(), |ai| ai),
         Err(AiSetupError::Missing("ai.api_key"))
     ));
 
     let mut settings = mock.settings();
     settings.base_url = Some("  ".to_owned());
     assert!(matches!(
-        provider(&settings, library()),
+        provider(&settings, library(), |ai| ai),
         Err(AiSetupError::Missing("ai.base_url"))
     ));
 
@@ -329,7 +330,7 @@ async fn the_openai_provider_needs_a_key_and_a_usable_base_url() {
         settings.base_url = Some(url.to_owned());
         assert!(
             matches!(
-                provider(&settings, library()),
+                provider(&settings, library(), |ai| ai),
                 Err(AiSetupError::InvalidBaseUrl(_))
             ),
             "{url}"
@@ -524,7 +525,8 @@ async fn dropping_the_stream_hangs_up_on_the_provider() {
 #[tokio::test]
 async fn the_openai_provider_backs_off_after_a_rate_limit() {
     let mock = MockAi::start().await;
-    let provider = provider(&mock.settings(), library()).expect("the OpenAI provider builds");
+    let provider =
+        provider(&mock.settings(), library(), |ai| ai).expect("the OpenAI provider builds");
     mock.rate_limit(Some(5));
 
     // A funnel reply: the offline provider has none, so the service's own answer shows.

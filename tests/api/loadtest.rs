@@ -77,9 +77,14 @@ async fn the_load_generator_runs_funnel_conversations_and_times_every_send() {
         .take(0)
         .expect("a count");
     assert!(stored.unwrap_or(0) >= 10, "every conversation is stored");
-    // Replies come when the announced typing delay is over, not before.
+    // Replies come when the announced typing delay is over, not before (an early one is an error
+    // of kind `reply_early`, and this run allows none).
     assert!(
         report["reply_late_ms"]["count"].as_u64() >= Some(10),
+        "{report}"
+    );
+    assert!(
+        report["errors_by_kind"].get("reply_early").is_none(),
         "{report}"
     );
     // The server's metrics count every message stored (visitors' and replies) and timer run.

@@ -588,7 +588,9 @@ impl MemberActor {
         for client in &self.clients {
             client.client.emit_volatile("chat:delta", data.clone());
         }
-        self.deps.telemetry.piece_forwarded(piece.read_at.elapsed());
+        if !self.clients.is_empty() {
+            self.deps.telemetry.piece_forwarded(piece.read_at.elapsed());
+        }
     }
 
     fn on_ended(&mut self, ended: Ended, ctx: &mut Context<Self>) {
