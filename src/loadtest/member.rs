@@ -263,12 +263,7 @@ async fn chat(
         loop {
             let packet = next(client).await?;
             if let Some(ack) = ack_of(&packet, id) {
-                if ack.get("ok") != Some(&Value::Bool(true)) {
-                    let code = ack.get("code").and_then(Value::as_str).unwrap_or("unknown");
-                    return Err(ClientError::Refused(code.to_owned()));
-                }
-                stats.sample("ack_ms", sent.elapsed());
-                Stats::count(&stats.messages_acked);
+                super::acknowledged(ack, stats, sent)?;
                 chat_id = ack.get("chatId").and_then(Value::as_str).map(str::to_owned);
                 acked = Some(Instant::now());
                 continue;

@@ -454,12 +454,7 @@ async fn conversation(
             loop {
                 let packet = client.next_packet().await?;
                 if let Some(ack) = ack_of(&packet, id) {
-                    if ack.get("ok") != Some(&Value::Bool(true)) {
-                        let code = ack.get("code").and_then(Value::as_str).unwrap_or("unknown");
-                        return Err(ClientError::Refused(code.to_owned()));
-                    }
-                    stats.sample("ack_ms", sent.elapsed());
-                    Stats::count(&stats.messages_acked);
+                    acknowledged(ack, stats, sent)?;
                     acked = Some(Instant::now());
                 } else if let Some(("typing", data)) = event_of(&packet)
                     && let Some(delay) = data.get("delayMs").and_then(Value::as_u64)
@@ -493,6 +488,17 @@ async fn conversation(
         }
     }
     Ok(Finished::Conversation)
+}
+
+/// A send's acknowledgement: timed and counted when it says stored, an error when refused.
+pub(crate) fn acknowledged(ack: &Value, stats: &Stats, sent: Instant) -> Result<(), ClientError> {
+    if ack.get("ok") != Some(&Value::Bool(true)) {
+        let code = ack.get("code").and_then(Value::as_str).unwrap_or("unknown");
+        return Err(ClientError::Refused(code.to_owned()));
+    }
+    stats.sample("ack_ms", sent.elapsed());
+    Stats::count(&stats.messages_acked);
+    Ok(())
 }
 
 async fn wait_for(

@@ -15,7 +15,7 @@ pub struct NewAnalyticsEvent {
 
 /// Stores one event and returns its record id (`analytics_event:…`).
 pub async fn record(db: &Db, event: NewAnalyticsEvent) -> Result<String, surrealdb::Error> {
-    let mut response = super::in_turn(async {
+    let mut response = super::in_turn_bounded(async {
         db.query("CREATE analytics_event CONTENT $event RETURN VALUE <string> id")
             .bind(("event", event))
             .await?

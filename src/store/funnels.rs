@@ -252,7 +252,7 @@ pub async fn touch_visitor(
         .then(|| serde_json::to_value(attribution).ok())
         .flatten();
     super::retry_on_conflict(|| {
-        super::in_turn(async {
+        super::in_turn_bounded(async {
             db.query(
                 "UPSERT type::record('visitor', $visitor) SET last_seen_at = time::now(), \
                  acquisition = acquisition ?? $attribution",

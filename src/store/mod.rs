@@ -41,6 +41,25 @@ pub async fn in_turn<T>(work: impl std::future::Future<Output = T>) -> T {
     work.await
 }
 
+/// The longest a call may hold its turn (a hung database must not keep every turn).
+const TURN_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Like [`in_turn`], for a query that fails once it has run `TURN_LIMIT` holding its turn.
+pub async fn in_turn_bounded<T>(
+    work: impl std::future::Future<Output = Result<T, surrealdb::Error>>,
+) -> Result<T, surrealdb::Error> {
+    in_turn(async {
+        tokio::time::timeout(TURN_LIMIT, work)
+            .await
+            .unwrap_or_else(|_| {
+                Err(surrealdb::Error::internal(
+                    "the database did not answer in time".to_owned(),
+                ))
+            })
+    })
+    .await
+}
+
 /// The database handle every repository works with; cheap to clone.
 pub type Db = Surreal<Any>;
 
