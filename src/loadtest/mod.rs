@@ -203,7 +203,6 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
         .url
         .join("/metrics")
         .map_err(|error| error.to_string())?;
-    let before_text = metrics_text(&http, &metrics_url).await;
     let stats = Arc::new(Stats::default());
     // The member scenario's members are made first (sign-up hashes a password: the server makes
     // a few a second per CPU), so the run itself measures chats, not sign-ups.
@@ -218,12 +217,8 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
     } else {
         Vec::new()
     });
-    // The run's figures start after the members are made (their sign-ups hash passwords).
-    let before_text = if secrets.is_empty() {
-        before_text
-    } else {
-        metrics_text(&http, &metrics_url).await
-    };
+    // The run's figures start here, after the members are made (their sign-ups hash passwords).
+    let before_text = metrics_text(&http, &metrics_url).await;
     let before = ServerUse::parse(&before_text);
 
     let started = Instant::now();
