@@ -102,9 +102,12 @@ impl Application {
             Arc::new(crate::metrics::TimedAi::new(provider, &metrics))
         })?;
         let auth_throttle = Arc::new(AuthThrottle::new());
+        // The real-time paths' writes (conversation saves, visits, funnel events), committed in groups.
+        let funnel_writes = store::batch::WriteBatcher::start(db.clone());
         let funnel_registry = funnels::registry(
             &settings,
             db.clone(),
+            funnel_writes.clone(),
             ai.clone(),
             funnels::FunnelCheckouts {
                 billing: billing.clone(),
@@ -120,7 +123,7 @@ impl Application {
                 "/funnel",
                 funnels::FunnelNamespace::new(
                     funnel_registry,
-                    db.clone(),
+                    funnel_writes,
                     settings.realtime.funnel_joins_per_minute,
                 ),
             )

@@ -24,6 +24,7 @@ use crate::billing::Billing;
 use crate::billing::model::{Attribution, CheckoutSource};
 use crate::billing::service::{FunnelLink, StartCheckout};
 use crate::config::Settings;
+use crate::store::batch::{Write, WriteBatcher};
 use crate::store::{self, Db};
 
 /// Where a checkout the funnel actor opened sends the browser: a one-time link that marks this
@@ -41,16 +42,17 @@ pub struct FunnelCheckouts {
 pub fn registry(
     settings: &Settings,
     db: Db,
+    writes: WriteBatcher,
     ai: Arc<dyn Ai>,
     checkouts: FunnelCheckouts,
     scripts: Arc<FunnelScripts>,
     telemetry: Arc<dyn Telemetry>,
 ) -> FunnelRegistry {
     FunnelRegistry::new(Deps {
-        store: Arc::new(store::funnels::ConversationStore(db.clone())),
+        store: Arc::new(store::funnels::ConversationStore::new(db, writes.clone())),
         ai,
         checkout: Arc::new(checkouts),
-        analytics: Arc::new(StoredAnalytics(db)),
+        analytics: Arc::new(StoredAnalytics(writes)),
         clock: Arc::new(SystemClock),
         scripts,
         telemetry,
@@ -114,12 +116,13 @@ impl FunnelCheckout for FunnelCheckouts {
     }
 }
 
-/// Funnel events go to the analytics table; a failure is logged, never shown to the visitor.
-struct StoredAnalytics(Db);
+/// Funnel events go to the analytics table with the conversations' writes; a failure is logged,
+/// never shown to the visitor.
+struct StoredAnalytics(WriteBatcher);
 
 impl Analytics for StoredAnalytics {
     fn record(&self, event: &'static str, visitor_id: &str, properties: serde_json::Value) {
-        let db = self.0.clone();
+        let writes = self.0.clone();
         let event = store::analytics::NewAnalyticsEvent {
             name: event.to_owned(),
             properties,
@@ -127,7 +130,7 @@ impl Analytics for StoredAnalytics {
             path: None,
         };
         tokio::spawn(async move {
-            if let Err(error) = store::analytics::record(&db, event).await {
+            if let Err(error) = writes.write(Write::Analytics(event)).await {
                 tracing::warn!(%error, "a funnel analytics event could not be stored");
             }
         });

@@ -19,7 +19,8 @@ use serde_json::{Map, Value, json};
 
 use crate::realtime::{AckSender, ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
 use crate::routes::client::AddressLimiter;
-use crate::store::{self, Db};
+use crate::store;
+use crate::store::batch::WriteBatcher;
 
 /// The cookie that names a visitor (set with the pages, HttpOnly).
 pub const VISITOR_COOKIE: &str = "vid";
@@ -34,7 +35,7 @@ pub fn valid_visitor_id(value: &str) -> bool {
 
 pub struct FunnelNamespace {
     registry: FunnelRegistry,
-    db: Db,
+    writes: WriteBatcher,
     /// Conversations (and rejoins) per address and minute (`realtime.funnel_joins_per_minute`):
     /// a tab's reconnects fit easily, a script opening conversation after conversation (each a
     /// stored row, an actor, AI calls) does not.
@@ -42,10 +43,10 @@ pub struct FunnelNamespace {
 }
 
 impl FunnelNamespace {
-    pub fn new(registry: FunnelRegistry, db: Db, joins_per_minute: u32) -> Self {
+    pub fn new(registry: FunnelRegistry, writes: WriteBatcher, joins_per_minute: u32) -> Self {
         Self {
             registry,
-            db,
+            writes,
             joins: (joins_per_minute > 0)
                 .then(|| AddressLimiter::per_minute(joins_per_minute, joins_per_minute)),
         }
@@ -118,12 +119,16 @@ impl Namespace for FunnelNamespace {
         };
         let attribution = attribution(&request.auth);
         let registry = self.registry.clone();
-        let db = self.db.clone();
-        async move {
-            if let Err(error) = store::funnels::touch_visitor(&db, &visitor_id, &attribution).await
-            {
+        // The visit is noted beside the join, not before it: nothing in the conversation waits
+        // for it.
+        let visit = store::funnels::visit(&visitor_id, &attribution);
+        let writes = self.writes.clone();
+        tokio::spawn(async move {
+            if let Err(error) = writes.write(visit).await {
                 tracing::warn!(%error, "a visitor could not be recorded");
             }
+        });
+        async move {
             let key = ConversationKey { visitor_id, funnel };
             let client: Arc<dyn FunnelClient> = Arc::new(SocketClient { socket, address });
             registry

@@ -6,6 +6,12 @@
 //!   then a new conversation, until the run ends. Every send is timed to its acknowledgement
 //!   (the message stored) and to the assistant's reply; `reply_late_ms` is how much later than
 //!   the typing delay the server announced (`typing.delayMs`) the reply came.
+//! - `burst`: every client joins `/funnel` at once (give a high `--ramp`) and runs one conversation
+//!   of three messages, each sent 0.5-1.5 s after the previous reply, then leaves: the crowd an ad
+//!   campaign sends at the same moment. `join_ms` times each join (connect to the `conversation`
+//!   event); the largest `joined_at_ms` is how long the whole crowd took to get in.
+//! - `join`: every client joins `/funnel`, gets its conversation, and holds it until the run ends:
+//!   how fast visitors get in and what a live conversation costs the server in memory.
 //! - `member`: a member made through sign-up and the demo checkout, chatting on `/member` with
 //!   streamed replies (see [`member`]). With `--ai-mock ADDR` the generator serves its own
 //!   OpenAI-compatible provider there ([`ai_mock`]) for the server to use.
@@ -46,6 +52,8 @@ const FUNNEL_MESSAGES: [&str; 3] = [
 pub enum Scenario {
     Idle,
     Funnel,
+    Burst,
+    Join,
     Member,
 }
 
@@ -54,6 +62,8 @@ impl Scenario {
         match self {
             Scenario::Idle => "idle",
             Scenario::Funnel => "funnel",
+            Scenario::Burst => "burst",
+            Scenario::Join => "join",
             Scenario::Member => "member",
         }
     }
@@ -77,7 +87,7 @@ pub struct Options {
     pub json: bool,
 }
 
-pub const USAGE: &str = "usage: helpnow-loadtest --url URL --scenario idle|funnel|member --connections N \
+pub const USAGE: &str = "usage: helpnow-loadtest --url URL --scenario idle|funnel|burst|join|member --connections N \
 --ramp PER_SECOND --duration SECONDS [--think SECONDS] [--max-error-rate FRACTION] [--json] \
 [--ai-mock HOST:PORT [--ai-latency-ms MS] [--ai-tokens-per-second N] [--ai-reply-tokens N]]";
 
@@ -125,6 +135,8 @@ impl Options {
                     scenario = Some(match value.as_str() {
                         "idle" => Scenario::Idle,
                         "funnel" => Scenario::Funnel,
+                        "burst" => Scenario::Burst,
+                        "join" => Scenario::Join,
                         "member" => Scenario::Member,
                         other => return Err(format!("unknown scenario {other:?}\n{USAGE}")),
                     });
@@ -240,6 +252,8 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
             match options.scenario {
                 Scenario::Idle => idle(&target, local, &stats, ends).await,
                 Scenario::Funnel => funnel(&target, local, &stats, ends, options.think).await,
+                Scenario::Burst => burst(&target, local, &stats, started, ends).await,
+                Scenario::Join => join(&target, local, &stats, started, ends).await,
                 Scenario::Member => {
                     // A member that could not be made was counted as failed already.
                     if let Some(Some(secret)) = secrets.get(index as usize) {
@@ -405,7 +419,7 @@ async fn funnel(target: &Target, local: IpAddr, stats: &Stats, ends: Instant, th
                 }
             };
         Stats::count(&stats.connections_opened);
-        match conversation(&mut client, stats, ends, think).await {
+        match conversation(&mut client, stats, ends, || jittered(think)).await {
             Ok(Finished::Conversation) => client.close().await,
             Ok(Finished::Run) => return client.close().await,
             Err(error) => failed(stats, &error),
@@ -426,14 +440,21 @@ async fn conversation(
     client: &mut Client,
     stats: &Stats,
     ends: Instant,
-    think: Duration,
+    pause: impl Fn() -> Duration,
 ) -> Result<Finished, ClientError> {
-    wait_for(client, |packet| {
-        event_of(packet).is_some_and(|(name, _)| name == "conversation")
-    })
-    .await?;
+    wait_for(client, is_conversation).await?;
+    messages(client, stats, ends, pause).await
+}
+
+/// The three messages of a joined conversation, each after `pause()`.
+async fn messages(
+    client: &mut Client,
+    stats: &Stats,
+    ends: Instant,
+    pause: impl Fn() -> Duration,
+) -> Result<Finished, ClientError> {
     for text in FUNNEL_MESSAGES {
-        let pause = jittered(think);
+        let pause = pause();
         if Instant::now() + pause >= ends {
             return Ok(Finished::Run);
         }
@@ -485,6 +506,61 @@ async fn conversation(
     Ok(Finished::Conversation)
 }
 
+fn is_conversation(packet: &crate::realtime::socketio::Packet) -> bool {
+    event_of(packet).is_some_and(|(name, _)| name == "conversation")
+}
+
+/// Connects to `/funnel` as a new visitor and waits for the conversation: a join, timed to
+/// `join_ms`, with `joined_at_ms` the moment since the run's start it was done.
+async fn join_funnel(
+    target: &Target,
+    local: IpAddr,
+    stats: &Stats,
+    started: Instant,
+) -> Result<Client, ClientError> {
+    let began = Instant::now();
+    let auth = json!({ "funnel": "chat", "visitorId": visitor_id() });
+    let mut client = match Client::connect(target, local, "/funnel", &auth, None, PATIENCE).await {
+        Ok(client) => client,
+        Err(error) => {
+            Stats::count(&stats.connections_failed);
+            return Err(error);
+        }
+    };
+    Stats::count(&stats.connections_opened);
+    wait_for(&mut client, is_conversation).await?;
+    stats.sample("join_ms", began.elapsed());
+    stats.sample("joined_at_ms", started.elapsed());
+    Ok(client)
+}
+
+/// The crowd of one campaign: one conversation each, joined at once, three messages each sent
+/// 0.5-1.5 s after the previous reply.
+async fn burst(target: &Target, local: IpAddr, stats: &Stats, started: Instant, ends: Instant) {
+    let mut client = match join_funnel(target, local, stats, started).await {
+        Ok(client) => client,
+        Err(error) => return failed(stats, &error),
+    };
+    // The conversation event was taken by the join: the first pause starts now.
+    let pause = || Duration::from_secs_f64(rand::rng().random_range(0.5..1.5));
+    match messages(&mut client, stats, ends, pause).await {
+        Ok(_) => client.close().await,
+        Err(error) => failed(stats, &error),
+    }
+}
+
+/// Visitors who join and stay: each holds its live conversation until the run ends.
+async fn join(target: &Target, local: IpAddr, stats: &Stats, started: Instant, ends: Instant) {
+    let mut client = match join_funnel(target, local, stats, started).await {
+        Ok(client) => client,
+        Err(error) => return failed(stats, &error),
+    };
+    tokio::select! {
+        error = client.hold() => failed(stats, &error),
+        () = tokio::time::sleep_until(ends) => client.close().await,
+    }
+}
+
 /// A send's acknowledgement: timed and counted when it says stored, an error when refused.
 pub(crate) fn acknowledged(ack: &Value, stats: &Stats, sent: Instant) -> Result<(), ClientError> {
     if ack.get("ok") != Some(&Value::Bool(true)) {
@@ -531,6 +607,10 @@ mod tests {
         assert_eq!(options.duration, Duration::from_secs(60));
         assert_eq!(options.think, Duration::from_secs(5));
         assert!(options.json);
+        for (name, scenario) in [("burst", Scenario::Burst), ("join", Scenario::Join)] {
+            let line = format!("--url http://127.0.0.1:8080 --scenario {name}");
+            assert_eq!(parse(&line).expect("parses").scenario, scenario);
+        }
         assert!(parse("--scenario idle").is_err_and(|e| e.contains("--url is required")));
         assert!(
             parse("--url http://x --scenario dance").is_err_and(|e| e.contains("unknown scenario"))

@@ -1,7 +1,8 @@
 //! Funnel conversations (one per visitor and funnel), the help funnel's record, and visitors.
 //!
 //! A conversation is saved whole with a version: a save only lands on the version before it, so
-//! two processes holding the same conversation cannot overwrite each other unnoticed.
+//! two processes holding the same conversation cannot overwrite each other unnoticed. The live
+//! conversations' saves and visits are committed in groups ([`super::batch`]).
 
 use chrono::{DateTime, Utc};
 use futures_util::FutureExt;
@@ -9,37 +10,21 @@ use futures_util::future::BoxFuture;
 use helpnow_actors::funnel::{Attribution, Conversation, ConversationKey, FunnelMessage};
 use helpnow_actors::ports::{FunnelStore, StoreError};
 use helpnow_actors::rules::FunnelKind;
-use surrealdb::types::SurrealValue;
+use surrealdb::types::{RecordId, SurrealValue};
 
 use super::Db;
-
-/// The fields a conversation row is written with (`$row.<field>`).
-const WRITTEN_FIELDS: &[&str] = &[
-    "funnel",
-    "version",
-    "flow",
-    "headline",
-    "keyword",
-    "campaignid",
-    "attribution",
-    "stage",
-    "junk_count",
-    "is_final",
-    "first_message_tracked",
-    "messages",
-    "checkout_deadline",
-    "checkout_started_at",
-    "created_at",
-    "updated_at",
-];
+use super::batch::{Write, WriteBatcher, Written};
 
 const READ_FIELDS: &str = "record::id(id) AS id, record::id(visitor) AS visitor_id, funnel, \
      version, flow ?? 'default' AS flow, headline ?? '' AS headline, attribution ?? {} AS attribution, \
      stage, junk_count, is_final, first_message_tracked, messages, checkout_deadline, \
      checkout_started_at, created_at, updated_at";
 
+/// A conversation as written: created with `CONTENT`, updated with `MERGE` (so the fields other
+/// writers keep on the row, the help funnel's `record` and the checkout's `user`, stay).
 #[derive(Debug, Clone, SurrealValue)]
-struct ConversationRow {
+pub struct ConversationRow {
+    visitor: RecordId,
     funnel: String,
     version: i64,
     flow: String,
@@ -83,6 +68,7 @@ fn to_row(conversation: &Conversation) -> Result<ConversationRow, StoreError> {
         StoreError::Failed(format!("cannot encode the {what}: {error}"))
     };
     Ok(ConversationRow {
+        visitor: RecordId::new("visitor", conversation.key.visitor_id.as_str()),
         funnel: conversation.key.funnel.as_str().to_owned(),
         version: i64::try_from(conversation.version).unwrap_or(i64::MAX),
         flow: conversation.flow.clone(),
@@ -167,42 +153,28 @@ pub async fn load_conversation(
     rows.into_iter().next().map(from_row).transpose()
 }
 
-pub async fn save_conversation(db: &Db, conversation: &Conversation) -> Result<(), StoreError> {
-    let row = to_row(conversation)?;
-    let set = WRITTEN_FIELDS
-        .iter()
-        .map(|field| format!("{field} = $row.{field}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let query = if conversation.version <= 1 {
-        // The unique (visitor, funnel) index turns a second process's creation into a conflict.
-        format!(
-            "CREATE type::record('funnel_conversation', $id) \
-             SET visitor = type::record('visitor', $visitor), {set} RETURN VALUE record::id(id)"
-        )
-    } else {
-        format!(
-            "UPDATE type::record('funnel_conversation', $id) SET {set} \
-             WHERE version = $previous RETURN VALUE record::id(id)"
-        )
-    };
-    let mut response = db
-        .query(query)
-        .bind(("id", conversation.id.clone()))
-        .bind(("visitor", conversation.key.visitor_id.clone()))
-        .bind((
-            "previous",
-            i64::try_from(conversation.version.saturating_sub(1)).unwrap_or(i64::MAX),
-        ))
-        .bind(("row", row))
-        .await
-        .and_then(|response| response.check())
-        .map_err(failed)?;
-    let saved: Vec<String> = response.take(0).map_err(failed)?;
-    if saved.is_empty() {
-        return Err(StoreError::Conflict);
+/// The write that saves `conversation`: its creation at version 1, otherwise an update that lands
+/// only on the version before it (so two processes holding it cannot overwrite each other).
+pub fn save_write(conversation: &Conversation) -> Result<Write, StoreError> {
+    Ok(Write::Conversation {
+        id: conversation.id.clone(),
+        previous: (conversation.version > 1)
+            .then(|| i64::try_from(conversation.version - 1).unwrap_or(i64::MAX)),
+        row: Box::new(to_row(conversation)?),
+    })
+}
+
+fn saved(written: Result<Written, surrealdb::Error>) -> Result<(), StoreError> {
+    match written.map_err(failed)? {
+        Written::Done => Ok(()),
+        Written::Conflict => Err(StoreError::Conflict),
     }
-    Ok(())
+}
+
+/// Saves a conversation in a transaction of its own (the actors' saves go through
+/// [`ConversationStore`], which commits them in groups).
+pub async fn save_conversation(db: &Db, conversation: &Conversation) -> Result<(), StoreError> {
+    saved(super::batch::write_alone(db, save_write(conversation)?).await)
 }
 
 /// A store call the actors wait for longer than this counts as failed: some of them pause the
@@ -221,49 +193,66 @@ async fn bounded<T>(
         })
 }
 
-/// The funnel actors' store port.
+/// The funnel actors' store port: loads read at once, saves are committed in groups.
 #[derive(Clone)]
-pub struct ConversationStore(pub Db);
+pub struct ConversationStore {
+    db: Db,
+    writes: WriteBatcher,
+}
+
+impl ConversationStore {
+    pub fn new(db: Db, writes: WriteBatcher) -> Self {
+        Self { db, writes }
+    }
+}
 
 impl FunnelStore for ConversationStore {
     fn load(
         &self,
         key: &ConversationKey,
     ) -> BoxFuture<'static, Result<Option<Conversation>, StoreError>> {
-        let db = self.0.clone();
+        let db = self.db.clone();
         let key = key.clone();
         async move { bounded(load_conversation(&db, &key)).await }.boxed()
     }
 
     fn save(&self, conversation: &Conversation) -> BoxFuture<'static, Result<(), StoreError>> {
-        let db = self.0.clone();
-        let conversation = conversation.clone();
-        async move { bounded(save_conversation(&db, &conversation)).await }.boxed()
+        let write = save_write(conversation);
+        let writes = self.writes.clone();
+        // No store turn: the batcher's few transactions are the turns.
+        async move {
+            let write = write?;
+            let written = tokio::time::timeout(STORE_CALL_TIMEOUT, writes.write(write))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(surrealdb::Error::internal(
+                        "the store did not answer in time".to_owned(),
+                    ))
+                });
+            saved(written)
+        }
+        .boxed()
     }
 }
 
-/// Notes a visitor's visit; the first ad click's attribution stays.
+/// The write that notes a visitor's visit; the first ad click's attribution stays.
+pub fn visit(visitor_id: &str, attribution: &Attribution) -> Write {
+    Write::Visitor {
+        id: visitor_id.to_owned(),
+        attribution: (!attribution.is_empty())
+            .then(|| serde_json::to_value(attribution).ok())
+            .flatten(),
+    }
+}
+
+/// Notes a visitor's visit, in a transaction of its own.
 pub async fn touch_visitor(
     db: &Db,
     visitor_id: &str,
     attribution: &Attribution,
 ) -> Result<(), surrealdb::Error> {
-    let attribution = (!attribution.is_empty())
-        .then(|| serde_json::to_value(attribution).ok())
-        .flatten();
-    super::retry_on_conflict(|| {
-        super::in_turn_bounded(async {
-            db.query(
-                "UPSERT type::record('visitor', $visitor) SET last_seen_at = time::now(), \
-                 acquisition = acquisition ?? $attribution",
-            )
-            .bind(("visitor", visitor_id.to_owned()))
-            .bind(("attribution", attribution.clone()))
-            .await?
-            .check()
-        })
-    })
-    .await?;
+    let write = visit(visitor_id, attribution);
+    super::retry_on_conflict(|| super::batch::write_alone(db, write.clone())).await?;
     Ok(())
 }
 

@@ -5,6 +5,7 @@
 //! `sync=every`, grouped under concurrency), so a write the API acknowledged survives `kill -9`.
 
 pub mod analytics;
+pub mod batch;
 pub mod billing;
 pub mod chats;
 pub mod funnels;

@@ -199,3 +199,83 @@ async fn sigterm_closes_real_time_connections_instead_of_waiting_for_them() {
         "{shutdown_log:?}"
     );
 }
+
+/// Funnel messages are written in groups (src/store/batch.rs): each visitor is told "stored" only
+/// once the group holding its message has committed, so `kill -9` right after the last
+/// acknowledgement (replies still being typed, later writes still in flight) loses none of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_funnel_messages_survive_kill_9_while_written_in_groups() {
+    use helpnow::loadtest::client::{Client, Target, ack_of, event_of};
+
+    let folder = tempfile::tempdir().expect("temp dir");
+    let database_url = format!("surrealkv://{}/store", folder.path().display());
+    let server = start(&database_url);
+    let url = url::Url::parse(&server.address).expect("address");
+    let target = Target {
+        address: format!(
+            "{}:{}",
+            url.host_str().expect("host"),
+            url.port().expect("port")
+        )
+        .parse()
+        .expect("a socket address"),
+        host: format!(
+            "{}:{}",
+            url.host_str().expect("host"),
+            url.port().expect("port")
+        ),
+    };
+    let visitors = 120;
+    let clients = (0..visitors).map(|n| {
+        let target = target.clone();
+        async move {
+            let visitor = format!("durable-visitor-{n:08}");
+            let auth = serde_json::json!({ "funnel": "chat", "visitorId": visitor });
+            let local = std::net::IpAddr::from([127, 0, 0, 1]);
+            let patience = Duration::from_secs(30);
+            let mut client = Client::connect(&target, local, "/funnel", &auth, None, patience)
+                .await
+                .expect("joins");
+            loop {
+                let packet = client.next_packet().await.expect("a packet");
+                if event_of(&packet).is_some_and(|(name, _)| name == "conversation") {
+                    break;
+                }
+            }
+            let text = format!("my printer {n} will not print");
+            let id = client
+                .emit_with_ack("send", serde_json::json!({ "text": text }))
+                .await
+                .expect("sent");
+            loop {
+                let packet = client.next_packet().await.expect("a packet");
+                if let Some(ack) = ack_of(&packet, id) {
+                    assert_eq!(ack["ok"], true, "{ack}");
+                    return (visitor, text, client);
+                }
+            }
+        }
+    });
+    let acknowledged = futures_util::future::join_all(clients).await;
+    server.kill_hard();
+
+    let mut settings = test_settings().database;
+    settings.url = database_url;
+    let db = helpnow::store::connect(&settings)
+        .await
+        .expect("the store opens in this process");
+    for (visitor, text, _client) in &acknowledged {
+        let key = helpnow_actors::funnel::ConversationKey {
+            visitor_id: visitor.clone(),
+            funnel: helpnow_actors::rules::FunnelKind::Chat,
+        };
+        let stored = helpnow::store::funnels::load_conversation(&db, &key)
+            .await
+            .expect("loads")
+            .expect("the conversation is on disk");
+        assert!(
+            stored.messages.iter().any(|m| &m.text == text),
+            "the acknowledged message of {visitor} is on disk"
+        );
+    }
+}

@@ -5,7 +5,11 @@
 
 use chrono::{TimeDelta, Utc};
 use helpnow::auth::token;
-use helpnow::store::funnels::{help_record, load_conversation, save_conversation};
+use helpnow::store::analytics::NewAnalyticsEvent;
+use helpnow::store::batch::{Write, WriteBatcher, Written, commit_together};
+use helpnow::store::funnels::{
+    help_record, load_conversation, save_conversation, save_write, visit,
+};
 use helpnow_actors::funnel::{Attribution, Conversation, ConversationKey, FunnelMessage, Speaker};
 use helpnow_actors::ports::StoreError;
 use helpnow_actors::rules::FunnelKind;
@@ -347,4 +351,202 @@ async fn a_checkout_link_redirects_and_marks_the_starting_browser_once() {
         assert_eq!(response.status(), 303);
         assert_eq!(response.headers()["location"], "/?success=demo");
     }
+}
+
+// Group commit (src/store/batch.rs): the real-time paths' writes committed together.
+
+fn conversation_for(visitor: &str) -> Conversation {
+    let mut fresh = conversation(&format!("c{visitor}"), visitor, 1);
+    fresh.checkout_deadline = None;
+    fresh
+}
+
+async fn stored_ids(app: &TestApp) -> Vec<String> {
+    app.db
+        .query("SELECT VALUE record::id(id) FROM funnel_conversation")
+        .await
+        .expect("query")
+        .take(0)
+        .expect("ids")
+}
+
+#[tokio::test]
+async fn a_batch_commits_its_writes_together_and_answers_each_one() {
+    let app = spawn_app().await;
+    let conversations: Vec<Conversation> = (0..40)
+        .map(|n| conversation_for(&format!("visitor-batch-{n:016}")))
+        .collect();
+    let mut writes: Vec<Write> = conversations
+        .iter()
+        .map(|c| save_write(c).expect("a write"))
+        .collect();
+    writes.push(visit(
+        "visitor-batch-0000000000000000",
+        &Attribution::default(),
+    ));
+    writes.push(Write::Analytics(NewAnalyticsEvent {
+        name: "chatbot_first_message".into(),
+        properties: json!({ "funnel": "chat" }),
+        visitor: Some("visitor-batch-0000000000000000".into()),
+        path: None,
+    }));
+    let outcomes = commit_together(&app.db, writes).await;
+    assert_eq!(outcomes.len(), 42);
+    assert!(
+        outcomes.iter().all(|o| *o == Ok(Written::Done)),
+        "{outcomes:?}"
+    );
+    assert_eq!(stored_ids(&app).await.len(), 40);
+    let loaded = load_conversation(&app.db, &conversations[7].key)
+        .await
+        .expect("loads")
+        .expect("found");
+    assert_eq!(loaded, conversations[7], "stored whole");
+    assert_eq!(
+        helpnow::store::analytics::count_named(&app.db, "chatbot_first_message")
+            .await
+            .expect("count"),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_failed_batch_fails_every_caller_in_it_and_stores_nothing() {
+    let app = spawn_app().await;
+    let mut writes: Vec<Write> = (0..10)
+        .map(|n| save_write(&conversation_for(&format!("visitor-fails-{n:016}"))).expect("a write"))
+        .collect();
+    // An event whose properties are not an object breaks the table's schema.
+    writes.insert(
+        5,
+        Write::Analytics(NewAnalyticsEvent {
+            name: "broken".into(),
+            properties: json!("not an object"),
+            visitor: None,
+            path: None,
+        }),
+    );
+    let outcomes = commit_together(&app.db, writes).await;
+    assert_eq!(outcomes.len(), 11);
+    assert!(outcomes.iter().all(Result::is_err), "{outcomes:?}");
+    assert!(
+        stored_ids(&app).await.is_empty(),
+        "no write of a failed batch is acknowledged or stored"
+    );
+}
+
+#[tokio::test]
+async fn a_conflict_in_a_batch_fails_only_its_own_write() {
+    let app = spawn_app().await;
+    let first = conversation_for("visitor-race-0000000000000000");
+    save_conversation(&app.db, &first).await.expect("created");
+    let mut second = first.clone();
+    second.version = 2;
+    second.stage = 2;
+    save_conversation(&app.db, &second)
+        .await
+        .expect("version 2");
+
+    // Another process's creation of the same visitor's conversation (the unique index), a stale
+    // update (from version 1 again), and fresh conversations, in one batch.
+    let mut rival = conversation_for("visitor-race-0000000000000000");
+    rival.id = "rival".into();
+    let mut stale = first.clone();
+    stale.version = 2;
+    let mut writes = vec![
+        save_write(&rival).expect("a write"),
+        save_write(&stale).expect("a write"),
+    ];
+    for n in 1..=5 {
+        writes.push(
+            save_write(&conversation_for(&format!("visitor-race-{n:016}"))).expect("a write"),
+        );
+    }
+    let outcomes = commit_together(&app.db, writes).await;
+    assert!(
+        outcomes[0].is_err(),
+        "the rival creation fails: {outcomes:?}"
+    );
+    assert_eq!(
+        outcomes[1],
+        Ok(Written::Conflict),
+        "the stale update lands nowhere"
+    );
+    assert!(
+        outcomes[2..].iter().all(|o| *o == Ok(Written::Done)),
+        "the others land: {outcomes:?}"
+    );
+    assert_eq!(stored_ids(&app).await.len(), 6);
+    let loaded = load_conversation(&app.db, &first.key)
+        .await
+        .expect("loads")
+        .expect("found");
+    assert_eq!(loaded.stage, 2, "the stale update changed nothing");
+}
+
+#[tokio::test]
+async fn an_update_keeps_what_other_writers_put_on_the_row_and_clears_what_it_clears() {
+    let app = spawn_app().await;
+    let first = conversation("conv-merge", "visitor-merge-000000000001", 1);
+    assert!(first.checkout_deadline.is_some());
+    save_conversation(&app.db, &first).await.expect("created");
+    app.db
+        .query("UPDATE type::record('funnel_conversation', 'conv-merge') SET user = type::record('user', 'someone')")
+        .await
+        .expect("query")
+        .check()
+        .expect("set");
+    let mut next = first.clone();
+    next.version = 2;
+    next.checkout_deadline = None;
+    next.checkout_started_at = Some(Utc::now());
+    save_conversation(&app.db, &next).await.expect("version 2");
+    let loaded = load_conversation(&app.db, &first.key)
+        .await
+        .expect("loads")
+        .expect("found");
+    assert_eq!(
+        loaded.checkout_deadline, None,
+        "a cleared deadline is cleared"
+    );
+    assert_eq!(loaded, next);
+    let user: Option<String> = app
+        .db
+        .query("RETURN record::id(type::record('funnel_conversation', 'conv-merge').user)")
+        .await
+        .expect("query")
+        .take(0)
+        .expect("a user");
+    assert_eq!(
+        user.as_deref(),
+        Some("someone"),
+        "the checkout's account link stays"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_writer_groups_writes_that_arrive_together_and_answers_each_once_committed() {
+    let app = spawn_app().await;
+    let writes = WriteBatcher::start(app.db.clone());
+    let saves = (0..600).map(|n| {
+        let writes = writes.clone();
+        async move {
+            let write =
+                save_write(&conversation_for(&format!("visitor-group-{n:016}"))).expect("a write");
+            writes.write(write).await
+        }
+    });
+    let outcomes = futures_util::future::join_all(saves).await;
+    assert!(
+        outcomes.iter().all(|o| *o == Ok(Written::Done)),
+        "{outcomes:?}"
+    );
+    // Every write answered as committed is there to read.
+    assert_eq!(stored_ids(&app).await.len(), 600);
+    let (transactions, written) = writes.counts();
+    assert_eq!(written, 600);
+    assert!(
+        transactions < 600,
+        "writes that arrived together were committed together ({transactions} transactions)"
+    );
 }

@@ -104,6 +104,60 @@ async fn the_load_generator_runs_funnel_conversations_and_times_every_send() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_burst_scenario_joins_everyone_at_once_and_runs_one_conversation_each() {
+    let app = spawn_app().await;
+    let mut burst = options(&app.address, Scenario::Burst, 6, 20.0);
+    burst.ramp = 100_000;
+    let outcome = loadtest::run(&burst)
+        .await
+        .expect("the run reaches the server");
+    let report = outcome.report.to_json(&outcome.stats);
+    assert!(outcome.passed, "{report}");
+    // One conversation each: three messages, three replies, the last one final.
+    assert_eq!(report["connections_opened"], 6, "{report}");
+    assert_eq!(report["join_ms"]["count"], 6, "{report}");
+    assert_eq!(report["messages_sent"], 18, "{report}");
+    assert_eq!(report["messages_acked"], 18, "{report}");
+    assert_eq!(report["replies"], 18, "{report}");
+    // Each client left after its final reply, long before the run's 20 s.
+    assert!(report["elapsed_s"].as_f64() < Some(18.0), "{report}");
+    let stored: Option<i64> = app
+        .db
+        .query("RETURN count(SELECT id FROM funnel_conversation WHERE is_final = true)")
+        .await
+        .expect("query")
+        .take(0)
+        .expect("a count");
+    assert_eq!(
+        stored,
+        Some(6),
+        "every conversation reached its final message"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_join_scenario_holds_live_conversations_until_the_end() {
+    let app = spawn_app().await;
+    let mut join = options(&app.address, Scenario::Join, 40, 2.0);
+    join.ramp = 100_000;
+    let outcome = loadtest::run(&join)
+        .await
+        .expect("the run reaches the server");
+    let report = outcome.report.to_json(&outcome.stats);
+    assert!(outcome.passed, "{report}");
+    assert_eq!(report["join_ms"]["count"], 40, "{report}");
+    assert!(
+        report["joined_at_ms"]["max"].as_f64() < Some(2000.0),
+        "{report}"
+    );
+    assert!(
+        report["server_actors_live_peak"].as_f64() >= Some(40.0),
+        "{report}"
+    );
+    assert_eq!(report["messages_sent"], 0, "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_load_generator_makes_members_and_times_their_streamed_replies() {
     // The generator's own mock provider, started here so the server can be pointed at it.
     let settings = options("http://127.0.0.1:1", Scenario::Member, 0, 0.0).ai;
