@@ -102,12 +102,12 @@ impl Application {
             Arc::new(crate::metrics::TimedAi::new(provider, &metrics))
         })?;
         let auth_throttle = Arc::new(AuthThrottle::new());
-        // The real-time paths' writes (conversation saves, visits, funnel events), committed in groups.
-        let funnel_writes = store::batch::WriteBatcher::start(db.clone());
+        // The live conversations' store calls (conversation loads and saves, visits, funnel
+        // events), committed in groups.
+        let funnel_store = store::batch::Batcher::start(db.clone());
         let funnel_registry = funnels::registry(
             &settings,
-            db.clone(),
-            funnel_writes.clone(),
+            funnel_store.clone(),
             ai.clone(),
             funnels::FunnelCheckouts {
                 billing: billing.clone(),
@@ -123,7 +123,7 @@ impl Application {
                 "/funnel",
                 funnels::FunnelNamespace::new(
                     funnel_registry,
-                    funnel_writes,
+                    funnel_store,
                     settings.realtime.funnel_joins_per_minute,
                 ),
             )

@@ -24,7 +24,7 @@ use crate::billing::Billing;
 use crate::billing::model::{Attribution, CheckoutSource};
 use crate::billing::service::{FunnelLink, StartCheckout};
 use crate::config::Settings;
-use crate::store::batch::{Write, WriteBatcher};
+use crate::store::batch::{Batcher, Statement};
 use crate::store::{self, Db};
 
 /// Where a checkout the funnel actor opened sends the browser: a one-time link that marks this
@@ -41,18 +41,17 @@ pub struct FunnelCheckouts {
 /// Builds the registry of funnel conversations for this process.
 pub fn registry(
     settings: &Settings,
-    db: Db,
-    writes: WriteBatcher,
+    batcher: Batcher,
     ai: Arc<dyn Ai>,
     checkouts: FunnelCheckouts,
     scripts: Arc<FunnelScripts>,
     telemetry: Arc<dyn Telemetry>,
 ) -> FunnelRegistry {
     FunnelRegistry::new(Deps {
-        store: Arc::new(store::funnels::ConversationStore::new(db, writes.clone())),
+        store: Arc::new(store::funnels::ConversationStore::new(batcher.clone())),
         ai,
         checkout: Arc::new(checkouts),
-        analytics: Arc::new(StoredAnalytics(writes)),
+        analytics: Arc::new(StoredAnalytics(batcher)),
         clock: Arc::new(SystemClock),
         scripts,
         telemetry,
@@ -118,11 +117,11 @@ impl FunnelCheckout for FunnelCheckouts {
 
 /// Funnel events go to the analytics table with the conversations' writes; a failure is logged,
 /// never shown to the visitor.
-struct StoredAnalytics(WriteBatcher);
+struct StoredAnalytics(Batcher);
 
 impl Analytics for StoredAnalytics {
     fn record(&self, event: &'static str, visitor_id: &str, properties: serde_json::Value) {
-        let writes = self.0.clone();
+        let batcher = self.0.clone();
         let event = store::analytics::NewAnalyticsEvent {
             name: event.to_owned(),
             properties,
@@ -130,7 +129,7 @@ impl Analytics for StoredAnalytics {
             path: None,
         };
         tokio::spawn(async move {
-            if let Err(error) = writes.write(Write::Analytics(event)).await {
+            if let Err(error) = batcher.submit(Statement::Analytics(event)).await {
                 tracing::warn!(%error, "a funnel analytics event could not be stored");
             }
         });

@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use crate::realtime::{AckSender, ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
 use crate::routes::client::AddressLimiter;
 use crate::store;
-use crate::store::batch::WriteBatcher;
+use crate::store::batch::Batcher;
 
 /// The cookie that names a visitor (set with the pages, HttpOnly).
 pub const VISITOR_COOKIE: &str = "vid";
@@ -35,7 +35,7 @@ pub fn valid_visitor_id(value: &str) -> bool {
 
 pub struct FunnelNamespace {
     registry: FunnelRegistry,
-    writes: WriteBatcher,
+    batcher: Batcher,
     /// Conversations (and rejoins) per address and minute (`realtime.funnel_joins_per_minute`):
     /// a tab's reconnects fit easily, a script opening conversation after conversation (each a
     /// stored row, an actor, AI calls) does not.
@@ -43,10 +43,10 @@ pub struct FunnelNamespace {
 }
 
 impl FunnelNamespace {
-    pub fn new(registry: FunnelRegistry, writes: WriteBatcher, joins_per_minute: u32) -> Self {
+    pub fn new(registry: FunnelRegistry, batcher: Batcher, joins_per_minute: u32) -> Self {
         Self {
             registry,
-            writes,
+            batcher,
             joins: (joins_per_minute > 0)
                 .then(|| AddressLimiter::per_minute(joins_per_minute, joins_per_minute)),
         }
@@ -122,9 +122,9 @@ impl Namespace for FunnelNamespace {
         // The visit is noted beside the join, not before it: nothing in the conversation waits
         // for it.
         let visit = store::funnels::visit(&visitor_id, &attribution);
-        let writes = self.writes.clone();
+        let batcher = self.batcher.clone();
         tokio::spawn(async move {
-            if let Err(error) = writes.write(visit).await {
+            if let Err(error) = batcher.submit(visit).await {
                 tracing::warn!(%error, "a visitor could not be recorded");
             }
         });

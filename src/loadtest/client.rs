@@ -6,12 +6,16 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use actix_codec::Framed;
 use actix_http::ws;
+use bytes::BytesMut;
 use futures_util::{SinkExt, StreamExt};
 use rand::Rng;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::realtime::{engineio, socketio};
@@ -63,7 +67,7 @@ pub struct Target {
 
 /// A Socket.IO socket of one namespace.
 pub struct Client {
-    framed: Framed<TcpStream, ws::Codec>,
+    framed: Framed<Upgraded, ws::Codec>,
     namespace: String,
     next_ack: u64,
 }
@@ -79,11 +83,12 @@ impl Client {
         cookie: Option<&str>,
         patience: Duration,
     ) -> Result<Self, ClientError> {
-        let stream = tokio::time::timeout(patience, upgrade(target, local, cookie))
+        let (stream, read) = tokio::time::timeout(patience, upgrade(target, local, cookie))
             .await
             .map_err(|_| ClientError::Timeout("the upgrade"))??;
+        let codec = ws::Codec::new().client_mode().max_size(MAX_FRAME);
         let mut client = Self {
-            framed: Framed::new(stream, ws::Codec::new().client_mode().max_size(MAX_FRAME)),
+            framed: Framed::new(Upgraded { read, stream }, codec),
             namespace: namespace.to_owned(),
             next_ack: 0,
         };
@@ -241,7 +246,7 @@ async fn upgrade(
     target: &Target,
     local: IpAddr,
     cookie: Option<&str>,
-) -> Result<TcpStream, ClientError> {
+) -> Result<(TcpStream, BytesMut), ClientError> {
     let socket = match target.address {
         SocketAddr::V4(_) => TcpSocket::new_v4(),
         SocketAddr::V6(_) => TcpSocket::new_v6(),
@@ -269,19 +274,70 @@ async fn upgrade(
         .write_all(request.as_bytes())
         .await
         .map_err(ClientError::Connect)?;
-    // Read the answer's head byte by byte up to its blank line, so no frame after it is taken.
-    let mut head = Vec::with_capacity(256);
-    while !head.ends_with(b"\r\n\r\n") {
-        if head.len() > MAX_UPGRADE_RESPONSE {
+    // Read the answer's head up to its blank line; what came after it (the first frames) is
+    // the start of the WebSocket stream.
+    let mut read = BytesMut::with_capacity(1024);
+    let end = loop {
+        if let Some(at) = read.windows(4).position(|window| window == b"\r\n\r\n") {
+            break at + 4;
+        }
+        if read.len() > MAX_UPGRADE_RESPONSE {
             return Err(ClientError::Upgrade("the answer's head is too long".into()));
         }
-        let byte = stream.read_u8().await.map_err(|_| ClientError::Closed)?;
-        head.push(byte);
-    }
+        if stream
+            .read_buf(&mut read)
+            .await
+            .map_err(|_| ClientError::Closed)?
+            == 0
+        {
+            return Err(ClientError::Closed);
+        }
+    };
+    let head = read.split_to(end);
     let head = String::from_utf8_lossy(&head);
     let status = head.lines().next().unwrap_or_default().to_owned();
     if !status.contains(" 101 ") {
         return Err(ClientError::Upgrade(status));
     }
-    Ok(stream)
+    Ok((stream, read))
+}
+
+/// The upgraded connection: what was read past the upgrade's head (the first frames), then the
+/// socket. (A `Framed` built from parts with a read buffer decodes it only once more bytes come.)
+struct Upgraded {
+    read: BytesMut,
+    stream: TcpStream,
+}
+
+impl AsyncRead for Upgraded {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if self.read.is_empty() {
+            return Pin::new(&mut self.stream).poll_read(cx, buf);
+        }
+        let taken = self.read.len().min(buf.remaining());
+        buf.put_slice(&self.read.split_to(taken));
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for Upgraded {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, data)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
 }

@@ -237,6 +237,16 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
     let ends = started + options.duration;
     let peak = Arc::new(std::sync::Mutex::new(before));
     let sampler = tokio::spawn(sample_peak(http.clone(), metrics_url.clone(), peak.clone()));
+    // What the server holds just before the clients leave: the cost of what they hold (idle
+    // connections, live conversations), apart from the transient peak of getting them in.
+    let holding = tokio::spawn({
+        let (http, url) = (http.clone(), metrics_url.clone());
+        let at = ends - (options.duration / 10).min(Duration::from_secs(1));
+        async move {
+            tokio::time::sleep_until(at).await;
+            server_use(&http, &url).await
+        }
+    });
 
     let mut clients = Vec::with_capacity(options.connections as usize);
     for index in 0..options.connections {
@@ -280,6 +290,13 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     peak.rss_bytes = max_of(peak.rss_bytes, after.rss_bytes);
+    // A run whose clients all finished early (burst) held nothing at its end.
+    let held = if holding.is_finished() {
+        holding.await.unwrap_or_default()
+    } else {
+        holding.abort();
+        ServerUse::default()
+    };
     let report = Report {
         scenario: options.scenario.name().to_owned(),
         connections: opened,
@@ -287,6 +304,7 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
         before,
         peak,
         after,
+        held,
         server_timers: stats::ServerTimers::between(&before_text, &after_text),
     };
     let load =

@@ -289,6 +289,8 @@ pub struct Report {
     pub before: ServerUse,
     pub peak: ServerUse,
     pub after: ServerUse,
+    /// Just before the clients leave (a tenth of the run, at most a second, before its end).
+    pub held: ServerUse,
     pub server_timers: ServerTimers,
 }
 
@@ -305,6 +307,7 @@ impl Report {
             (Some(before), Some(after)) => Some(after - before),
             _ => None,
         };
+        let opened = load(&stats.connections_opened);
         let mut report = json!({
             "scenario": self.scenario,
             "connections": self.connections,
@@ -318,6 +321,11 @@ impl Report {
             "errors_by_kind": stats.errors(),
             "server_rss_bytes": self.peak.rss_bytes,
             "server_rss_before_bytes": self.before.rss_bytes,
+            "server_rss_held_bytes": self.held.rss_bytes,
+            "server_rss_held_per_connection_bytes": match (self.before.rss_bytes, self.held.rss_bytes) {
+                (Some(before), Some(held)) => Some(((held - before) / opened.max(1) as f64).round()),
+                _ => None,
+            },
             "server_cpu_seconds": cpu,
             "server_realtime_connections_peak": self.peak.realtime_connections,
             "server_actors_live_peak": self.peak.actors_live,
@@ -384,13 +392,22 @@ impl Report {
             }
         }
         if let (Some(before), Some(peak)) = (self.before.rss_bytes, self.peak.rss_bytes) {
-            let held = self.peak.realtime_connections.unwrap_or(0.0).max(1.0);
             out.push_str(&format!(
-                "  server memory          {:.1} MiB before, {:.1} MiB at peak ({:.0} bytes per connection held)\n",
+                "  server memory          {:.1} MiB before, {:.1} MiB at peak",
                 before / 1048576.0,
                 peak / 1048576.0,
-                (peak - before) / held
             ));
+            if let (Some(held), Some(each)) = (
+                self.held.rss_bytes,
+                json["server_rss_held_per_connection_bytes"].as_f64(),
+            ) {
+                out.push_str(&format!(
+                    ", {:.1} MiB held before the end ({:.0} bytes per connection opened)",
+                    held / 1048576.0,
+                    each
+                ));
+            }
+            out.push('\n');
         }
         if let Some(cpu) = json["server_cpu_seconds"].as_f64() {
             out.push_str(&format!("  server cpu             {cpu:.2} s\n"));

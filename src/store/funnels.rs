@@ -13,9 +13,9 @@ use helpnow_actors::rules::FunnelKind;
 use surrealdb::types::{RecordId, SurrealValue};
 
 use super::Db;
-use super::batch::{Write, WriteBatcher, Written};
+use super::batch::{Batcher, Outcome, Statement};
 
-const READ_FIELDS: &str = "record::id(id) AS id, record::id(visitor) AS visitor_id, funnel, \
+pub(super) const READ_FIELDS: &str = "record::id(id) AS id, record::id(visitor) AS visitor_id, funnel, \
      version, flow ?? 'default' AS flow, headline ?? '' AS headline, attribution ?? {} AS attribution, \
      stage, junk_count, is_final, first_message_tracked, messages, checkout_deadline, \
      checkout_started_at, created_at, updated_at";
@@ -135,28 +135,37 @@ fn failed(error: surrealdb::Error) -> StoreError {
     }
 }
 
+/// The statement that reads a visitor's conversation of one funnel.
+pub fn load_statement(key: &ConversationKey) -> Statement {
+    Statement::LoadConversation {
+        visitor: key.visitor_id.clone(),
+        funnel: key.funnel.as_str().to_owned(),
+    }
+}
+
+fn loaded(outcome: Result<Outcome, surrealdb::Error>) -> Result<Option<Conversation>, StoreError> {
+    match outcome.map_err(failed)? {
+        Outcome::Loaded(Some(row)) => from_row(StoredRow::from_value(row).map_err(|error| {
+            StoreError::Failed(format!("a stored conversation cannot be read: {error}"))
+        })?)
+        .map(Some),
+        Outcome::Loaded(None) => Ok(None),
+        other => Err(StoreError::Failed(format!("a load answered {other:?}"))),
+    }
+}
+
+/// Reads a visitor's conversation of one funnel, in a transaction of its own.
 pub async fn load_conversation(
     db: &Db,
     key: &ConversationKey,
 ) -> Result<Option<Conversation>, StoreError> {
-    let mut response = db
-        .query(format!(
-            "SELECT {READ_FIELDS} FROM funnel_conversation \
-             WHERE visitor = type::record('visitor', $visitor) AND funnel = $funnel LIMIT 1"
-        ))
-        .bind(("visitor", key.visitor_id.clone()))
-        .bind(("funnel", key.funnel.as_str()))
-        .await
-        .and_then(|response| response.check())
-        .map_err(failed)?;
-    let rows: Vec<StoredRow> = response.take(0).map_err(failed)?;
-    rows.into_iter().next().map(from_row).transpose()
+    loaded(super::batch::run_alone(db, load_statement(key)).await)
 }
 
-/// The write that saves `conversation`: its creation at version 1, otherwise an update that lands
-/// only on the version before it (so two processes holding it cannot overwrite each other).
-pub fn save_write(conversation: &Conversation) -> Result<Write, StoreError> {
-    Ok(Write::Conversation {
+/// The statement that saves `conversation`: its creation at version 1, otherwise an update that
+/// lands only on the version before it (so two processes holding it cannot overwrite each other).
+pub fn save_statement(conversation: &Conversation) -> Result<Statement, StoreError> {
+    Ok(Statement::Conversation {
         id: conversation.id.clone(),
         previous: (conversation.version > 1)
             .then(|| i64::try_from(conversation.version - 1).unwrap_or(i64::MAX)),
@@ -164,45 +173,52 @@ pub fn save_write(conversation: &Conversation) -> Result<Write, StoreError> {
     })
 }
 
-fn saved(written: Result<Written, surrealdb::Error>) -> Result<(), StoreError> {
-    match written.map_err(failed)? {
-        Written::Done => Ok(()),
-        Written::Conflict => Err(StoreError::Conflict),
+fn saved(outcome: Result<Outcome, surrealdb::Error>) -> Result<(), StoreError> {
+    match outcome.map_err(failed)? {
+        Outcome::Done => Ok(()),
+        Outcome::Conflict => Err(StoreError::Conflict),
+        other => Err(StoreError::Failed(format!("a save answered {other:?}"))),
     }
 }
 
 /// Saves a conversation in a transaction of its own (the actors' saves go through
 /// [`ConversationStore`], which commits them in groups).
 pub async fn save_conversation(db: &Db, conversation: &Conversation) -> Result<(), StoreError> {
-    saved(super::batch::write_alone(db, save_write(conversation)?).await)
+    saved(super::batch::run_alone(db, save_statement(conversation)?).await)
 }
 
 /// A store call the actors wait for longer than this counts as failed: some of them pause the
 /// conversation while they wait, and a hung database must not freeze it.
 const STORE_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
-async fn bounded<T>(
-    call: impl std::future::Future<Output = Result<T, StoreError>>,
-) -> Result<T, StoreError> {
-    tokio::time::timeout(STORE_CALL_TIMEOUT, super::in_turn(call))
-        .await
-        .unwrap_or_else(|_| {
-            Err(StoreError::Failed(
-                "the store did not answer in time".into(),
-            ))
-        })
-}
-
-/// The funnel actors' store port: loads read at once, saves are committed in groups.
+/// The funnel actors' store port: their loads and saves run in groups ([`Batcher`]).
 #[derive(Clone)]
-pub struct ConversationStore {
-    db: Db,
-    writes: WriteBatcher,
-}
+pub struct ConversationStore(Batcher);
 
 impl ConversationStore {
-    pub fn new(db: Db, writes: WriteBatcher) -> Self {
-        Self { db, writes }
+    pub fn new(batcher: Batcher) -> Self {
+        Self(batcher)
+    }
+
+    /// Runs `statement` with the others waiting; a call that takes too long counts as failed.
+    fn submit(
+        &self,
+        statement: Result<Statement, StoreError>,
+    ) -> impl std::future::Future<Output = Result<Result<Outcome, surrealdb::Error>, StoreError>> + 'static
+    {
+        let batcher = self.0.clone();
+        async move {
+            let statement = statement?;
+            Ok(
+                tokio::time::timeout(STORE_CALL_TIMEOUT, batcher.submit(statement))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(surrealdb::Error::internal(
+                            "the store did not answer in time".to_owned(),
+                        ))
+                    }),
+            )
+        }
     }
 }
 
@@ -211,33 +227,19 @@ impl FunnelStore for ConversationStore {
         &self,
         key: &ConversationKey,
     ) -> BoxFuture<'static, Result<Option<Conversation>, StoreError>> {
-        let db = self.db.clone();
-        let key = key.clone();
-        async move { bounded(load_conversation(&db, &key)).await }.boxed()
+        let call = self.submit(Ok(load_statement(key)));
+        async move { loaded(call.await?) }.boxed()
     }
 
     fn save(&self, conversation: &Conversation) -> BoxFuture<'static, Result<(), StoreError>> {
-        let write = save_write(conversation);
-        let writes = self.writes.clone();
-        // No store turn: the batcher's few transactions are the turns.
-        async move {
-            let write = write?;
-            let written = tokio::time::timeout(STORE_CALL_TIMEOUT, writes.write(write))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(surrealdb::Error::internal(
-                        "the store did not answer in time".to_owned(),
-                    ))
-                });
-            saved(written)
-        }
-        .boxed()
+        let call = self.submit(save_statement(conversation));
+        async move { saved(call.await?) }.boxed()
     }
 }
 
-/// The write that notes a visitor's visit; the first ad click's attribution stays.
-pub fn visit(visitor_id: &str, attribution: &Attribution) -> Write {
-    Write::Visitor {
+/// The statement that notes a visitor's visit; the first ad click's attribution stays.
+pub fn visit(visitor_id: &str, attribution: &Attribution) -> Statement {
+    Statement::Visitor {
         id: visitor_id.to_owned(),
         attribution: (!attribution.is_empty())
             .then(|| serde_json::to_value(attribution).ok())
@@ -251,8 +253,8 @@ pub async fn touch_visitor(
     visitor_id: &str,
     attribution: &Attribution,
 ) -> Result<(), surrealdb::Error> {
-    let write = visit(visitor_id, attribution);
-    super::retry_on_conflict(|| super::batch::write_alone(db, write.clone())).await?;
+    let statement = visit(visitor_id, attribution);
+    super::retry_on_conflict(|| super::batch::run_alone(db, statement.clone())).await?;
     Ok(())
 }
 

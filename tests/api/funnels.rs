@@ -6,9 +6,9 @@
 use chrono::{TimeDelta, Utc};
 use helpnow::auth::token;
 use helpnow::store::analytics::NewAnalyticsEvent;
-use helpnow::store::batch::{Write, WriteBatcher, Written, commit_together};
+use helpnow::store::batch::{Batcher, Outcome, Statement, commit_together};
 use helpnow::store::funnels::{
-    help_record, load_conversation, save_conversation, save_write, visit,
+    help_record, load_conversation, load_statement, save_conversation, save_statement, visit,
 };
 use helpnow_actors::funnel::{Attribution, Conversation, ConversationKey, FunnelMessage, Speaker};
 use helpnow_actors::ports::StoreError;
@@ -376,15 +376,15 @@ async fn a_batch_commits_its_writes_together_and_answers_each_one() {
     let conversations: Vec<Conversation> = (0..40)
         .map(|n| conversation_for(&format!("visitor-batch-{n:016}")))
         .collect();
-    let mut writes: Vec<Write> = conversations
+    let mut writes: Vec<Statement> = conversations
         .iter()
-        .map(|c| save_write(c).expect("a write"))
+        .map(|c| save_statement(c).expect("a write"))
         .collect();
     writes.push(visit(
         "visitor-batch-0000000000000000",
         &Attribution::default(),
     ));
-    writes.push(Write::Analytics(NewAnalyticsEvent {
+    writes.push(Statement::Analytics(NewAnalyticsEvent {
         name: "chatbot_first_message".into(),
         properties: json!({ "funnel": "chat" }),
         visitor: Some("visitor-batch-0000000000000000".into()),
@@ -393,7 +393,7 @@ async fn a_batch_commits_its_writes_together_and_answers_each_one() {
     let outcomes = commit_together(&app.db, writes).await;
     assert_eq!(outcomes.len(), 42);
     assert!(
-        outcomes.iter().all(|o| *o == Ok(Written::Done)),
+        outcomes.iter().all(|o| *o == Ok(Outcome::Done)),
         "{outcomes:?}"
     );
     assert_eq!(stored_ids(&app).await.len(), 40);
@@ -402,6 +402,24 @@ async fn a_batch_commits_its_writes_together_and_answers_each_one() {
         .expect("loads")
         .expect("found");
     assert_eq!(loaded, conversations[7], "stored whole");
+
+    // Loads ride along in a batch: each gets its own conversation, or none.
+    let missing = conversation_for("visitor-batch-missing-00000001");
+    let outcomes = commit_together(
+        &app.db,
+        vec![
+            load_statement(&conversations[3].key),
+            load_statement(&missing.key),
+            save_statement(&missing).expect("a statement"),
+        ],
+    )
+    .await;
+    assert!(
+        matches!(&outcomes[0], Ok(Outcome::Loaded(Some(_)))),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[1], Ok(Outcome::Loaded(None)));
+    assert_eq!(outcomes[2], Ok(Outcome::Done));
     assert_eq!(
         helpnow::store::analytics::count_named(&app.db, "chatbot_first_message")
             .await
@@ -413,13 +431,15 @@ async fn a_batch_commits_its_writes_together_and_answers_each_one() {
 #[tokio::test]
 async fn a_failed_batch_fails_every_caller_in_it_and_stores_nothing() {
     let app = spawn_app().await;
-    let mut writes: Vec<Write> = (0..10)
-        .map(|n| save_write(&conversation_for(&format!("visitor-fails-{n:016}"))).expect("a write"))
+    let mut writes: Vec<Statement> = (0..10)
+        .map(|n| {
+            save_statement(&conversation_for(&format!("visitor-fails-{n:016}"))).expect("a write")
+        })
         .collect();
     // An event whose properties are not an object breaks the table's schema.
     writes.insert(
         5,
-        Write::Analytics(NewAnalyticsEvent {
+        Statement::Analytics(NewAnalyticsEvent {
             name: "broken".into(),
             properties: json!("not an object"),
             visitor: None,
@@ -454,12 +474,12 @@ async fn a_conflict_in_a_batch_fails_only_its_own_write() {
     let mut stale = first.clone();
     stale.version = 2;
     let mut writes = vec![
-        save_write(&rival).expect("a write"),
-        save_write(&stale).expect("a write"),
+        save_statement(&rival).expect("a write"),
+        save_statement(&stale).expect("a write"),
     ];
     for n in 1..=5 {
         writes.push(
-            save_write(&conversation_for(&format!("visitor-race-{n:016}"))).expect("a write"),
+            save_statement(&conversation_for(&format!("visitor-race-{n:016}"))).expect("a write"),
         );
     }
     let outcomes = commit_together(&app.db, writes).await;
@@ -469,11 +489,11 @@ async fn a_conflict_in_a_batch_fails_only_its_own_write() {
     );
     assert_eq!(
         outcomes[1],
-        Ok(Written::Conflict),
+        Ok(Outcome::Conflict),
         "the stale update lands nowhere"
     );
     assert!(
-        outcomes[2..].iter().all(|o| *o == Ok(Written::Done)),
+        outcomes[2..].iter().all(|o| *o == Ok(Outcome::Done)),
         "the others land: {outcomes:?}"
     );
     assert_eq!(stored_ids(&app).await.len(), 6);
@@ -527,18 +547,18 @@ async fn an_update_keeps_what_other_writers_put_on_the_row_and_clears_what_it_cl
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_writer_groups_writes_that_arrive_together_and_answers_each_once_committed() {
     let app = spawn_app().await;
-    let writes = WriteBatcher::start(app.db.clone());
+    let writes = Batcher::start(app.db.clone());
     let saves = (0..600).map(|n| {
         let writes = writes.clone();
         async move {
-            let write =
-                save_write(&conversation_for(&format!("visitor-group-{n:016}"))).expect("a write");
-            writes.write(write).await
+            let write = save_statement(&conversation_for(&format!("visitor-group-{n:016}")))
+                .expect("a write");
+            writes.submit(write).await
         }
     });
     let outcomes = futures_util::future::join_all(saves).await;
     assert!(
-        outcomes.iter().all(|o| *o == Ok(Written::Done)),
+        outcomes.iter().all(|o| *o == Ok(Outcome::Done)),
         "{outcomes:?}"
     );
     // Every write answered as committed is there to read.

@@ -155,6 +155,11 @@ async fn the_join_scenario_holds_live_conversations_until_the_end() {
         "{report}"
     );
     assert_eq!(report["messages_sent"], 0, "{report}");
+    // The server's memory while it held them, apart from the peak of getting them in.
+    assert!(
+        report["server_rss_held_per_connection_bytes"].as_f64() > Some(0.0),
+        "{report}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
