@@ -2,6 +2,11 @@ use helpnow::config::Settings;
 use helpnow::startup::Application;
 use helpnow::telemetry;
 
+/// mimalloc instead of the system allocator: allocation was a fifth of the server's CPU under load
+/// (docs/benchmarks.md), and glibc's per-thread arenas kept freed memory.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let settings = match Settings::load() {
