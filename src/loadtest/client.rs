@@ -4,10 +4,9 @@
 //! the product's own Engine.IO and Socket.IO codecs. Pings are answered as they come.
 
 use std::net::{IpAddr, SocketAddr};
-use std::time::Duration;
-
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use actix_codec::Framed;
 use actix_http::ws;

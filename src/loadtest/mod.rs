@@ -261,7 +261,9 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
         clients.push(tokio::spawn(async move {
             match options.scenario {
                 Scenario::Idle => idle(&target, local, &stats, ends).await,
-                Scenario::Funnel => funnel(&target, local, &stats, ends, options.think).await,
+                Scenario::Funnel => {
+                    funnel(&target, local, &stats, started, ends, options.think).await
+                }
                 Scenario::Burst => burst(&target, local, &stats, started, ends).await,
                 Scenario::Join => join(&target, local, &stats, started, ends).await,
                 Scenario::Member => {
@@ -422,22 +424,25 @@ pub(crate) fn jittered(think: Duration) -> Duration {
     think.mul_f64(rand::rng().random_range(0.8..1.2))
 }
 
-async fn funnel(target: &Target, local: IpAddr, stats: &Stats, ends: Instant, think: Duration) {
+async fn funnel(
+    target: &Target,
+    local: IpAddr,
+    stats: &Stats,
+    started: Instant,
+    ends: Instant,
+    think: Duration,
+) {
     while Instant::now() < ends {
-        let auth = json!({ "funnel": "chat", "visitorId": visitor_id() });
-        let mut client =
-            match Client::connect(target, local, "/funnel", &auth, None, PATIENCE).await {
-                Ok(client) => client,
-                Err(error) => {
-                    Stats::count(&stats.connections_failed);
-                    failed(stats, &error);
-                    // A refused or failed connection is not retried in a tight loop.
-                    tokio::time::sleep(think).await;
-                    continue;
-                }
-            };
-        Stats::count(&stats.connections_opened);
-        match conversation(&mut client, stats, ends, || jittered(think)).await {
+        let mut client = match join_funnel(target, local, stats, started).await {
+            Ok(client) => client,
+            Err(error) => {
+                failed(stats, &error);
+                // A refused or failed join is not retried in a tight loop.
+                tokio::time::sleep(think).await;
+                continue;
+            }
+        };
+        match messages(&mut client, stats, ends, || jittered(think)).await {
             Ok(Finished::Conversation) => client.close().await,
             Ok(Finished::Run) => return client.close().await,
             Err(error) => failed(stats, &error),
@@ -453,18 +458,8 @@ pub(crate) enum Finished {
     Run,
 }
 
-/// One conversation: its three messages, each timed to its ack and to the assistant's reply.
-async fn conversation(
-    client: &mut Client,
-    stats: &Stats,
-    ends: Instant,
-    pause: impl Fn() -> Duration,
-) -> Result<Finished, ClientError> {
-    wait_for(client, is_conversation).await?;
-    messages(client, stats, ends, pause).await
-}
-
-/// The three messages of a joined conversation, each after `pause()`.
+/// The three messages of a joined conversation, each after `pause()`, each timed to its ack and
+/// to the assistant's reply.
 async fn messages(
     client: &mut Client,
     stats: &Stats,
@@ -559,7 +554,7 @@ async fn burst(target: &Target, local: IpAddr, stats: &Stats, started: Instant, 
         Ok(client) => client,
         Err(error) => return failed(stats, &error),
     };
-    // The conversation event was taken by the join: the first pause starts now.
+    // The join waited for the conversation event: the first pause starts now.
     let pause = || Duration::from_secs_f64(rand::rng().random_range(0.5..1.5));
     match messages(&mut client, stats, ends, pause).await {
         Ok(_) => client.close().await,

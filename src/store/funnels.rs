@@ -203,21 +203,17 @@ impl ConversationStore {
     /// Runs `statement` with the others waiting; a call that takes too long counts as failed.
     fn submit(
         &self,
-        statement: Result<Statement, StoreError>,
-    ) -> impl std::future::Future<Output = Result<Result<Outcome, surrealdb::Error>, StoreError>> + 'static
-    {
+        statement: Statement,
+    ) -> impl std::future::Future<Output = Result<Outcome, surrealdb::Error>> + 'static {
         let batcher = self.0.clone();
         async move {
-            let statement = statement?;
-            Ok(
-                tokio::time::timeout(STORE_CALL_TIMEOUT, batcher.submit(statement))
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(surrealdb::Error::internal(
-                            "the store did not answer in time".to_owned(),
-                        ))
-                    }),
-            )
+            tokio::time::timeout(STORE_CALL_TIMEOUT, batcher.submit(statement))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(surrealdb::Error::internal(
+                        "the store did not answer in time".to_owned(),
+                    ))
+                })
         }
     }
 }
@@ -227,13 +223,13 @@ impl FunnelStore for ConversationStore {
         &self,
         key: &ConversationKey,
     ) -> BoxFuture<'static, Result<Option<Conversation>, StoreError>> {
-        let call = self.submit(Ok(load_statement(key)));
-        async move { loaded(call.await?) }.boxed()
+        let call = self.submit(load_statement(key));
+        async move { loaded(call.await) }.boxed()
     }
 
     fn save(&self, conversation: &Conversation) -> BoxFuture<'static, Result<(), StoreError>> {
-        let call = self.submit(save_statement(conversation));
-        async move { saved(call.await?) }.boxed()
+        let call = save_statement(conversation).map(|statement| self.submit(statement));
+        async move { saved(call?.await) }.boxed()
     }
 }
 
@@ -254,7 +250,8 @@ pub async fn touch_visitor(
     attribution: &Attribution,
 ) -> Result<(), surrealdb::Error> {
     let statement = visit(visitor_id, attribution);
-    super::retry_on_conflict(|| super::batch::run_alone(db, statement.clone())).await?;
+    super::retry_on_conflict(|| super::in_turn(super::batch::run_alone(db, statement.clone())))
+        .await?;
     Ok(())
 }
 
