@@ -7,7 +7,8 @@
 //!
 //! Shape: a `chat` record (title, `updated_at` = last activity, and `preview`: the history list's
 //! cut of its last message, kept up to date by every write so listing is one indexed read) and one
-//! `message` record per message, linked by `chat` and read through the `(chat, created_at)` index.
+//! `message` record per message, linked by `chat` and read through the `(chat, created_at)` index
+//! (oldest first) or the `(chat, newest_first)` index (newest first, always scanning forward).
 //!
 //! Concurrency: a message is created in the same transaction that bumps its chat, and a chat is
 //! deleted with its messages in one transaction, so an append racing a delete either lands before
@@ -391,9 +392,20 @@ pub async fn chat_with_messages(
     Ok(Some((chat.into(), messages)))
 }
 
+/// A chat's last `$last` messages, newest first (`$id`: the chat, `$user`: its owner).
+fn recent_messages() -> String {
+    format!(
+        "SELECT {MESSAGE_FIELDS} FROM message \
+         WHERE chat = type::record('chat', $id) AND chat.user = type::record('user', $user) \
+         ORDER BY newest_first ASC LIMIT $last"
+    )
+}
+
 /// The member's chat with its last `last` messages, oldest first (what the AI sees of it);
-/// `None` when the member has no such chat. Read newest first through the `(chat, created_at)`
-/// index, so a long chat costs no more than a short one.
+/// `None` when the member has no such chat. Read forward through the `(chat, newest_first)`
+/// index, newest first, so a long chat costs no more than a short one. Not `ORDER BY created_at
+/// DESC`: SurrealKV walks a reverse scan back from the end of its in-memory table one entry at a
+/// time, so that read grew with everything written since the last flush (migration 0006).
 pub async fn chat_with_recent_messages(
     db: &Db,
     user_id: &str,
@@ -403,10 +415,8 @@ pub async fn chat_with_recent_messages(
     let mut response = db
         .query(format!(
             "SELECT {CHAT_FIELDS} FROM type::record('chat', $id) \
-             WHERE user = type::record('user', $user);
-             SELECT {MESSAGE_FIELDS} FROM message \
-             WHERE chat = type::record('chat', $id) AND chat.user = type::record('user', $user) \
-             ORDER BY created_at DESC LIMIT $last"
+             WHERE user = type::record('user', $user); {}",
+            recent_messages()
         ))
         .bind(("id", chat_id.as_str().to_owned()))
         .bind(("user", user_id.to_owned()))
@@ -426,6 +436,11 @@ pub async fn chat_with_recent_messages(
     Ok(Some((chat.into(), messages)))
 }
 
+/// The member's (`$user`) chats, the most recently active first, at most `$limit`: forward
+/// through `(user, newest_first)` (see `recent_messages`).
+const LIST_CHATS: &str = "SELECT record::id(id) AS id, title, preview, updated_at FROM chat \
+     WHERE user = type::record('user', $user) ORDER BY newest_first ASC LIMIT $limit";
+
 /// The member's chats for the history list, the most recently active first; at most `limit`
 /// (and never more than `MAX_LISTED_CHATS`).
 pub async fn list_chats(
@@ -435,10 +450,7 @@ pub async fn list_chats(
 ) -> Result<Vec<ChatSummary>, ChatStoreError> {
     let limit = limit.min(MAX_LISTED_CHATS);
     let mut response = db
-        .query(
-            "SELECT record::id(id) AS id, title, preview, updated_at FROM chat \
-             WHERE user = type::record('user', $user) ORDER BY updated_at DESC LIMIT $limit",
-        )
+        .query(LIST_CHATS)
         .bind(("user", user_id.to_owned()))
         .bind(("limit", limit as i64))
         .await?
@@ -512,6 +524,22 @@ mod tests {
             stored_title(&"t".repeat(500)).chars().count(),
             MAX_TITLE_CHARS
         );
+    }
+
+    /// The reads behind every member reply and every member join go forward through the
+    /// newest-first indexes: a backward index scan on SurrealKV costs as much as everything
+    /// written since its last flush.
+    #[tokio::test]
+    async fn newest_first_reads_go_forward_through_their_indexes() {
+        let db = crate::store::migrate::migrated_memory_db().await;
+        for (query, index) in [
+            (recent_messages(), "message_chat_newest"),
+            (LIST_CHATS.to_owned(), "chat_user_newest"),
+        ] {
+            let plan = crate::store::migrate::plan_of(&db, &query).await;
+            assert!(plan.contains(&format!("\"index\":\"{index}\"")), "{plan}");
+            assert!(plan.contains("\"direction\":\"Forward\""), "{plan}");
+        }
     }
 
     #[test]

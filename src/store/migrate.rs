@@ -119,6 +119,43 @@ fn checksum(text: &str) -> String {
     format!("{hash:016x}")
 }
 
+/// A fresh, empty in-memory database, for the store's unit tests.
+#[cfg(test)]
+pub(crate) async fn memory_db() -> Db {
+    let db = surrealdb::engine::any::connect("mem://")
+        .await
+        .expect("in-memory database");
+    db.query("DEFINE NAMESPACE t; USE NS t; DEFINE DATABASE t;")
+        .await
+        .and_then(|r| r.check())
+        .expect("define ns/db");
+    db.use_ns("t").use_db("t").await.expect("use ns/db");
+    db
+}
+
+/// The same with every migration applied.
+#[cfg(test)]
+pub(crate) async fn migrated_memory_db() -> Db {
+    let db = memory_db().await;
+    migrate(&db).await.expect("migrates");
+    db
+}
+
+/// SurrealDB's plan for `query` (its parameters unbound), as JSON text.
+#[cfg(test)]
+pub(crate) async fn plan_of(db: &Db, query: &str) -> String {
+    let mut plan = db
+        .query(format!("{query} EXPLAIN"))
+        .bind(("id", "c"))
+        .bind(("user", "u"))
+        .bind(("last", 20))
+        .bind(("limit", 20))
+        .await
+        .expect("explained");
+    let plan: Option<serde_json::Value> = plan.take(0).expect("the plan");
+    plan.expect("a plan").to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,17 +190,6 @@ mod tests {
 #[cfg(test)]
 mod database_tests {
     use super::*;
-
-    async fn memory_db() -> Db {
-        let db = surrealdb::engine::any::connect("mem://")
-            .await
-            .expect("in-memory database");
-        run(&db, "DEFINE NAMESPACE t; USE NS t; DEFINE DATABASE t;")
-            .await
-            .expect("define ns/db");
-        db.use_ns("t").use_db("t").await.expect("use ns/db");
-        db
-    }
 
     #[tokio::test]
     async fn running_the_migrations_twice_applies_nothing_the_second_time() {
@@ -212,6 +238,71 @@ mod database_tests {
             tables.get("half").is_none(),
             "the transaction was rolled back: {tables}"
         );
+    }
+
+    /// Read through the newest-first indexes, messages, chats and tasks stored before migrations
+    /// 0006 and 0007 and after them come newest first, each once (an index defined in the same
+    /// transaction as the backfill missed the backfilled values and later kept two entries).
+    #[tokio::test]
+    async fn rows_stored_before_0006_are_listed_newest_first_after_it() {
+        let db = memory_db().await;
+        let before = MIGRATIONS
+            .iter()
+            .position(|m| m.name == "0006_newest_first")
+            .expect("migration 0006");
+        apply(&db, &MIGRATIONS[..before]).await.expect("up to 0005");
+        run(
+            &db,
+            "CREATE chat:c SET user = user:u;
+             CREATE message:a SET chat = chat:c, role = 'user', content = 'a',
+                 created_at = d'2026-01-01T00:00:00Z';
+             CREATE message:b SET chat = chat:c, role = 'assistant', content = 'b',
+                 created_at = d'2026-01-01T00:00:01Z';
+             CREATE task:t1 SET user = user:u, name = 'old', created_at = d'2026-01-01T00:00:00Z';",
+        )
+        .await
+        .expect("messages of an older version");
+        migrate(&db).await.expect("0006 and 0007 apply");
+        // A message written after the migration gets its key from the table.
+        run(
+            &db,
+            "CREATE message:c SET chat = chat:c, role = 'user', content = 'c',
+                 created_at = d'2026-01-01T00:00:02Z';",
+        )
+        .await
+        .expect("a new message");
+        let mut newest = db
+            .query(
+                "SELECT record::id(id) AS id, newest_first FROM message WHERE chat = chat:c \
+                 ORDER BY newest_first ASC",
+            )
+            .await
+            .expect("read");
+        let ids: Vec<String> = newest.take((0, "id")).expect("ids");
+        assert_eq!(ids, ["c", "b", "a"]);
+        // Chats follow their activity, tasks their creation.
+        run(
+            &db,
+            "CREATE chat:d SET user = user:u, updated_at = d'2026-01-02T00:00:00Z';
+             UPDATE chat:c SET updated_at = d'2026-01-03T00:00:00Z';
+             CREATE task:t2 SET user = user:u, name = 'new', created_at = d'2026-01-02T00:00:00Z';
+             CREATE chat:e SET user = user:u;",
+        )
+        .await
+        .expect("chats and tasks");
+        let mut lists = db
+            .query(
+                "SELECT record::id(id) AS id, newest_first FROM chat WHERE user = user:u \
+                 ORDER BY newest_first ASC;
+                 SELECT record::id(id) AS id, newest_first FROM task WHERE user = user:u \
+                 ORDER BY newest_first ASC;",
+            )
+            .await
+            .expect("read");
+        let chats: Vec<String> = lists.take((0, "id")).expect("chats");
+        assert_eq!(chats, ["e", "c", "d"]);
+        let tasks: Vec<String> = lists.take((1, "id")).expect("tasks");
+        assert_eq!(tasks, ["t2", "t1"]);
     }
 
     /// Runs one statement and reports whether the database accepted it.

@@ -90,13 +90,20 @@ fn first_task(rows: Vec<TaskRow>) -> Result<Option<Task>, TaskStoreError> {
 /// writers of one record: more attempts than the store's default.
 const WRITE_ATTEMPTS: u64 = 40;
 
+/// The member's (`$user`) tasks, newest first, at most `$limit`: forward through
+/// `(user, newest_first)`, as SurrealKV walks a backward scan from the end of its in-memory table
+/// (migration 0006).
+fn list_query() -> String {
+    format!(
+        "SELECT {TASK_FIELDS} FROM task WHERE user = type::record('user', $user) \
+         ORDER BY newest_first ASC LIMIT $limit"
+    )
+}
+
 /// The member's tasks, newest first.
 pub async fn list(db: &Db, user_id: &str) -> Result<Vec<Task>, TaskStoreError> {
     let mut response = db
-        .query(format!(
-            "SELECT {TASK_FIELDS} FROM task WHERE user = type::record('user', $user) \
-             ORDER BY created_at DESC LIMIT $limit"
-        ))
+        .query(list_query())
         .bind(("user", user_id.to_owned()))
         .bind(("limit", MAX_TASKS as i64))
         .await?
@@ -290,4 +297,18 @@ pub async fn delete(db: &Db, user_id: &str, task_id: &TaskId) -> Result<bool, Ta
     })
     .await?;
     Ok(!ids.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The task list goes forward through `(user, newest_first)`, never backward (migration 0006).
+    #[tokio::test]
+    async fn the_list_reads_forward_through_its_index() {
+        let db = crate::store::migrate::migrated_memory_db().await;
+        let plan = crate::store::migrate::plan_of(&db, &list_query()).await;
+        assert!(plan.contains("\"index\":\"task_user_newest\""), "{plan}");
+        assert!(plan.contains("\"direction\":\"Forward\""), "{plan}");
+    }
 }
