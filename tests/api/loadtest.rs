@@ -199,10 +199,12 @@ async fn the_load_generator_makes_members_and_times_their_streamed_replies() {
     // 50 tokens a second: pieces come about 20 ms apart.
     let gap = report["token_gap_ms"]["p50"].as_f64().expect("gaps");
     assert!((10.0..40.0).contains(&gap), "{report}");
-    assert!(
-        report["server_piece_forwarding_ms"]["count"].as_f64() >= Some(tokens as f64),
-        "{report}"
-    );
+    // The server times each delta it sends; tokens read together go out in one.
+    let deltas = report["server_piece_forwarding_ms"]["count"]
+        .as_f64()
+        .expect("timed deltas");
+    let replies = report["replies"].as_f64().expect("replies");
+    assert!((replies..=tokens as f64).contains(&deltas), "{report}");
     let members: Option<i64> = app
         .db
         .query("RETURN count(SELECT id FROM user WHERE string::starts_with(email, 'loadtest-'))")

@@ -180,6 +180,25 @@ struct Piece {
     read_at: tokio::time::Instant,
 }
 
+/// Appends to `text` the pieces `stream` has ready now, without waiting, until `text` holds at
+/// least `room` bytes (the characters left under the reply's cap). `Some` when the stream ended
+/// (or failed) meanwhile.
+fn take_ready_pieces(
+    stream: &mut futures_util::stream::BoxStream<'static, Result<String, AiError>>,
+    text: &mut String,
+    room: usize,
+) -> Option<Result<(), AiError>> {
+    use futures_util::FutureExt;
+    while text.len() < room {
+        match stream.next().now_or_never()? {
+            Some(Ok(more)) => text.push_str(&more),
+            Some(Err(error)) => return Some(Err(error)),
+            None => return Some(Ok(())),
+        }
+    }
+    None
+}
+
 /// The AI's stream ended (or failed).
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -524,27 +543,33 @@ impl MemberActor {
             let mut length = 0;
             let result = loop {
                 let next = tokio::time::timeout(wait, stream.next());
-                match tokio::time::timeout_at(deadline, next).await {
-                    Ok(Ok(Some(Ok(mut text)))) => {
-                        // A runaway reply ends at the cap; what came so far is the reply.
-                        let room = MAX_REPLY_CHARS - length;
-                        if let Some((cut, _)) = text.char_indices().nth(room) {
-                            text.truncate(cut);
-                        }
-                        length += text.chars().count();
-                        addr.do_send(Piece {
-                            chat_id: reader_chat.clone(),
-                            message_id: reader_message.clone(),
-                            text,
-                            read_at: tokio::time::Instant::now(),
-                        });
-                        if length >= MAX_REPLY_CHARS {
-                            break Ok(());
-                        }
-                    }
+                let mut text = match tokio::time::timeout_at(deadline, next).await {
+                    Ok(Ok(Some(Ok(text)))) => text,
                     Ok(Ok(Some(Err(error)))) => break Err(error),
                     Ok(Ok(None)) | Err(_) => break Ok(()),
                     Ok(Err(_)) => break Err(AiError::Timeout),
+                };
+                let room = MAX_REPLY_CHARS - length;
+                // Pieces that were read while this one waited go with it, as one event: a
+                // server that falls behind sends fewer, larger deltas instead of a growing queue
+                // of small ones, and one that keeps up holds nothing back.
+                let ended = take_ready_pieces(&mut stream, &mut text, room);
+                // A runaway reply ends at the cap; what came so far is the reply.
+                if let Some((cut, _)) = text.char_indices().nth(room) {
+                    text.truncate(cut);
+                }
+                length += text.chars().count();
+                addr.do_send(Piece {
+                    chat_id: reader_chat.clone(),
+                    message_id: reader_message.clone(),
+                    text,
+                    read_at: tokio::time::Instant::now(),
+                });
+                if length >= MAX_REPLY_CHARS {
+                    break Ok(());
+                }
+                if let Some(ended) = ended {
+                    break ended;
                 }
             };
             // Dropped here (before `Ended` is handled): a reply ended early hangs up on the AI.

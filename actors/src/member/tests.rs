@@ -498,6 +498,40 @@ async fn the_first_send_saves_a_titled_chat_and_the_reply_streams_in() {
 }
 
 #[actix::test]
+async fn pieces_that_arrived_together_go_out_as_one_delta() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    let chat_id = tab.send_stored(None, "How do I print?").await;
+    tab.next_named("chat:typing").await;
+    let call = harness.ai.next_call().await;
+    // Three pieces read before the server could pass the first one on: one event.
+    call.piece("Open ");
+    call.piece("the file, ");
+    call.piece("then press Ctrl and P.");
+    assert_eq!(
+        tab.next_named("chat:delta").await["text"],
+        "Open the file, then press Ctrl and P."
+    );
+    // A piece that arrives later is its own event.
+    call.piece(" Choose the printer.");
+    assert_eq!(
+        tab.next_named("chat:delta").await["text"],
+        " Choose the printer."
+    );
+    call.end();
+    let done = tab.next_named("chat:done").await;
+    assert_eq!(
+        done["text"],
+        "Open the file, then press Ctrl and P. Choose the printer."
+    );
+    assert_eq!(harness.telemetry.count("forwarded", "member"), 2);
+    assert_eq!(
+        harness.store.messages(&chat_id).last().map(|m| m.1.clone()),
+        Some("Open the file, then press Ctrl and P. Choose the printer.".to_owned())
+    );
+}
+
+#[actix::test]
 async fn later_sends_add_to_the_chat_and_the_ai_sees_the_conversation() {
     let harness = Harness::new();
     let mut tab = harness.connect("tab-1", None).await;
