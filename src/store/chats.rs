@@ -301,8 +301,9 @@ impl MessageId {
 /// activity (`updated_at` becomes the message's `created_at`; the history preview its content),
 /// in one transaction. Content over `MAX_CONTENT_CHARS` characters is cut. `NotFound` when the
 /// member has no such chat: nothing is written then. Appending an id that is already stored in
-/// this chat changes nothing and answers the stored message, so a write retried after a time-out
-/// (that did land) neither fails nor doubles; an id stored in another chat is `NotFound`.
+/// this chat changes nothing, so a write retried after a time-out (that did land) neither fails
+/// nor doubles; an id stored in another chat is `NotFound`. Nothing is read back: the writer
+/// knows what it wrote (each member reply appends twice).
 pub async fn append_message_as(
     db: &Db,
     user_id: &str,
@@ -310,7 +311,7 @@ pub async fn append_message_as(
     message_id: &MessageId,
     role: Role,
     content: &str,
-) -> Result<Message, ChatStoreError> {
+) -> Result<(), ChatStoreError> {
     let message_id = message_id.0.clone();
     let content = cut(content, MAX_CONTENT_CHARS);
     super::retry_conflicts(WRITE_ATTEMPTS, || async {
@@ -323,10 +324,10 @@ pub async fn append_message_as(
              IF array::len($mine) = 0 { THROW 'chat_not_found'; };
              LET $existing = (SELECT VALUE chat FROM $message);
              IF array::len($existing) = 0 {
-                 UPDATE $chat SET updated_at = $now, preview = $preview;
+                 UPDATE $chat SET updated_at = $now, preview = $preview RETURN NONE;
                  CREATE $message CONTENT {
                      chat: $chat, role: $role, content: $content, created_at: $now
-                 };
+                 } RETURN NONE;
              } ELSE IF $existing[0] != $chat {
                  THROW 'chat_not_found';
              };
@@ -342,24 +343,8 @@ pub async fn append_message_as(
         .and_then(super::check_transaction)
     })
     .await
-    .map_err(from_transaction)?;
-
-    let mut response = db
-        .query(format!(
-            "SELECT {MESSAGE_FIELDS} FROM type::record('message', $message_id) \
-             WHERE chat = type::record('chat', $id) AND chat.user = type::record('user', $user)"
-        ))
-        .bind(("message_id", message_id))
-        .bind(("id", chat_id.as_str().to_owned()))
-        .bind(("user", user_id.to_owned()))
-        .await?
-        .check()?;
-    let rows: Vec<MessageRow> = response.take(0)?;
-    // Deleted with its chat in the moment between the two statements.
-    rows.into_iter()
-        .next()
-        .ok_or(ChatStoreError::NotFound)?
-        .try_into()
+    .map_err(from_transaction)
+    .map(|_| ())
 }
 
 /// The member's chat with its messages, oldest first; `None` when the member has no such chat.

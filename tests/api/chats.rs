@@ -51,6 +51,7 @@ fn fresh_message_id() -> MessageId {
     MessageId::parse(&format!("m{}", NEXT.fetch_add(1, Ordering::Relaxed))).expect("an id")
 }
 
+/// Appends as the member chat actor does, then reads the stored message back.
 async fn append(
     app: &TestApp,
     user: &str,
@@ -58,7 +59,15 @@ async fn append(
     role: Role,
     content: &str,
 ) -> Result<chats::Message, ChatStoreError> {
-    chats::append_message_as(&app.db, user, chat_id, &fresh_message_id(), role, content).await
+    let id = fresh_message_id();
+    chats::append_message_as(&app.db, user, chat_id, &id, role, content).await?;
+    let (_, messages) = chats::chat_with_messages(&app.db, user, chat_id)
+        .await?
+        .ok_or(ChatStoreError::NotFound)?;
+    messages
+        .into_iter()
+        .find(|message| MessageId::parse(&message.id).as_ref() == Some(&id))
+        .ok_or(ChatStoreError::NotFound)
 }
 
 /// A chat as the member chat actor makes it: the greeting and the first message naming it, then

@@ -409,10 +409,19 @@ async fn messages_keep_the_id_their_writer_chose_and_the_ai_sees_the_last_ones()
     }
     // A write retried under the same id (its first try landed) keeps the one message.
     let again = MessageId::parse("msg6").expect("id");
-    let retried = chats::append_message_as(&app.db, &user, &chat_id, &again, Role::User, "twice")
+    chats::append_message_as(&app.db, &user, &chat_id, &again, Role::User, "twice")
         .await
-        .expect("a retry is answered with the stored message");
-    assert_eq!(retried.content, "m6");
+        .expect("a retry is answered as stored");
+    let (_, all) = chats::chat_with_messages(&app.db, &user, &chat_id)
+        .await
+        .expect("read")
+        .expect("found");
+    let sixth: Vec<&str> = all
+        .iter()
+        .filter(|m| m.id == "msg6")
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(sixth, ["m6"]);
     // An id of another chat's message is not this chat's.
     let other = chats::start_chat(
         &app.db,
