@@ -21,7 +21,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Recipient, WrapFuture};
-use actix_web::{App, HttpServer};
+use actix_web::App;
 use futures_util::future::BoxFuture;
 use helpnow::realtime::{
     ConnectError, ConnectRequest, Namespace, RealtimeConfig, RealtimeServer, SocketEvent, SocketRef,
@@ -134,9 +134,14 @@ async fn main() -> std::io::Result<()> {
         .namespace("/", Reference)
         .namespace("/custom", Reference)
         .build();
-    let http = HttpServer::new(move || App::new().service(server.service()))
-        .bind(("127.0.0.1", flags.port))?;
-    let port = http.addrs().first().map_or(flags.port, |addr| addr.port());
+    let listener = std::net::TcpListener::bind(("127.0.0.1", flags.port))?;
+    let port = listener.local_addr()?.port();
+    let service = server.clone();
+    let http = server.http_server(
+        listener,
+        move || App::new().service(service.service()),
+        |_| {},
+    )?;
     println!("listening on http://127.0.0.1:{port}");
     std::io::stdout().flush()?;
     http.run().await

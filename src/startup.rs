@@ -10,7 +10,7 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{Server, ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
-use actix_web::{App, HttpServer, web};
+use actix_web::{App, web};
 
 use crate::auth::{AuthThrottle, SessionCookies};
 use crate::billing::demo::DemoProvider;
@@ -43,6 +43,8 @@ pub struct Application {
     /// Periodic workers (mail retries, trial reminders): they never end by themselves, so a stop
     /// ends them before waiting for the store's own tasks.
     workers: Vec<tokio::task::JoinHandle<()>>,
+    /// How long a stop waits for connections to finish.
+    shutdown_timeout: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -137,6 +139,7 @@ impl Application {
                 ),
             )
             .build();
+        let shutdown_timeout = settings.server.shutdown_timeout_secs;
         let server = run(
             listener,
             settings,
@@ -159,6 +162,7 @@ impl Application {
             db,
             realtime,
             workers,
+            shutdown_timeout: Duration::from_secs(shutdown_timeout),
         })
     }
 
@@ -172,8 +176,8 @@ impl Application {
     }
 
     /// Serves until SIGTERM or SIGINT. Then real-time connections are closed (their clients
-    /// reconnect, to another process if there is one), and in-flight requests get
-    /// `server.shutdown_timeout_secs` to finish. Last the store is closed: the embedded engine
+    /// reconnect, to another process if there is one) and get `server.shutdown_timeout_secs` to
+    /// write their last frames; then in-flight requests get as long again to finish. Last the store is closed: the embedded engine
     /// stops its background tasks once the last handle is gone, and waiting for them keeps them
     /// from being cut off mid-pass.
     pub async fn run_until_stopped(self) -> Result<(), std::io::Error> {
@@ -182,6 +186,7 @@ impl Application {
             db,
             realtime,
             workers,
+            shutdown_timeout,
             ..
         } = self;
         let served = tokio::select! {
@@ -192,6 +197,8 @@ impl Application {
                     "stopping: closing real-time connections"
                 );
                 realtime.close_all();
+                // Upgraded WebSockets are no longer the HTTP server's to wait for.
+                realtime.wait_for_websockets(shutdown_timeout).await;
                 // The server future runs the stop, so it is polled alongside.
                 let stopping = server.handle().stop(true);
                 let (served, ()) = tokio::join!(server, stopping);
@@ -304,7 +311,8 @@ fn run(
     let help_limiter = web::Data::new(routes::funnels::HelpLimiter::new());
     let members = web::Data::new(members);
 
-    let server = HttpServer::new(move || {
+    let upgrades = realtime.clone();
+    let app = move || {
         App::new()
             .app_data(db.clone())
             .app_data(settings.clone())
@@ -377,15 +385,16 @@ fn run(
                     .default_service(web::to(routes::error::api_not_found)),
             )
             .configure(|cfg| routes::web_app::configure(cfg, &static_dir))
-    })
-    .on_connect(move |_connection, extensions| {
-        extensions.insert(Arc::new(ConnectionGuard::open(&connections)));
-    })
-    .shutdown_timeout(shutdown_timeout)
-    // `Application::run_until_stopped` handles the signals, to close real-time connections first.
-    .disable_signals()
-    .listen(listener)?
-    .run();
+    };
+    let server = upgrades
+        .http_server(listener, app, move |extensions| {
+            extensions.insert(Arc::new(ConnectionGuard::open(&connections)));
+        })?
+        .shutdown_timeout(shutdown_timeout)
+        // `Application::run_until_stopped` handles the signals, to close real-time connections
+        // first.
+        .disable_signals()
+        .run();
     Ok(server)
 }
 

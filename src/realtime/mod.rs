@@ -1,6 +1,7 @@
 //! The real-time channel: Engine.IO v4 below, Socket.IO v5 above, as the official client speaks them.
 //!
-//! Layers, bottom up: the pure packet codecs (`engineio`, `socketio`); the transports, each
+//! Layers, bottom up: the pure packet codecs (`engineio`, `socketio`); WebSocket frames on the
+//! socket (`wire`), once `upgrade` took the connection off the HTTP layer; the transports, each
 //! connection an actor (`websocket`, `polling`) driving one transport-independent `connection`;
 //! and the namespaces the application registers on the [`RealtimeServer`], whose handlers get
 //! [`SocketEvent`]s and emit through [`SocketRef`]s.
@@ -13,7 +14,9 @@ mod polling;
 mod server;
 mod socket;
 pub mod socketio;
+mod upgrade;
 mod websocket;
+mod wire;
 
 pub use config::{OriginPolicy, RateLimit, RealtimeConfig};
 pub use keepalive::KeepAlive;
@@ -22,3 +25,4 @@ pub use socket::{
     AckError, AckSender, ConnectError, ConnectRequest, DisconnectReason, Handshake, Namespace,
     Payload, SocketEvent, SocketRef,
 };
+pub use upgrade::UpgradeRequest;

@@ -272,7 +272,10 @@ fn payload_response(payload: String) -> HttpResponse {
 
 /// The handshake GET: a new session, answered with its open packet.
 pub(crate) fn open(server: &RealtimeServer, req: &HttpRequest) -> HttpResponse {
-    let conn = Connection::new(server.clone(), server.handshake(req));
+    let conn = Connection::new(
+        server.clone(),
+        server.handshake(req.headers(), req.peer_addr()),
+    );
     let sid = conn.sid.clone();
     let open = conn.open_packet(&["websocket"]).encode_text();
     let transport = PollingTransport::new(server.clone(), conn).start();

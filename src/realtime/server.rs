@@ -2,12 +2,13 @@
 //! waiting to be recovered, and the HTTP entry point at `/socket.io/`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use actix::Addr;
-use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::header::{self, HeaderMap, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::{HttpRequest, HttpResponse, web};
 use prometheus::IntGauge;
@@ -15,8 +16,7 @@ use prometheus::IntGauge;
 use super::config::RealtimeConfig;
 use super::polling::{self, PollingTransport};
 use super::socket::{DisconnectReason, Handshake, Namespace, Outbound, Route, SocketRef};
-use super::websocket;
-use crate::routes::client::client_key;
+use crate::routes::client::client_key_of;
 
 /// Recovery sweeps run at most this often.
 const SWEEP_EVERY: Duration = Duration::from_secs(5);
@@ -32,6 +32,8 @@ struct Inner {
     live: Mutex<HashMap<Arc<str>, Arc<Route>>>,
     /// Set by `close_all`: new connections are refused from then on.
     stopping: AtomicBool,
+    /// Upgraded WebSocket sockets still open, until their last frames are written.
+    websockets: AtomicUsize,
     parked: Mutex<Parked>,
     connections: Option<IntGauge>,
 }
@@ -74,12 +76,22 @@ impl RealtimeServerBuilder {
             polling: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
             stopping: AtomicBool::new(false),
+            websockets: AtomicUsize::new(0),
             parked: Mutex::new(Parked {
                 sockets: HashMap::new(),
                 last_sweep: Instant::now(),
             }),
             connections: self.connections,
         }))
+    }
+}
+
+/// One open WebSocket socket, counted while this lives.
+pub(crate) struct OpenWebSocket(RealtimeServer);
+
+impl Drop for OpenWebSocket {
+    fn drop(&mut self) {
+        self.0.0.websockets.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -177,6 +189,22 @@ impl RealtimeServer {
         }
     }
 
+    /// Counts an upgraded WebSocket socket open until the guard is dropped.
+    pub(crate) fn websocket_opened(&self) -> OpenWebSocket {
+        self.0.websockets.fetch_add(1, Ordering::SeqCst);
+        OpenWebSocket(self.clone())
+    }
+
+    /// Waits, at most `limit`, until every WebSocket socket has written its last frames and
+    /// closed. The HTTP server does not count them once upgraded, so a stop that closed the
+    /// connections ([`Self::close_all`]) waits here before the workers go.
+    pub async fn wait_for_websockets(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while self.0.websockets.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     pub(crate) fn register_polling(&self, sid: Arc<str>, transport: Addr<PollingTransport>) {
         lock(&self.0.polling).insert(
             sid,
@@ -260,9 +288,9 @@ impl RealtimeServer {
     }
 
     /// What the request that opens a connection says about its client.
-    pub(crate) fn handshake(&self, req: &HttpRequest) -> Handshake {
+    pub(crate) fn handshake(&self, headers: &HeaderMap, peer: Option<SocketAddr>) -> Handshake {
         let text = |name: header::HeaderName| {
-            req.headers()
+            headers
                 .get(name)
                 .and_then(|value| value.to_str().ok())
                 .map(str::to_owned)
@@ -270,7 +298,7 @@ impl RealtimeServer {
         Handshake {
             origin: text(header::ORIGIN),
             cookie_header: text(header::COOKIE),
-            address: client_key(req, self.0.config.trust_forwarded_for),
+            address: client_key_of(headers, peer, self.0.config.trust_forwarded_for),
         }
     }
 }
@@ -297,13 +325,73 @@ impl EngineQuery {
     }
 }
 
-/// Every request to `/socket.io/`, checked in the reference's order.
+/// What a request to `/socket.io/` asks for, once it passed the reference's checks.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Admitted {
+    OpenWebSocket,
+    /// A WebSocket that takes over the polling session `sid`.
+    UpgradeWebSocket(String),
+    OpenPolling,
+    Poll(String),
+    Post(String),
+}
+
+impl RealtimeServer {
+    /// Checks a request to `/socket.io/` from an allowed origin in the reference's order: its
+    /// transport, sid, method and protocol version, and whether a new connection is welcome now.
+    /// The error is the answer to give instead.
+    pub(crate) fn admit(&self, method: &Method, query: &str) -> Result<Admitted, Refusal> {
+        let query = EngineQuery::parse(query);
+        let websocket = match query.transport.as_deref() {
+            Some("polling") => false,
+            Some("websocket") => true,
+            _ => return Err(EngineError::UnknownTransport.into()),
+        };
+        match query.sid {
+            None => {
+                if method != Method::GET {
+                    return Err(EngineError::BadHandshakeMethod.into());
+                }
+                if query.eio.as_deref() != Some("4") {
+                    return Err(EngineError::UnsupportedProtocolVersion.into());
+                }
+                if self.0.stopping.load(Ordering::SeqCst) {
+                    // Clients retry, and reach another process or this one restarted.
+                    return Err(Refusal::Stopping);
+                }
+                if self
+                    .0
+                    .config
+                    .max_connections
+                    .is_some_and(|max| self.connection_count() >= max)
+                {
+                    // Refused at once while the server can still answer, rather than left
+                    // waiting unaccepted once it runs out of open files; clients retry later.
+                    return Err(Refusal::AtCapacity);
+                }
+                Ok(if websocket {
+                    Admitted::OpenWebSocket
+                } else {
+                    Admitted::OpenPolling
+                })
+            }
+            Some(sid) if websocket => Ok(Admitted::UpgradeWebSocket(sid)),
+            Some(sid) => match *method {
+                Method::GET => Ok(Admitted::Poll(sid)),
+                Method::POST => Ok(Admitted::Post(sid)),
+                _ => Err(EngineError::BadRequest.into()),
+            },
+        }
+    }
+}
+
+/// Every HTTP request to `/socket.io/`. WebSocket upgrades never reach it: the HTTP layer hands
+/// them to [`super::upgrade`] before routing, so a WebSocket request here is a bad one.
 async fn endpoint(
     req: HttpRequest,
     body: web::Payload,
     server: web::Data<RealtimeServer>,
 ) -> HttpResponse {
-    let query = EngineQuery::parse(req.query_string());
     let origin = req
         .headers()
         .get(header::ORIGIN)
@@ -317,7 +405,15 @@ async fn endpoint(
             .insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, "content-type"))
             .finish()
     } else {
-        route(&req, body, &server, query).await
+        match server.admit(req.method(), req.query_string()) {
+            Err(refused) => refused.response(),
+            Ok(Admitted::OpenPolling) => polling::open(&server, &req),
+            Ok(Admitted::Poll(sid)) => polling::poll(&server, &sid).await,
+            Ok(Admitted::Post(sid)) => polling::post(&server, &sid, body).await,
+            Ok(Admitted::OpenWebSocket | Admitted::UpgradeWebSocket(_)) => {
+                EngineError::BadRequest.response()
+            }
+        }
     };
     // Browsers on an allowed origin other than ours may read the answers.
     if let Some(origin) = origin.and_then(|o| HeaderValue::from_str(o).ok()) {
@@ -332,61 +428,37 @@ async fn endpoint(
     response
 }
 
-/// The answer to a new connection past `max_connections`.
-fn at_capacity() -> HttpResponse {
-    HttpResponse::ServiceUnavailable()
-        .insert_header((header::RETRY_AFTER, "5"))
-        .json(serde_json::json!({
-            "code": "at_capacity",
-            "message": "The server is busy. Please try again in a moment.",
-        }))
+/// Why a request to `/socket.io/` is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    Engine(EngineError),
+    /// The server is stopping: no new connections.
+    Stopping,
+    /// A new connection past `max_connections`.
+    AtCapacity,
+    /// A WebSocket asked for off `/socket.io/`.
+    NotFound,
 }
 
-async fn route(
-    req: &HttpRequest,
-    body: web::Payload,
-    server: &RealtimeServer,
-    query: EngineQuery,
-) -> HttpResponse {
-    let websocket = match query.transport.as_deref() {
-        Some("polling") => false,
-        Some("websocket") => true,
-        _ => return EngineError::UnknownTransport.response(),
-    };
-    match query.sid {
-        None => {
-            if req.method() != Method::GET {
-                return EngineError::BadHandshakeMethod.response();
-            }
-            if query.eio.as_deref() != Some("4") {
-                return EngineError::UnsupportedProtocolVersion.response();
-            }
-            if server.0.stopping.load(Ordering::SeqCst) {
-                // Clients retry, and reach another process or this one restarted.
-                return HttpResponse::ServiceUnavailable().finish();
-            }
-            if server
-                .0
-                .config
-                .max_connections
-                .is_some_and(|max| server.connection_count() >= max)
-            {
-                // Refused at once while the server can still answer, rather than left waiting
-                // unaccepted once it runs out of open files; clients retry later.
-                return at_capacity();
-            }
-            if websocket {
-                websocket::open(server, req, body)
-            } else {
-                polling::open(server, req)
-            }
+impl From<EngineError> for Refusal {
+    fn from(error: EngineError) -> Self {
+        Self::Engine(error)
+    }
+}
+
+impl Refusal {
+    pub fn response(self) -> HttpResponse {
+        match self {
+            Self::Engine(error) => error.response(),
+            Self::Stopping => HttpResponse::ServiceUnavailable().finish(),
+            Self::AtCapacity => HttpResponse::ServiceUnavailable()
+                .insert_header((header::RETRY_AFTER, "5"))
+                .json(serde_json::json!({
+                    "code": "at_capacity",
+                    "message": "The server is busy. Please try again in a moment.",
+                })),
+            Self::NotFound => HttpResponse::NotFound().finish(),
         }
-        Some(sid) if websocket => websocket::upgrade(server, &sid, req, body),
-        Some(sid) => match *req.method() {
-            Method::GET => polling::poll(server, &sid).await,
-            Method::POST => polling::post(server, &sid, body).await,
-            _ => EngineError::BadRequest.response(),
-        },
     }
 }
 

@@ -1,15 +1,16 @@
-//! The WebSocket transport: each connection is an actor on actix-web-actors' `WebsocketContext`.
-//! A text frame is one Engine.IO packet; a binary frame is a binary message. A WebSocket opened
-//! with the sid of a polling session first probes, then takes that session's connection over.
+//! The WebSocket transport: each connection is an actor reading frames from its socket
+//! ([`wire::FrameReader`]) and queueing frames to it ([`wire::FrameWriter`]); the upgrade that
+//! opened it ([`super::upgrade`]) writes them out. A text frame is one Engine.IO packet; a binary
+//! frame is a binary message. A WebSocket opened with the sid of a polling session first probes,
+//! then takes that session's connection over.
 
 use std::sync::Arc;
 
 use actix::{
-    Actor, ActorContext, ActorFutureExt, Addr, AsyncContext, Handler, StreamHandler, WrapFuture,
+    Actor, ActorContext, ActorFutureExt, Addr, AsyncContext, Context, Handler, StreamHandler,
+    WrapFuture,
 };
-use actix_http::ws::Item;
-use actix_web::{HttpRequest, HttpResponse, web};
-use actix_web_actors::ws::{self, CloseCode, CloseReason, WebsocketContext};
+use actix_http::ws::{CloseCode, CloseReason, Frame, Item, ProtocolError};
 use bytes::{Bytes, BytesMut};
 
 use super::RealtimeServer;
@@ -17,10 +18,15 @@ use super::connection::{self, Connection, Transport};
 use super::engineio::{Message, Packet};
 use super::polling::{Discard, HandOver, PollingTransport, Undiscard};
 use super::server::EngineError;
-use super::socket::{DisconnectReason, Outbound};
+use super::socket::{DisconnectReason, Handshake, Outbound};
+use super::wire::{FrameReader, FrameWriter};
 
 pub(crate) struct WebSocketTransport {
     state: State,
+    /// Set when the actor starts.
+    writer: Option<FrameWriter>,
+    /// The client's frames, until the actor starts and reads them.
+    reader: Option<FrameReader>,
     /// A message arriving in several frames, put back together up to the payload limit.
     fragments: Option<Fragments>,
     max_payload: usize,
@@ -59,7 +65,7 @@ impl WebSocketTransport {
         }
     }
 
-    fn handle_packet(&mut self, packet: Packet, ctx: &mut WebsocketContext<Self>) {
+    fn handle_packet(&mut self, packet: Packet, ctx: &mut Context<Self>) {
         match &self.state {
             // A WebSocket ends by closing itself; a close packet on it means nothing, as in
             // the reference.
@@ -67,7 +73,7 @@ impl WebSocketTransport {
             State::Open(_) => connection::on_packet(self, ctx, packet),
             State::Probing { polling, .. } => match packet {
                 Packet::Ping(data) if data == "probe" => {
-                    ctx.text(Packet::Pong(data).encode_text());
+                    self.send_text(Packet::Pong(data).encode_text());
                     polling.do_send(Discard);
                 }
                 Packet::Upgrade => self.complete_upgrade(ctx),
@@ -77,7 +83,7 @@ impl WebSocketTransport {
         }
     }
 
-    fn complete_upgrade(&mut self, ctx: &mut WebsocketContext<Self>) {
+    fn complete_upgrade(&mut self, ctx: &mut Context<Self>) {
         let State::Probing { polling, .. } = &self.state else {
             return;
         };
@@ -103,25 +109,36 @@ impl WebSocketTransport {
         }));
     }
 
-    fn handle_frame(&mut self, text: bool, data: Bytes, ctx: &mut WebsocketContext<Self>) {
+    fn handle_frame(&mut self, text: bool, data: Bytes, ctx: &mut Context<Self>) {
         if !text {
             self.handle_packet(Packet::Message(Message::Binary(data)), ctx);
             return;
         }
-        match std::str::from_utf8(&data)
-            .ok()
-            .and_then(|text| Packet::decode_text(text).ok())
-        {
-            Some(packet) => self.handle_packet(packet, ctx),
-            None => connection::close(self, ctx, DisconnectReason::ParseError),
+        // A text frame that is not UTF-8 breaks the WebSocket protocol itself.
+        let Ok(text) = std::str::from_utf8(&data) else {
+            connection::close(self, ctx, DisconnectReason::TransportError);
+            return;
+        };
+        match Packet::decode_text(text) {
+            Ok(packet) => self.handle_packet(packet, ctx),
+            Err(_) => connection::close(self, ctx, DisconnectReason::ParseError),
+        }
+    }
+
+    fn send_text(&self, text: String) {
+        if let Some(writer) = &self.writer {
+            writer.text(text);
         }
     }
 }
 
 impl Actor for WebSocketTransport {
-    type Context = WebsocketContext<Self>;
+    type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        if let Some(reader) = self.reader.take() {
+            ctx.add_stream(reader);
+        }
         match &self.state {
             State::Open(conn) => {
                 conn.route.set(Some(ctx.address().recipient()));
@@ -146,8 +163,17 @@ impl Actor for WebSocketTransport {
 
     fn stopped(&mut self, _: &mut Self::Context) {
         self.abandon_upgrade();
-        // Dropping the connection tells its sockets' handlers.
+        // Dropping the connection tells its sockets' handlers; dropping the writer lets its last
+        // frames go out and then the socket close.
         self.state = State::Closed;
+        self.writer = None;
+    }
+}
+
+impl Drop for WebSocketTransport {
+    /// A transport dropped before it ran (its upgrade was never answered) gives the probe up too.
+    fn drop(&mut self) {
+        self.abandon_upgrade();
     }
 }
 
@@ -159,17 +185,20 @@ impl Transport for WebSocketTransport {
         }
     }
 
-    fn write(&mut self, ctx: &mut Self::Context, packets: Vec<Packet>) {
+    fn write(&mut self, _: &mut Self::Context, packets: Vec<Packet>) {
+        let Some(writer) = &self.writer else { return };
         for packet in packets {
             match packet {
-                Packet::Message(Message::Binary(bytes)) => ctx.binary(bytes),
-                other => ctx.text(other.encode_text()),
+                Packet::Message(Message::Binary(bytes)) => writer.binary(bytes),
+                other => writer.text(other.encode_text()),
             }
         }
     }
 
     fn close_transport(&mut self, ctx: &mut Self::Context) {
-        ctx.close(Some(CloseReason::from(CloseCode::Normal)));
+        if let Some(writer) = &self.writer {
+            writer.close(Some(CloseReason::from(CloseCode::Normal)));
+        }
         ctx.stop();
     }
 }
@@ -182,8 +211,8 @@ impl Handler<Outbound> for WebSocketTransport {
     }
 }
 
-impl StreamHandler<Result<ws::Message, ws::ProtocolError>> for WebSocketTransport {
-    fn handle(&mut self, frame: Result<ws::Message, ws::ProtocolError>, ctx: &mut Self::Context) {
+impl StreamHandler<Result<Frame, ProtocolError>> for WebSocketTransport {
+    fn handle(&mut self, frame: Result<Frame, ProtocolError>, ctx: &mut Self::Context) {
         let frame = match frame {
             Ok(frame) => frame,
             Err(err) => {
@@ -193,9 +222,9 @@ impl StreamHandler<Result<ws::Message, ws::ProtocolError>> for WebSocketTranspor
             }
         };
         match frame {
-            ws::Message::Text(text) => self.handle_frame(true, text.into_bytes(), ctx),
-            ws::Message::Binary(data) => self.handle_frame(false, data, ctx),
-            ws::Message::Continuation(item) => {
+            Frame::Text(text) => self.handle_frame(true, text, ctx),
+            Frame::Binary(data) => self.handle_frame(false, data, ctx),
+            Frame::Continuation(item) => {
                 let (first, last, chunk) = match item {
                     Item::FirstText(chunk) => (Some(true), false, chunk),
                     Item::FirstBinary(chunk) => (Some(false), false, chunk),
@@ -221,9 +250,13 @@ impl StreamHandler<Result<ws::Message, ws::ProtocolError>> for WebSocketTranspor
                     self.handle_frame(done.text, done.data.freeze(), ctx);
                 }
             }
-            ws::Message::Ping(data) => ctx.pong(&data),
-            ws::Message::Pong(_) | ws::Message::Nop => {}
-            ws::Message::Close(_) => connection::close(self, ctx, DisconnectReason::TransportClose),
+            Frame::Ping(data) => {
+                if let Some(writer) = &self.writer {
+                    writer.pong(data);
+                }
+            }
+            Frame::Pong(_) => {}
+            Frame::Close(_) => connection::close(self, ctx, DisconnectReason::TransportClose),
         }
     }
 
@@ -232,55 +265,47 @@ impl StreamHandler<Result<ws::Message, ws::ProtocolError>> for WebSocketTranspor
     }
 }
 
-fn start(
-    transport: WebSocketTransport,
-    req: &HttpRequest,
-    body: web::Payload,
-) -> Result<HttpResponse, actix_web::Error> {
-    let max_payload = transport.max_payload;
-    ws::WsResponseBuilder::new(transport, req, body)
-        .frame_size(max_payload)
-        .start()
-}
-
 /// A new connection that starts on WebSocket.
-pub(crate) fn open(server: &RealtimeServer, req: &HttpRequest, body: web::Payload) -> HttpResponse {
-    if ws::handshake(req).is_err() {
-        return EngineError::BadRequest.response();
-    }
-    let transport = WebSocketTransport {
-        state: State::Open(Connection::new(server.clone(), server.handshake(req))),
+pub(crate) fn open(server: &RealtimeServer, handshake: Handshake) -> WebSocketTransport {
+    WebSocketTransport {
+        state: State::Open(Connection::new(server.clone(), handshake)),
+        writer: None,
+        reader: None,
         fragments: None,
         max_payload: server.config().max_payload,
-    };
-    start(transport, req, body).unwrap_or_else(|_| EngineError::BadRequest.response())
+    }
 }
 
 /// A WebSocket that wants to take over the polling session `sid`.
 pub(crate) fn upgrade(
     server: &RealtimeServer,
     sid: &str,
-    req: &HttpRequest,
-    body: web::Payload,
-) -> HttpResponse {
-    if ws::handshake(req).is_err() {
-        return EngineError::BadRequest.response();
-    }
-    let polling = match server.begin_upgrade(sid) {
-        Ok(polling) => polling,
-        Err(error) => return error.response(),
-    };
-    let transport = WebSocketTransport {
+) -> Result<WebSocketTransport, EngineError> {
+    let polling = server.begin_upgrade(sid)?;
+    Ok(WebSocketTransport {
         state: State::Probing {
             server: server.clone(),
             sid: Arc::from(sid),
             polling,
         },
+        writer: None,
+        reader: None,
         fragments: None,
         max_payload: server.config().max_payload,
-    };
-    start(transport, req, body).unwrap_or_else(|_| {
-        server.abandon_upgrade(sid);
-        EngineError::BadRequest.response()
     })
+}
+
+impl WebSocketTransport {
+    /// Starts the actor on an upgraded socket: it reads `reader`'s frames and queues its own to
+    /// `writer`.
+    pub(crate) fn run(mut self, reader: FrameReader, writer: FrameWriter) -> Addr<Self> {
+        self.reader = Some(reader);
+        self.writer = Some(writer);
+        self.start()
+    }
+
+    /// The largest frame the client may send.
+    pub(crate) fn max_payload(&self) -> usize {
+        self.max_payload
+    }
 }

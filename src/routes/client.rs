@@ -1,9 +1,10 @@
 //! Who is asking: the client's address, for per-client limits.
 
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::num::NonZeroU32;
 
 use actix_web::HttpRequest;
+use actix_web::http::header::HeaderMap;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 /// Past this many tracked addresses, addresses whose quota has refilled are forgotten.
@@ -39,9 +40,19 @@ impl AddressLimiter {
 /// IPv6 addresses are grouped by /64, the block one subscriber usually holds, so rotating through
 /// a block does not escape a limit.
 pub fn client_key(req: &HttpRequest, trust_forwarded_for: bool) -> Option<IpAddr> {
+    client_key_of(req.headers(), req.peer_addr(), trust_forwarded_for)
+}
+
+/// [`client_key`] from a request's headers and peer, for requests that are not an actix-web
+/// `HttpRequest` (a WebSocket upgrade taken off the HTTP dispatcher).
+pub fn client_key_of(
+    headers: &HeaderMap,
+    peer: Option<SocketAddr>,
+    trust_forwarded_for: bool,
+) -> Option<IpAddr> {
     let forwarded = trust_forwarded_for
         .then(|| {
-            req.headers()
+            headers
                 .get_all("x-forwarded-for")
                 .filter_map(|value| value.to_str().ok())
                 .flat_map(|value| value.split(','))
@@ -50,7 +61,7 @@ pub fn client_key(req: &HttpRequest, trust_forwarded_for: bool) -> Option<IpAddr
         })
         .flatten();
     forwarded
-        .or_else(|| req.peer_addr().map(|peer| peer.ip()))
+        .or_else(|| peer.map(|peer| peer.ip()))
         .map(group_v6)
 }
 

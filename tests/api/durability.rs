@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::helpers::{project_root, test_settings};
+use crate::helpers::{Upgrade, project_root, test_settings, websocket_upgrade};
 
 struct Server {
     child: Child,
@@ -191,6 +191,44 @@ async fn sigterm_closes_real_time_connections_instead_of_waiting_for_them() {
         waiting.await.expect("poll task"),
         "1",
         "the waiting client is told the connection closed"
+    );
+    assert!(
+        shutdown_log.iter().any(|entry| entry["message"]
+            == "stopping: closing real-time connections"
+            && entry["connections"] == 1),
+        "{shutdown_log:?}"
+    );
+}
+
+/// WebSockets are no longer the HTTP server's once upgraded (src/realtime/upgrade.rs): a stop
+/// still closes each with a close frame and waits for it to go out before the workers stop.
+#[tokio::test]
+async fn sigterm_closes_websockets_with_a_close_frame() {
+    let server = start_with("mem://", &[("APP__REALTIME__PING_INTERVAL_MS", "600000")]);
+    let Upgrade::Open(mut socket) = websocket_upgrade(
+        &server.address,
+        "/socket.io/?EIO=4&transport=websocket",
+        &[],
+    )
+    .await
+    else {
+        panic!("the upgrade was refused");
+    };
+    assert!(socket.next_text().await.starts_with('0'), "the open packet");
+    socket.send_text("40").await;
+    assert!(socket.next_text().await.starts_with("40"), "joined");
+
+    let (exit, shutdown_log) = tokio::task::spawn_blocking(move || server.terminate())
+        .await
+        .expect("terminate");
+    assert!(exit.success(), "{exit:?}");
+    let mut frames = Vec::new();
+    while let Some(frame) = socket.next_frame().await {
+        frames.push(frame);
+    }
+    assert!(
+        matches!(frames.last(), Some(actix_http::ws::Frame::Close(_))),
+        "the last frame is a close: {frames:?}"
     );
     assert!(
         shutdown_log.iter().any(|entry| entry["message"]

@@ -144,3 +144,89 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
         _static_dir: static_dir,
     }
 }
+
+/// A WebSocket opened by hand, to see exactly what the server answers and sends.
+pub struct RawWebSocket {
+    pub framed: actix_codec::Framed<tokio::net::TcpStream, actix_http::ws::Codec>,
+}
+
+/// What a WebSocket upgrade request got: the socket, or the status and body that refused it.
+pub enum Upgrade {
+    Open(RawWebSocket),
+    Refused(u16, String),
+}
+
+/// Sends a WebSocket upgrade for `path` to `address` ("http://host:port") with `headers` besides
+/// the handshake's own.
+pub async fn websocket_upgrade(address: &str, path: &str, headers: &[(&str, &str)]) -> Upgrade {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let host = address.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
+    let mut request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+         Sec-WebSocket-Version: 13\r\n"
+    );
+    if !headers.iter().any(|(name, _)| *name == "sec-websocket-key") {
+        request.push_str("Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n");
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    // The head, a byte at a time, so nothing of the first frame is read with it.
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let byte = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read_u8())
+            .await
+            .expect("an answer within 10 s")
+            .expect("the answer's head");
+        head.push(byte);
+    }
+    let head = String::from_utf8(head).expect("UTF-8 head");
+    let status: u16 = head[9..12].parse().expect("status");
+    if status == 101 {
+        let codec = actix_http::ws::Codec::new().client_mode();
+        return Upgrade::Open(RawWebSocket {
+            framed: actix_codec::Framed::new(stream, codec),
+        });
+    }
+    let mut body = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stream.read_to_end(&mut body),
+    )
+    .await
+    .expect("the refusal ends the connection")
+    .expect("body");
+    Upgrade::Refused(status, String::from_utf8(body).expect("UTF-8 body"))
+}
+
+impl RawWebSocket {
+    /// The next frame, within 10 s; `None` once the connection ended.
+    pub async fn next_frame(&mut self) -> Option<actix_http::ws::Frame> {
+        use futures_util::StreamExt;
+        tokio::time::timeout(std::time::Duration::from_secs(10), self.framed.next())
+            .await
+            .expect("a frame within 10 s")
+            .map(|frame| frame.expect("a valid frame"))
+    }
+
+    /// The next text frame's text.
+    pub async fn next_text(&mut self) -> String {
+        match self.next_frame().await {
+            Some(actix_http::ws::Frame::Text(bytes)) => {
+                String::from_utf8(bytes.to_vec()).expect("UTF-8")
+            }
+            other => panic!("expected a text frame, got {other:?}"),
+        }
+    }
+
+    pub async fn send_text(&mut self, text: &str) {
+        use futures_util::SinkExt;
+        self.framed
+            .send(actix_http::ws::Message::Text(text.to_owned().into()))
+            .await
+            .expect("send");
+    }
+}

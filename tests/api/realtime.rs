@@ -4,7 +4,7 @@
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::helpers::{TestApp, spawn_app, spawn_app_with};
+use crate::helpers::{TestApp, Upgrade, spawn_app, spawn_app_with, websocket_upgrade};
 
 const HANDSHAKE: &str = "/socket.io/?EIO=4&transport=polling";
 
@@ -243,4 +243,121 @@ async fn past_max_connections_new_ones_are_refused_at_once_and_the_rest_is_serve
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     assert!(reopened.is_some(), "a closed connection frees its place");
+}
+
+const WEBSOCKET: &str = "/socket.io/?EIO=4&transport=websocket";
+
+/// The refusal a WebSocket upgrade of `path` gets, as (status, JSON body or text).
+async fn refused_upgrade(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    match websocket_upgrade(&app.address, path, headers).await {
+        Upgrade::Refused(status, body) => (status, body),
+        Upgrade::Open(_) => panic!("{path} {headers:?} was upgraded"),
+    }
+}
+
+#[tokio::test]
+async fn a_websocket_upgrade_opens_a_connection_that_answers_on_the_socket() {
+    let app = spawn_app().await;
+    let Upgrade::Open(mut socket) = websocket_upgrade(&app.address, WEBSOCKET, &[]).await else {
+        panic!("the upgrade was refused");
+    };
+    let open = socket.next_text().await;
+    let open: Value =
+        serde_json::from_str(open.strip_prefix('0').expect("an open packet")).expect("JSON");
+    assert_eq!(open["upgrades"], serde_json::json!([]));
+    assert!(open["sid"].as_str().is_some_and(|sid| !sid.is_empty()));
+    // The namespace join and its answer travel on the same socket.
+    socket.send_text("40").await;
+    let joined = socket.next_text().await;
+    let joined: Value =
+        serde_json::from_str(joined.strip_prefix("40").expect("a connect packet")).expect("JSON");
+    assert!(joined["sid"].is_string(), "{joined}");
+    let metrics = app.get("/metrics").await.text().await.expect("body");
+    assert!(
+        metrics.contains("helpnow_realtime_connections 1"),
+        "{metrics}"
+    );
+    // A close from the client is answered with a close, then the connection ends.
+    futures_util::SinkExt::send(&mut socket.framed, actix_http::ws::Message::Close(None))
+        .await
+        .expect("close");
+    assert!(matches!(
+        socket.next_frame().await,
+        Some(actix_http::ws::Frame::Close(_))
+    ));
+    assert!(socket.next_frame().await.is_none(), "the server hangs up");
+}
+
+#[tokio::test]
+async fn websocket_upgrades_are_refused_with_the_reference_errors() {
+    let app = spawn_app_with(|settings| {
+        settings.server.public_url = "https://helpnow.example".parse().expect("url");
+    })
+    .await;
+    let error = |code: u64, message: &str| {
+        serde_json::json!({"code": code, "message": message}).to_string()
+    };
+    // The path, the headers besides the handshake, and the status and body expected.
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16, String);
+    let cases: [Case; 6] = [
+        (
+            WEBSOCKET,
+            &[("origin", "https://evil.example")],
+            403,
+            error(4, "Forbidden"),
+        ),
+        (
+            "/socket.io/?EIO=3&transport=websocket",
+            &[],
+            400,
+            error(5, "Unsupported protocol version"),
+        ),
+        (
+            "/socket.io/?EIO=4&transport=websocket&sid=nope",
+            &[],
+            400,
+            error(1, "Session ID unknown"),
+        ),
+        (
+            WEBSOCKET,
+            &[("sec-websocket-key", "short")],
+            400,
+            error(3, "Bad request"),
+        ),
+        // A polling request that asks for a WebSocket too.
+        (
+            "/socket.io/?EIO=4&transport=polling",
+            &[],
+            400,
+            error(3, "Bad request"),
+        ),
+        ("/api/config", &[], 404, String::new()),
+    ];
+    for (path, headers, status, body) in cases {
+        let (got_status, got_body) = refused_upgrade(&app, path, headers).await;
+        assert_eq!((got_status, got_body), (status, body), "{path} {headers:?}");
+    }
+    // The allowed origin is let in.
+    assert!(matches!(
+        websocket_upgrade(
+            &app.address,
+            WEBSOCKET,
+            &[("origin", "https://helpnow.example")]
+        )
+        .await,
+        Upgrade::Open(_)
+    ));
+}
+
+#[tokio::test]
+async fn past_max_connections_a_websocket_is_refused_at_once() {
+    let app = spawn_app_with(|settings| settings.realtime.max_connections = 1).await;
+    let Upgrade::Open(mut held) = websocket_upgrade(&app.address, WEBSOCKET, &[]).await else {
+        panic!("the first upgrade was refused");
+    };
+    held.next_text().await;
+    let (status, body) = refused_upgrade(&app, WEBSOCKET, &[]).await;
+    assert_eq!(status, 503);
+    let body: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(body["code"], "at_capacity");
 }

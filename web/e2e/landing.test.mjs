@@ -28,7 +28,11 @@ describe('landing page', () => {
     await page.getByRole('heading', { name: 'How It Works' }).waitFor();
     await page.getByText('Free 7-Day Trial, Then Only $20/month. No commitments.', { exact: true }).waitFor();
     assert.equal(await page.getByRole('link', { name: 'HelpNow' }).getAttribute('href'), '/');
-    // Every icon the server names is served and is a real image.
+    // Every icon the server names is served and is a real image (once the browser is done
+    // loading them: right after the first paint some may still be on their way).
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll('.shortcut-tile__icon')].every((image) => image.complete),
+    );
     const broken = await page.$$eval('.shortcut-tile__icon', (images) =>
       images.filter((image) => !image.complete || image.naturalWidth === 0).map((image) => image.src),
     );

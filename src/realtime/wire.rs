@@ -1,0 +1,361 @@
+//! WebSocket frames straight on the TCP stream, with buffers that exist only while they hold
+//! bytes. An idle connection then costs no buffer at all, where actix-http's HTTP/1 dispatcher
+//! keeps 8 KiB to read and 8 KiB to write for a WebSocket's whole life (docs/benchmarks.md).
+//!
+//! [`FrameReader`] is the stream of frames the client sends; [`FrameWriter`] is how the
+//! connection's actor writes; [`Flush::run`] is the future that writes what the actor queued, and
+//! ends once the actor is gone and its last frames are out (or the client stopped reading).
+
+use std::cell::RefCell;
+use std::future::poll_fn;
+use std::io;
+use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker, ready};
+use std::time::Duration;
+
+use actix_codec::{Decoder, Encoder};
+use actix_http::ws::{CloseReason, Codec, Frame, Message, ProtocolError};
+use bytes::{Buf, Bytes, BytesMut};
+use bytestring::ByteString;
+use futures_util::Stream;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+
+/// Bytes read from the socket in one go. Read onto the stack: only what does not make a whole
+/// frame yet is kept on the heap.
+const READ_CHUNK: usize = 4096;
+
+/// Frames from the client, decoded as they arrive.
+pub(crate) struct FrameReader {
+    io: OwnedReadHalf,
+    /// Bytes of frames not complete yet; empty (and unallocated) between frames.
+    pending: BytesMut,
+    codec: Codec,
+    done: bool,
+}
+
+impl FrameReader {
+    /// `early` is what the HTTP layer already read past the upgrade request.
+    pub fn new(io: OwnedReadHalf, early: BytesMut, max_frame: usize) -> Self {
+        Self {
+            io,
+            // The dispatcher's read buffer, 8 KiB, would stay allocated for nothing.
+            pending: if early.is_empty() {
+                BytesMut::new()
+            } else {
+                early
+            },
+            codec: Codec::new().max_size(max_frame),
+            done: false,
+        }
+    }
+}
+
+impl Stream for FrameReader {
+    type Item = Result<Frame, ProtocolError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        loop {
+            if this.done {
+                return Poll::Ready(None);
+            }
+            if !this.pending.is_empty() {
+                match this.codec.decode(&mut this.pending) {
+                    Ok(Some(frame)) => {
+                        if this.pending.is_empty() {
+                            // A frame's payload shares the buffer; the next frame gets its own.
+                            this.pending = BytesMut::new();
+                        }
+                        return Poll::Ready(Some(Ok(frame)));
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        this.done = true;
+                        return Poll::Ready(Some(Err(error)));
+                    }
+                }
+            }
+            let mut chunk = [MaybeUninit::<u8>::uninit(); READ_CHUNK];
+            let mut read = ReadBuf::uninit(&mut chunk);
+            match ready!(Pin::new(&mut this.io).poll_read(cx, &mut read)) {
+                Ok(()) if read.filled().is_empty() => {
+                    this.done = true;
+                    return Poll::Ready(None);
+                }
+                Ok(()) => this.pending.extend_from_slice(read.filled()),
+                Err(error) => {
+                    this.done = true;
+                    return Poll::Ready(Some(Err(ProtocolError::Io(error))));
+                }
+            }
+        }
+    }
+}
+
+struct Outgoing {
+    /// Encoded frames not written yet; unallocated once written.
+    queued: BytesMut,
+    codec: Codec,
+    /// No more frames: the flush ends once the queued ones are out.
+    finished: bool,
+    /// The flush, waiting for frames.
+    waiting: Option<Waker>,
+}
+
+/// The connection's writing end: frames are queued at once and written by its [`Flush`], in
+/// order, several in one system call when they come together. Dropping it finishes it.
+pub(crate) struct FrameWriter(Rc<RefCell<Outgoing>>);
+
+/// What writes a [`FrameWriter`]'s frames to the socket.
+pub(crate) struct Flush(Rc<RefCell<Outgoing>>);
+
+/// A writer and the flush that goes with it.
+pub(crate) fn frame_writer() -> (FrameWriter, Flush) {
+    let shared = Rc::new(RefCell::new(Outgoing {
+        queued: BytesMut::new(),
+        codec: Codec::new(),
+        finished: false,
+        waiting: None,
+    }));
+    (FrameWriter(shared.clone()), Flush(shared))
+}
+
+impl FrameWriter {
+    fn queue(&self, message: Message) {
+        let mut out = self.0.borrow_mut();
+        if out.finished {
+            return;
+        }
+        let Outgoing { queued, codec, .. } = &mut *out;
+        if let Err(error) = codec.encode(message, queued) {
+            tracing::debug!(%error, "WebSocket frame not encoded");
+            return;
+        }
+        if let Some(waker) = out.waiting.take() {
+            waker.wake();
+        }
+    }
+
+    pub fn text(&self, text: String) {
+        self.queue(Message::Text(ByteString::from(text)));
+    }
+
+    pub fn binary(&self, data: Bytes) {
+        self.queue(Message::Binary(data));
+    }
+
+    pub fn pong(&self, data: Bytes) {
+        self.queue(Message::Pong(data));
+    }
+
+    /// A close frame, the last: nothing queued after it is sent.
+    pub fn close(&self, reason: Option<CloseReason>) {
+        self.queue(Message::Close(reason));
+        self.finish();
+    }
+
+    /// No more frames; what is queued still goes out.
+    pub fn finish(&self) {
+        let mut out = self.0.borrow_mut();
+        out.finished = true;
+        if let Some(waker) = out.waiting.take() {
+            waker.wake();
+        }
+    }
+}
+
+impl Drop for FrameWriter {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+impl Flush {
+    /// Writes what the writer queues to `io` until the writer finished and its frames are out.
+    /// A client that stops reading gets `linger` after the writer finished, then the connection
+    /// ends.
+    pub async fn run(self, mut socket: OwnedWriteHalf, linger: Duration) {
+        let shared = self.0;
+        let mut deadline: Option<Pin<Box<tokio::time::Sleep>>> = None;
+        let written = poll_fn(|cx| {
+            let mut out = shared.borrow_mut();
+            while !out.queued.is_empty() {
+                match Pin::new(&mut socket).poll_write(cx, &out.queued) {
+                    Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                    Poll::Ready(Ok(n)) => {
+                        out.queued.advance(n);
+                        if out.queued.is_empty() {
+                            out.queued = BytesMut::new();
+                        }
+                    }
+                    Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                    Poll::Pending => {
+                        // Woken when the socket can take more, or when the writer finishes.
+                        out.waiting = Some(cx.waker().clone());
+                        if out.finished {
+                            let sleep = deadline
+                                .get_or_insert_with(|| Box::pin(tokio::time::sleep(linger)));
+                            if sleep.as_mut().poll(cx).is_ready() {
+                                return Poll::Ready(Err(io::ErrorKind::TimedOut.into()));
+                            }
+                        }
+                        return Poll::Pending;
+                    }
+                }
+            }
+            if out.finished {
+                return Poll::Ready(Ok(()));
+            }
+            out.waiting = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await;
+        // Whatever could not be written is dropped, and nothing more is queued.
+        {
+            let mut out = shared.borrow_mut();
+            out.finished = true;
+            out.queued = BytesMut::new();
+        }
+        match written {
+            Ok(()) => {
+                let _ = tokio::time::timeout(
+                    linger,
+                    poll_fn(|cx| Pin::new(&mut socket).poll_shutdown(cx)),
+                )
+                .await;
+            }
+            Err(error) => tracing::debug!(%error, "WebSocket write ended"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    use futures_util::StreamExt;
+
+    async fn pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address");
+        let (client, accepted) = tokio::join!(TcpStream::connect(address), listener.accept());
+        (client.expect("connect"), accepted.expect("accept").0)
+    }
+
+    /// A frame as a browser sends it: masked.
+    fn client_frame(message: Message) -> BytesMut {
+        let mut buf = BytesMut::new();
+        Codec::new()
+            .client_mode()
+            .encode(message, &mut buf)
+            .expect("encode");
+        buf
+    }
+
+    #[tokio::test]
+    async fn frames_split_across_reads_and_read_early_come_out_whole() {
+        let (mut client, server) = pair().await;
+        let (read, _write) = server.into_split();
+        let first = client_frame(Message::Text("4hello".into()));
+        let second = client_frame(Message::Binary(Bytes::from_static(b"\x01\x02")));
+        // The first frame was read with the upgrade request; the second arrives in two pieces.
+        let mut reader = FrameReader::new(read, first, 1024);
+        client.write_all(&second[..3]).await.expect("write");
+        client.flush().await.expect("flush");
+        assert_eq!(
+            reader.next().await.expect("frame").expect("ok"),
+            Frame::Text(Bytes::from_static(b"4hello"))
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        client.write_all(&second[3..]).await.expect("write");
+        assert_eq!(
+            reader.next().await.expect("frame").expect("ok"),
+            Frame::Binary(Bytes::from_static(b"\x01\x02"))
+        );
+        assert!(
+            reader.pending.capacity() == 0,
+            "nothing kept between frames"
+        );
+        drop(client);
+        assert!(
+            reader.next().await.is_none(),
+            "the stream ends with the connection"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_frame_past_the_limit_is_an_error() {
+        let (mut client, server) = pair().await;
+        let (read, _write) = server.into_split();
+        let mut reader = FrameReader::new(read, BytesMut::new(), 8);
+        client
+            .write_all(&client_frame(Message::Text("0123456789".into())))
+            .await
+            .expect("write");
+        assert!(matches!(reader.next().await, Some(Err(_))));
+        assert!(reader.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn queued_frames_go_out_in_order_and_the_flush_ends_after_the_close() {
+        let local = tokio::task::LocalSet::new();
+        local
+            .run_until(async {
+                let (mut client, server) = pair().await;
+                let (_read, write) = server.into_split();
+                let (writer, flush) = frame_writer();
+                writer.text("0{}".to_owned());
+                let flushing = tokio::task::spawn_local(flush.run(write, Duration::from_secs(5)));
+                writer.binary(Bytes::from_static(b"\x07"));
+                writer.close(None);
+                writer.text("not sent".to_owned());
+                flushing.await.expect("flush");
+                let mut received = Vec::new();
+                client.read_to_end(&mut received).await.expect("read");
+                let mut received = BytesMut::from(&received[..]);
+                let mut decoder = Codec::new().client_mode();
+                let mut frames = Vec::new();
+                while let Some(frame) = decoder.decode(&mut received).expect("decode") {
+                    frames.push(frame);
+                }
+                assert_eq!(
+                    frames,
+                    vec![
+                        Frame::Text(Bytes::from_static(b"0{}")),
+                        Frame::Binary(Bytes::from_static(b"\x07")),
+                        Frame::Close(None),
+                    ]
+                );
+            })
+            .await;
+    }
+
+    #[tokio::test]
+    async fn a_client_that_stops_reading_is_let_go_after_the_linger() {
+        let local = tokio::task::LocalSet::new();
+        local
+            .run_until(async {
+                let (_client, server) = pair().await;
+                let (_read, write) = server.into_split();
+                let (writer, flush) = frame_writer();
+                // Far more than the socket buffers take while the client reads nothing.
+                for _ in 0..64 {
+                    writer.binary(Bytes::from(vec![0u8; 256 * 1024]));
+                }
+                writer.finish();
+                tokio::time::timeout(
+                    Duration::from_secs(10),
+                    flush.run(write, Duration::from_millis(200)),
+                )
+                .await
+                .expect("the flush gives up");
+                assert!(writer.0.borrow().queued.is_empty());
+            })
+            .await;
+    }
+}
