@@ -3,7 +3,9 @@ use helpnow::startup::Application;
 use helpnow::telemetry;
 
 /// mimalloc instead of the system allocator: allocation was a fifth of the server's CPU under load
-/// (docs/benchmarks.md), and glibc's per-thread arenas kept freed memory.
+/// (docs/benchmarks.md), and glibc's per-thread arenas kept freed memory. The feature
+/// `system-allocator` leaves it out, for heap profilers (heaptrack) that see only malloc.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
