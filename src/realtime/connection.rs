@@ -42,8 +42,9 @@ pub(crate) struct Connection {
     sockets: Vec<Joined>,
     /// Namespaces whose connect handler has not answered yet.
     connecting: Vec<Arc<str>>,
-    /// A binary packet waiting for its attachments.
-    partial: Option<Partial>,
+    /// A binary packet waiting for its attachments (boxed: rare, and every connection would
+    /// carry its size).
+    partial: Option<Box<Partial>>,
     acks: Vec<PendingAck>,
     next_ack_id: u64,
     limiter: Option<DefaultDirectRateLimiter>,
@@ -297,11 +298,11 @@ where
                 if conn.partial.is_some() {
                     None
                 } else {
-                    conn.partial = Some(Partial {
+                    conn.partial = Some(Box::new(Partial {
                         attachments: Vec::with_capacity(packet.attachments),
                         packet,
                         bytes: text.len(),
-                    });
+                    }));
                     return;
                 }
             }

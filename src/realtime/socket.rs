@@ -477,6 +477,10 @@ impl SocketRef {
         let packet = encode_event(&self.0.namespace, event, payload, None);
         if let (Some(offset), Some(window)) = (offset, window) {
             let now = Instant::now();
+            if state.log.capacity() == 0 {
+                // Most sockets log an event or two: room for four would be mostly empty.
+                state.log.reserve_exact(1);
+            }
             state.log.push_back(Logged {
                 offset,
                 at: now,

@@ -25,10 +25,9 @@ pub(crate) struct WebSocketTransport {
     state: State,
     /// Set when the actor starts.
     writer: Option<FrameWriter>,
-    /// The client's frames, until the actor starts and reads them.
-    reader: Option<FrameReader>,
-    /// A message arriving in several frames, put back together up to the payload limit.
-    fragments: Option<Fragments>,
+    /// A message arriving in several frames, put back together up to the payload limit (boxed:
+    /// rare, and every connection would carry its size).
+    fragments: Option<Box<Fragments>>,
     max_payload: usize,
 }
 
@@ -136,9 +135,6 @@ impl Actor for WebSocketTransport {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        if let Some(reader) = self.reader.take() {
-            ctx.add_stream(reader);
-        }
         match &self.state {
             State::Open(conn) => {
                 conn.route.set(Some(ctx.address().recipient()));
@@ -232,10 +228,10 @@ impl StreamHandler<Result<Frame, ProtocolError>> for WebSocketTransport {
                     Item::Last(chunk) => (None, true, chunk),
                 };
                 if let Some(text) = first {
-                    self.fragments = Some(Fragments {
+                    self.fragments = Some(Box::new(Fragments {
                         text,
                         data: BytesMut::new(),
-                    });
+                    }));
                 }
                 let Some(fragments) = self.fragments.as_mut() else {
                     connection::close(self, ctx, DisconnectReason::TransportError);
@@ -270,7 +266,6 @@ pub(crate) fn open(server: &RealtimeServer, handshake: Handshake) -> WebSocketTr
     WebSocketTransport {
         state: State::Open(Connection::new(server.clone(), handshake)),
         writer: None,
-        reader: None,
         fragments: None,
         max_payload: server.config().max_payload,
     }
@@ -289,7 +284,6 @@ pub(crate) fn upgrade(
             polling,
         },
         writer: None,
-        reader: None,
         fragments: None,
         max_payload: server.config().max_payload,
     })
@@ -299,9 +293,11 @@ impl WebSocketTransport {
     /// Starts the actor on an upgraded socket: it reads `reader`'s frames and queues its own to
     /// `writer`.
     pub(crate) fn run(mut self, reader: FrameReader, writer: FrameWriter) -> Addr<Self> {
-        self.reader = Some(reader);
         self.writer = Some(writer);
-        self.start()
+        Self::create(move |ctx| {
+            ctx.add_stream(reader);
+            self
+        })
     }
 
     /// The largest frame the client may send.

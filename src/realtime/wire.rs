@@ -220,12 +220,9 @@ impl Flush {
             out.queued = BytesMut::new();
         }
         match written {
+            // A TCP write half shuts down at once (it sends the FIN); nothing to wait for.
             Ok(()) => {
-                let _ = tokio::time::timeout(
-                    linger,
-                    poll_fn(|cx| Pin::new(&mut socket).poll_shutdown(cx)),
-                )
-                .await;
+                let _ = poll_fn(|cx| Pin::new(&mut socket).poll_shutdown(cx)).await;
             }
             Err(error) => tracing::debug!(%error, "WebSocket write ended"),
         }
