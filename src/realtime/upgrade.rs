@@ -142,13 +142,13 @@ async fn accept(
         .await?;
     let FramedParts { io, read_buf, .. } = framed.into_parts();
     let (read, write) = io.into_split();
-    let reader = FrameReader::new(read, read_buf, transport.max_payload());
-    let (writer, flush) = frame_writer();
+    let (writer, flush) = frame_writer(write);
+    let reader = FrameReader::new(read, read_buf, transport.max_payload()).returning_to(&flush);
     let open = server.websocket_opened();
     transport.run(reader, writer);
     // The dispatcher's task ends here; the one writing the socket is a few hundred bytes.
     actix::spawn(async move {
-        flush.run(write, CLOSE_LINGER).await;
+        flush.run(CLOSE_LINGER).await;
         drop((open, connection_data));
     });
     Ok(())

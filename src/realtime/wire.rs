@@ -29,18 +29,21 @@ const READ_CHUNK: usize = 4096;
 
 /// Frames from the client, decoded as they arrive.
 pub(crate) struct FrameReader {
-    io: OwnedReadHalf,
+    /// Always present until dropped; then it goes to `flush`, to read what the client still sends.
+    io: Option<OwnedReadHalf>,
     /// Bytes of frames not complete yet; empty (and unallocated) between frames.
     pending: BytesMut,
     codec: Codec,
     done: bool,
+    /// Where the socket's read half goes when the reader is dropped.
+    flush: Option<Rc<RefCell<Outgoing>>>,
 }
 
 impl FrameReader {
     /// `early` is what the HTTP layer already read past the upgrade request.
     pub fn new(io: OwnedReadHalf, early: BytesMut, max_frame: usize) -> Self {
         Self {
-            io,
+            io: Some(io),
             // The dispatcher's read buffer, 8 KiB, would stay allocated for nothing.
             pending: if early.is_empty() {
                 BytesMut::new()
@@ -49,6 +52,23 @@ impl FrameReader {
             },
             codec: Codec::new().max_size(max_frame),
             done: false,
+            flush: None,
+        }
+    }
+
+    /// Once this reader is dropped, `flush` reads (and discards) what the client still sends
+    /// after the last frames went out, as a closing HTTP server lingers: closing a socket with
+    /// unread bytes makes the kernel reset the connection, which can lose those last frames.
+    pub fn returning_to(mut self, flush: &Flush) -> Self {
+        self.flush = Some(flush.0.clone());
+        self
+    }
+}
+
+impl Drop for FrameReader {
+    fn drop(&mut self) {
+        if let (Some(flush), Some(io)) = (&self.flush, self.io.take()) {
+            flush.borrow_mut().reader = Some(io);
         }
     }
 }
@@ -78,9 +98,12 @@ impl Stream for FrameReader {
                     }
                 }
             }
+            let Some(io) = this.io.as_mut() else {
+                return Poll::Ready(None);
+            };
             let mut chunk = [MaybeUninit::<u8>::uninit(); READ_CHUNK];
             let mut read = ReadBuf::uninit(&mut chunk);
-            match ready!(Pin::new(&mut this.io).poll_read(cx, &mut read)) {
+            match ready!(Pin::new(io).poll_read(cx, &mut read)) {
                 Ok(()) if read.filled().is_empty() => {
                     this.done = true;
                     return Poll::Ready(None);
@@ -103,6 +126,10 @@ struct Outgoing {
     finished: bool,
     /// The flush, waiting for frames.
     waiting: Option<Waker>,
+    /// The socket's read half, once the reader is gone.
+    reader: Option<OwnedReadHalf>,
+    /// The socket's write half, until the flush ends.
+    socket: Option<OwnedWriteHalf>,
 }
 
 /// The connection's writing end: frames are queued at once and written by its [`Flush`], in
@@ -112,13 +139,15 @@ pub(crate) struct FrameWriter(Rc<RefCell<Outgoing>>);
 /// What writes a [`FrameWriter`]'s frames to the socket.
 pub(crate) struct Flush(Rc<RefCell<Outgoing>>);
 
-/// A writer and the flush that goes with it.
-pub(crate) fn frame_writer() -> (FrameWriter, Flush) {
+/// A writer on `socket` and the flush that goes with it.
+pub(crate) fn frame_writer(socket: OwnedWriteHalf) -> (FrameWriter, Flush) {
     let shared = Rc::new(RefCell::new(Outgoing {
         queued: BytesMut::new(),
         codec: Codec::new(),
         finished: false,
         waiting: None,
+        reader: None,
+        socket: Some(socket),
     }));
     (FrameWriter(shared.clone()), Flush(shared))
 }
@@ -129,12 +158,32 @@ impl FrameWriter {
         if out.finished {
             return;
         }
-        let Outgoing { queued, codec, .. } = &mut *out;
+        let Outgoing {
+            queued,
+            codec,
+            socket,
+            waiting,
+            ..
+        } = &mut *out;
         if let Err(error) = codec.encode(message, queued) {
             tracing::debug!(%error, "WebSocket frame not encoded");
             return;
         }
-        if let Some(waker) = out.waiting.take() {
+        // Written at once while the socket takes it, in the actor's own turn; the flush task is
+        // woken only for what it does not take (or to see an error).
+        if let Some(socket) = socket.as_ref() {
+            while !queued.is_empty() {
+                match socket.try_write(queued) {
+                    Ok(written) if written > 0 => queued.advance(written),
+                    _ => break,
+                }
+            }
+            if queued.is_empty() {
+                *queued = BytesMut::new();
+                return;
+            }
+        }
+        if let Some(waker) = waiting.take() {
             waker.wake();
         }
     }
@@ -177,25 +226,35 @@ impl Flush {
     /// Writes what the writer queues to `io` until the writer finished and its frames are out.
     /// A client that stops reading gets `linger` after the writer finished, then the connection
     /// ends.
-    pub async fn run(self, mut socket: OwnedWriteHalf, linger: Duration) {
+    pub async fn run(self, linger: Duration) {
         let shared = self.0;
         let mut deadline: Option<Pin<Box<tokio::time::Sleep>>> = None;
         let written = poll_fn(|cx| {
             let mut out = shared.borrow_mut();
-            while !out.queued.is_empty() {
-                match Pin::new(&mut socket).poll_write(cx, &out.queued) {
+            let Outgoing {
+                queued,
+                finished,
+                waiting,
+                socket,
+                ..
+            } = &mut *out;
+            let Some(socket) = socket.as_mut() else {
+                return Poll::Ready(Err(io::ErrorKind::NotConnected.into()));
+            };
+            while !queued.is_empty() {
+                match Pin::new(&mut *socket).poll_write(cx, queued) {
                     Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
                     Poll::Ready(Ok(n)) => {
-                        out.queued.advance(n);
-                        if out.queued.is_empty() {
-                            out.queued = BytesMut::new();
+                        queued.advance(n);
+                        if queued.is_empty() {
+                            *queued = BytesMut::new();
                         }
                     }
                     Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
                     Poll::Pending => {
                         // Woken when the socket can take more, or when the writer finishes.
-                        out.waiting = Some(cx.waker().clone());
-                        if out.finished {
+                        *waiting = Some(cx.waker().clone());
+                        if *finished {
                             let sleep = deadline
                                 .get_or_insert_with(|| Box::pin(tokio::time::sleep(linger)));
                             if sleep.as_mut().poll(cx).is_ready() {
@@ -206,25 +265,47 @@ impl Flush {
                     }
                 }
             }
-            if out.finished {
+            if *finished {
                 return Poll::Ready(Ok(()));
             }
-            out.waiting = Some(cx.waker().clone());
+            *waiting = Some(cx.waker().clone());
             Poll::Pending
         })
         .await;
         // Whatever could not be written is dropped, and nothing more is queued.
-        {
+        let socket = {
             let mut out = shared.borrow_mut();
             out.finished = true;
             out.queued = BytesMut::new();
-        }
+            out.socket.take()
+        };
+        let Some(mut socket) = socket else { return };
         match written {
             // A TCP write half shuts down at once (it sends the FIN); nothing to wait for.
             Ok(()) => {
                 let _ = poll_fn(|cx| Pin::new(&mut socket).poll_shutdown(cx)).await;
+                let reader = shared.borrow_mut().reader.take();
+                if let Some(reader) = reader {
+                    // Boxed: only a closing socket pays for the timer.
+                    let _ = Box::pin(tokio::time::timeout(DRAIN, drain(reader))).await;
+                }
             }
             Err(error) => tracing::debug!(%error, "WebSocket write ended"),
+        }
+    }
+}
+
+/// How long a closed socket reads what the client still sends (its close frame, mostly): what
+/// actix-http's `client_disconnect_timeout` gave the WebSockets it carried.
+const DRAIN: Duration = Duration::from_secs(1);
+
+/// Reads and drops what arrives until the client closes its side.
+async fn drain(mut reader: OwnedReadHalf) {
+    use tokio::io::AsyncReadExt;
+    let mut sink = [0u8; 1024];
+    while let Ok(read) = reader.read(&mut sink).await {
+        if read == 0 {
+            break;
         }
     }
 }
@@ -305,9 +386,9 @@ mod tests {
             .run_until(async {
                 let (mut client, server) = pair().await;
                 let (_read, write) = server.into_split();
-                let (writer, flush) = frame_writer();
+                let (writer, flush) = frame_writer(write);
                 writer.text("0{}".to_owned());
-                let flushing = tokio::task::spawn_local(flush.run(write, Duration::from_secs(5)));
+                let flushing = tokio::task::spawn_local(flush.run(Duration::from_secs(5)));
                 writer.binary(Bytes::from_static(b"\x07"));
                 writer.close(None);
                 writer.text("not sent".to_owned());
@@ -332,6 +413,53 @@ mod tests {
             .await;
     }
 
+    /// Closing a socket with bytes unread makes the kernel reset the connection, which on a real
+    /// network can drop the close frame still on its way: after the close, the socket reads what
+    /// the client still sends until the client closes too (or a second passes).
+    #[tokio::test]
+    async fn after_the_close_the_socket_reads_until_the_client_closes() {
+        let local = tokio::task::LocalSet::new();
+        local
+            .run_until(async {
+                let (mut client, server) = pair().await;
+                let (read, write) = server.into_split();
+                let (writer, flush) = frame_writer(write);
+                let reader = FrameReader::new(read, BytesMut::new(), 1024).returning_to(&flush);
+                // Bytes the connection never got to read.
+                client
+                    .write_all(&client_frame(Message::Text("4late".into())))
+                    .await
+                    .expect("write");
+                writer.close(None);
+                drop(reader);
+                drop(writer);
+                let flushing = tokio::task::spawn_local(flush.run(Duration::from_secs(5)));
+                let mut received = Vec::new();
+                client.read_to_end(&mut received).await.expect("read");
+                let mut received = BytesMut::from(&received[..]);
+                assert_eq!(
+                    Codec::new()
+                        .client_mode()
+                        .decode(&mut received)
+                        .expect("decode"),
+                    Some(Frame::Close(None))
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                assert!(!flushing.is_finished(), "the socket still reads");
+                // The client answers the close and hangs up: the socket is let go at once.
+                client
+                    .write_all(&client_frame(Message::Close(None)))
+                    .await
+                    .expect("close reply");
+                drop(client);
+                tokio::time::timeout(Duration::from_millis(500), flushing)
+                    .await
+                    .expect("done once the client closed")
+                    .expect("flush");
+            })
+            .await;
+    }
+
     #[tokio::test]
     async fn a_client_that_stops_reading_is_let_go_after_the_linger() {
         let local = tokio::task::LocalSet::new();
@@ -339,7 +467,7 @@ mod tests {
             .run_until(async {
                 let (_client, server) = pair().await;
                 let (_read, write) = server.into_split();
-                let (writer, flush) = frame_writer();
+                let (writer, flush) = frame_writer(write);
                 // Far more than the socket buffers take while the client reads nothing.
                 for _ in 0..64 {
                     writer.binary(Bytes::from(vec![0u8; 256 * 1024]));
@@ -347,7 +475,7 @@ mod tests {
                 writer.finish();
                 tokio::time::timeout(
                     Duration::from_secs(10),
-                    flush.run(write, Duration::from_millis(200)),
+                    flush.run(Duration::from_millis(200)),
                 )
                 .await
                 .expect("the flush gives up");
