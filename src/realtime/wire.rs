@@ -139,6 +139,14 @@ pub(crate) struct FrameWriter(Rc<RefCell<Outgoing>>);
 /// What writes a [`FrameWriter`]'s frames to the socket.
 pub(crate) struct Flush(Rc<RefCell<Outgoing>>);
 
+/// Takes `n` written bytes off the front of `queued`; once it is empty its memory goes back.
+fn written(queued: &mut BytesMut, n: usize) {
+    queued.advance(n);
+    if queued.is_empty() {
+        *queued = BytesMut::new();
+    }
+}
+
 /// A writer on `socket` and the flush that goes with it.
 pub(crate) fn frame_writer(socket: OwnedWriteHalf) -> (FrameWriter, Flush) {
     let shared = Rc::new(RefCell::new(Outgoing {
@@ -174,12 +182,11 @@ impl FrameWriter {
         if let Some(socket) = socket.as_ref() {
             while !queued.is_empty() {
                 match socket.try_write(queued) {
-                    Ok(written) if written > 0 => queued.advance(written),
+                    Ok(n) if n > 0 => written(queued, n),
                     _ => break,
                 }
             }
             if queued.is_empty() {
-                *queued = BytesMut::new();
                 return;
             }
         }
@@ -244,12 +251,7 @@ impl Flush {
             while !queued.is_empty() {
                 match Pin::new(&mut *socket).poll_write(cx, queued) {
                     Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-                    Poll::Ready(Ok(n)) => {
-                        queued.advance(n);
-                        if queued.is_empty() {
-                            *queued = BytesMut::new();
-                        }
-                    }
+                    Poll::Ready(Ok(n)) => written(queued, n),
                     Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
                     Poll::Pending => {
                         // Woken when the socket can take more, or when the writer finishes.
