@@ -43,6 +43,10 @@ pub struct Metrics {
     pub piece_forwarding: Histogram,
     /// An AI call's time to its answer (or, streamed, to its first piece), by purpose and outcome.
     pub ai_latency: HistogramVec,
+    /// How many calls each group commit of the live conversations' store calls held.
+    pub store_batch_calls: Histogram,
+    /// How long each group commit took, from its start to its commit.
+    pub store_batch_duration: Histogram,
 }
 
 impl Metrics {
@@ -101,6 +105,20 @@ impl Metrics {
             .buckets(vec![0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0]),
             &["purpose", "outcome"],
         )?;
+        let store_batch_calls = Histogram::with_opts(
+            HistogramOpts::new(
+                "store_batch_calls",
+                "How many store calls of the live conversations each group commit held",
+            )
+            .buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]),
+        )?;
+        let store_batch_duration = Histogram::with_opts(
+            HistogramOpts::new(
+                "store_batch_duration_seconds",
+                "How long a group commit of the live conversations' store calls took",
+            )
+            .buckets(SHORT_BUCKETS.to_vec()),
+        )?;
         let open_connections = IntGauge::new(
             "open_connections",
             "TCP connections open to the HTTP server",
@@ -118,6 +136,8 @@ impl Metrics {
         registry.register(Box::new(timer_lateness.clone()))?;
         registry.register(Box::new(piece_forwarding.clone()))?;
         registry.register(Box::new(ai_latency.clone()))?;
+        registry.register(Box::new(store_batch_calls.clone()))?;
+        registry.register(Box::new(store_batch_duration.clone()))?;
         #[cfg(target_os = "linux")]
         registry.register(Box::new(
             prometheus::process_collector::ProcessCollector::for_self(),
@@ -133,6 +153,20 @@ impl Metrics {
             timer_lateness,
             piece_forwarding,
             ai_latency,
+            store_batch_calls,
+            store_batch_duration,
+        })
+    }
+
+    /// What the store's group commit reports of each batch ([`crate::store::batch::Batcher`]).
+    pub fn batch_observer(&self) -> crate::store::batch::BatchObserver {
+        let (calls, duration) = (
+            self.store_batch_calls.clone(),
+            self.store_batch_duration.clone(),
+        );
+        Arc::new(move |held, took| {
+            calls.observe(held as f64);
+            duration.observe(took.as_secs_f64());
         })
     }
 

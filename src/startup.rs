@@ -106,7 +106,7 @@ impl Application {
         let auth_throttle = Arc::new(AuthThrottle::new());
         // The live conversations' store calls (conversation loads and saves, visits, funnel
         // events), committed in groups.
-        let funnel_store = store::batch::Batcher::start(db.clone());
+        let funnel_store = store::batch::Batcher::observed(db.clone(), metrics.batch_observer());
         let funnel_registry = funnels::registry(
             &settings,
             funnel_store.clone(),

@@ -161,12 +161,33 @@ pub trait FunnelStore: Send + Sync + 'static {
         key: &crate::funnel::ConversationKey,
     ) -> BoxFuture<'static, Result<Option<crate::funnel::Conversation>, StoreError>>;
 
-    /// Saves the whole conversation if the stored one is the version before it (or, for
-    /// version 1, if none is stored yet); otherwise `StoreError::Conflict`.
+    /// Stores what `change` says changed in `conversation`, or answers `StoreError::Conflict`
+    /// when the stored conversation is not the one the change was made from (another process
+    /// changed it first); then nothing is written.
     fn save(
         &self,
         conversation: &crate::funnel::Conversation,
+        change: ConversationChange,
     ) -> BoxFuture<'static, Result<(), StoreError>>;
+}
+
+/// What a save of a funnel conversation writes. The actor knows what it changed, so the store
+/// writes only that: a new message is one small record, not the whole conversation again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConversationChange {
+    /// The conversation starts with its greeting: at version 1 a new one (a conflict if the
+    /// visitor already has one in this funnel), at a later version one that starts over in the
+    /// record of an expired one (a conflict unless that is stored at the version before), its
+    /// earlier messages gone.
+    Started,
+    /// Its last message is new: a visitor's message, or a reply with what a reply changes (the
+    /// stage, the end, the auto-checkout's deadline). A conflict if a message is already stored
+    /// in that place.
+    MessageAdded,
+    /// Its auto-checkout's deadline moved or a checkout opened (`checkout_deadline`,
+    /// `checkout_started_at`), at a new version: a conflict unless the stored conversation is at
+    /// the version before.
+    CheckoutChanged,
 }
 
 /// A checkout the funnel opens for its visitor.

@@ -186,8 +186,13 @@ pub struct BucketQuantiles {
 
 impl BucketQuantiles {
     /// `series` is the bucket series up to its `le` label, such as
-    /// `helpnow_timer_lateness_seconds_bucket{timer="typing",`.
+    /// `helpnow_timer_lateness_seconds_bucket{timer="typing",`; its bounds are seconds.
     pub fn between(before: &str, after: &str, series: &str) -> Option<Self> {
+        Self::scaled(before, after, series, 1000.0)
+    }
+
+    /// Like [`BucketQuantiles::between`], for bounds in `unit` (1000 for seconds, 1 for a count).
+    fn scaled(before: &str, after: &str, series: &str, unit: f64) -> Option<Self> {
         let buckets = |text: &str| -> Vec<(f64, f64)> {
             let mut found: Vec<(f64, f64)> = samples(text)
                 .filter_map(|(name, value)| {
@@ -224,7 +229,7 @@ impl BucketQuantiles {
             counts
                 .iter()
                 .find(|(_, count)| *count >= q * total)
-                .map_or(f64::INFINITY, |(bound, _)| bound * 1000.0)
+                .map_or(f64::INFINITY, |(bound, _)| bound * unit)
         };
         Some(Self {
             count: total,
@@ -257,6 +262,9 @@ pub struct ServerTimers {
     pub typing_late: Option<BucketQuantiles>,
     pub checkout_late: Option<BucketQuantiles>,
     pub piece_forwarding: Option<BucketQuantiles>,
+    /// How many calls each of the store's group commits held (a count, not milliseconds).
+    pub batch_calls: Option<BucketQuantiles>,
+    pub batch_duration: Option<BucketQuantiles>,
 }
 
 impl ServerTimers {
@@ -276,6 +284,17 @@ impl ServerTimers {
                 before,
                 after,
                 "helpnow_ai_piece_forwarding_seconds_bucket{",
+            ),
+            batch_calls: BucketQuantiles::scaled(
+                before,
+                after,
+                "helpnow_store_batch_calls_bucket{",
+                1.0,
+            ),
+            batch_duration: BucketQuantiles::between(
+                before,
+                after,
+                "helpnow_store_batch_duration_seconds_bucket{",
             ),
         }
     }
@@ -352,6 +371,8 @@ impl Report {
                     "server_piece_forwarding_ms",
                     &self.server_timers.piece_forwarding,
                 ),
+                ("server_store_batch_calls", &self.server_timers.batch_calls),
+                ("server_store_batch_ms", &self.server_timers.batch_duration),
             ] {
                 if let Some(histogram) = histogram {
                     map.insert(key.to_owned(), histogram.to_json());
@@ -421,11 +442,14 @@ impl Report {
             "server_typing_timer_late_ms",
             "server_checkout_timer_late_ms",
             "server_piece_forwarding_ms",
+            "server_store_batch_calls",
+            "server_store_batch_ms",
         ] {
             let h = &json[key];
+            let unit = if key.ends_with("_ms") { " ms" } else { "" };
             if !h.is_null() {
                 out.push_str(&format!(
-                    "  {key:<22} p50 <= {} ms  p99 <= {} ms  p999 <= {} ms  (n={}, the server's histogram)\n",
+                    "  {key:<22} p50 <= {}{unit}  p99 <= {}{unit}  p999 <= {}{unit}  (n={}, the server's histogram)\n",
                     h["p50_at_most"], h["p99_at_most"], h["p999_at_most"], h["count"]
                 ));
             }

@@ -1,48 +1,73 @@
-//! Group commit for the live conversations' store calls: funnel conversation loads and saves,
+//! Group commit for the live conversations' store calls: funnel conversation loads and writes,
 //! visits and funnel analytics events.
 //!
-//! Thousands of live conversations each load once and save a few times a minute. One transaction
-//! per call costs SurrealDB a transaction each: it decodes the table's definitions again for every
-//! transaction (measured: a quarter of a join's cost went to planning the load), parses and plans
-//! the query, and the embedded engine's commit scans the open transactions. So a few batchers take
-//! the calls that arrive while they are busy and run them together, in one transaction: the
-//! classic group commit of databases. Each caller is answered only when the transaction holding
-//! its statement has committed (SurrealKV syncs its log before a commit returns), so an
-//! acknowledgement still means "on disk".
+//! Thousands of live conversations each load once and write a few times a minute. A transaction
+//! has a cost of its own, whatever it holds: SurrealDB decodes the table's definitions again for
+//! every transaction, parses and plans the query, and on SurrealKV the commit writes and syncs the
+//! log (measured: about 420 us of CPU a transaction on SurrealKV, 130 us on `mem://`, against
+//! 30-40 us a message; docs/benchmarks.md, "The store alone"). So one batcher takes the calls
+//! that arrive while it is busy, and waits up to [`GATHER`] for more when it has only a few, and
+//! runs them together in one transaction: the classic group commit of databases (PostgreSQL's
+//! `commit_delay`). Each caller is answered only when the transaction holding its statement has
+//! committed (SurrealKV syncs its log before a commit returns), so an acknowledgement still means
+//! "on disk".
+//!
+//! Within a batch, the writes of one kind go as one `INSERT` of all their rows (new messages,
+//! new conversations, visits, analytics events): SurrealDB runs a statement's rows through one
+//! plan, which costs a fraction of a statement each (docs/benchmarks.md, "The store alone").
+//! Loads and the rare writes that depend on what is stored (a conversation started over, an
+//! auto-checkout change) are statements of their own.
 //!
 //! - A batch that fails fails every caller in it, with the same error, except a batch that lost a
-//!   race (a conflict with another transaction, or a unique index that another process filled
-//!   first): then each of its statements runs again on its own, so the one in conflict gets its
-//!   conflict and the others land.
-//! - A conversation update that finds another version than the one it was made from lands
-//!   nowhere and answers [`Outcome::Conflict`]; the rest of its batch is unaffected.
+//!   race (a conflict with another transaction, a message or a unique index that another process
+//!   filled first): then each caller's writes run again on their own, so the one in conflict gets
+//!   its conflict and the others land.
+//! - A conversation write that finds the conversation changed (another version, or a message
+//!   already in its place) lands nowhere and answers [`Outcome::Conflict`]; the rest of its batch
+//!   is unaffected.
 //! - A batch that the database does not answer within [`BATCH_LIMIT`] fails all its callers.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use surrealdb::types::SurrealValue;
-use tokio::sync::{Mutex, mpsc, oneshot};
+use surrealdb::types::{RecordId, SurrealValue, Value};
+use tokio::sync::{mpsc, oneshot};
 
 use super::Db;
+use super::funnels::{CheckoutRow, ConversationRow, MessageRow};
 
-/// Transactions in flight at once. While they commit, the next calls gather for the next one.
-const BATCHERS: usize = 4;
-/// The most statements one transaction carries.
+/// The most calls one transaction carries.
 const MAX_BATCH: usize = 256;
+/// How long the batcher waits for more calls when it has fewer than [`FULL_ENOUGH`]: a call
+/// waits this much longer at most, and a busy server commits several times fewer transactions
+/// (10,000 funnel conversations: 74,000 transactions with four batchers that did not wait, 11,000
+/// with one that waits 2 ms; the server's CPU 75 s -> 44 s).
+const GATHER: Duration = Duration::from_millis(2);
+/// A batch this large goes at once.
+const FULL_ENOUGH: usize = 64;
 /// The longest a batch may take before its callers are told it failed.
 const BATCH_LIMIT: Duration = Duration::from_secs(5);
 
-/// One store call of the live conversations, as a statement of a batch.
+/// One store call of the live conversations, as part of a batch.
 #[derive(Debug, Clone)]
 pub enum Statement {
-    /// A funnel conversation as a whole: created when `previous` is none, otherwise updated only
-    /// if it is still at version `previous`.
-    Conversation {
+    /// A funnel conversation starts: its record and its messages (the greeting). Created when
+    /// `previous` is none; otherwise started over in the record at version `previous` (its
+    /// earlier messages removed), or nothing if that record is at another version.
+    StartConversation {
         id: String,
         previous: Option<i64>,
-        row: Box<super::funnels::ConversationRow>,
+        row: Box<ConversationRow>,
+        messages: Vec<MessageRow>,
+    },
+    /// A message added in its place: a conflict if that place is taken.
+    AddMessage(Box<MessageRow>),
+    /// A conversation's auto-checkout fields at a new version, if it is still at `previous`.
+    CheckoutChanged {
+        id: String,
+        previous: i64,
+        change: CheckoutRow,
     },
     /// A visit: when the visitor was last seen, and the first ad click's attribution.
     Visitor {
@@ -51,111 +76,228 @@ pub enum Statement {
     },
     /// An analytics event.
     Analytics(super::analytics::NewAnalyticsEvent),
-    /// Reads a visitor's conversation of one funnel.
-    LoadConversation { visitor: String, funnel: String },
+    /// Reads a conversation, with its messages.
+    LoadConversation { id: String },
 }
 
-/// What became of one statement of a batch that committed.
+/// What became of one call of a batch that committed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     Done,
-    /// A conversation update found another version: nothing was written.
+    /// A conversation write found the conversation changed: nothing of it was written.
     Conflict,
     /// What a load found: the conversation's stored fields, if there is one.
     Loaded(Option<surrealdb::types::Value>),
 }
 
-/// The variables a statement reads, bound as one object under the statement's own name.
+/// The variables a statement of its own reads, bound as one object under its own name.
 #[derive(Debug, Clone, SurrealValue)]
-struct ConversationVars {
+struct RestartVars {
     id: String,
-    previous: Option<i64>,
-    row: super::funnels::ConversationRow,
+    previous: i64,
+    row: ConversationRow,
+    messages: Vec<MessageRow>,
 }
 
 #[derive(Debug, Clone, SurrealValue)]
-struct VisitorVars {
+struct CheckoutVars {
     id: String,
-    attribution: Option<serde_json::Value>,
+    previous: i64,
+    change: CheckoutRow,
 }
 
 #[derive(Debug, Clone, SurrealValue)]
 struct LoadVars {
-    visitor: String,
-    funnel: String,
+    id: String,
 }
 
-impl Statement {
-    /// Appends this statement, reading its variables from `$name`.
-    fn append(&self, name: &str, sql: &mut String) {
-        let statement = match self {
-            Statement::Conversation { previous: None, .. } => format!(
-                "CREATE type::record('funnel_conversation', ${name}.id) CONTENT ${name}.row \
-                 RETURN VALUE record::id(id);"
-            ),
-            Statement::Conversation { .. } => format!(
-                "UPDATE type::record('funnel_conversation', ${name}.id) MERGE ${name}.row \
-                 WHERE version = ${name}.previous RETURN VALUE record::id(id);"
-            ),
-            Statement::Visitor { .. } => format!(
-                "UPSERT type::record('visitor', ${name}.id) SET last_seen_at = time::now(), \
-                 acquisition = acquisition ?? ${name}.attribution RETURN NONE;"
-            ),
-            Statement::Analytics(_) => {
-                format!("CREATE analytics_event CONTENT ${name} RETURN NONE;")
-            }
-            Statement::LoadConversation { .. } => format!(
-                "SELECT {fields} FROM funnel_conversation WHERE visitor = \
-                 type::record('visitor', ${name}.visitor) AND funnel = ${name}.funnel LIMIT 1;",
-                fields = super::funnels::READ_FIELDS
-            ),
-        };
-        sql.push_str(&statement);
+/// A visit as a row of the visits' `INSERT`.
+#[derive(Debug, Clone, SurrealValue)]
+struct VisitRow {
+    id: RecordId,
+    acquisition: Option<serde_json::Value>,
+}
+
+/// A batch as SurrealQL: the statements of their own first, then one `INSERT` per kind of row.
+/// No statement of a batch may be `RETURN` (nor hold one): in a transaction SurrealDB 3 ends the
+/// whole script at a `RETURN` and commits what ran before it, silently skipping the rest. A
+/// statement that answers yes or no is an expression, or a block whose last line is its value.
+#[derive(Default)]
+struct Script {
+    sql: String,
+    vars: Vec<(String, Value)>,
+    /// For each call: the index of its statement's result, if it has a statement of its own.
+    own: Vec<Option<usize>>,
+    statements: usize,
+    conversations: Vec<Value>,
+    messages: Vec<Value>,
+    visits: Vec<Value>,
+    events: Vec<Value>,
+}
+
+impl Script {
+    fn own_statement(&mut self, sql: String, vars: Value) -> Option<usize> {
+        let name = format!("s{}", self.statements);
+        let sql = sql
+            .replace("$s.", &format!("${name}."))
+            .replace("$s_", &format!("${name}_"));
+        self.sql.push_str(&sql);
+        self.vars.push((name, vars));
+        self.statements += 1;
+        Some(self.statements - 1)
     }
 
-    fn bind<'a>(
-        &self,
-        name: String,
-        query: surrealdb::method::Query<'a, surrealdb::engine::any::Any>,
-    ) -> surrealdb::method::Query<'a, surrealdb::engine::any::Any> {
-        match self.clone() {
-            Statement::Conversation { id, previous, row } => query.bind((
-                name,
-                ConversationVars {
+    fn add(&mut self, statement: &Statement) {
+        let own = match statement.clone() {
+            Statement::StartConversation {
+                previous: None,
+                row,
+                messages,
+                ..
+            } => {
+                self.conversations.push(row.into_value());
+                self.messages
+                    .extend(messages.into_iter().map(SurrealValue::into_value));
+                None
+            }
+            Statement::StartConversation {
+                id,
+                previous: Some(previous),
+                row,
+                messages,
+            } => self.own_statement(
+                "IF (UPDATE type::record('funnel_conversation', $s.id) MERGE $s.row \
+                   WHERE version = $s.previous RETURN VALUE id) { \
+                   DELETE funnel_message:[$s.id, 0]..[$s.id, 1000000000]; \
+                   INSERT INTO funnel_message $s.messages RETURN NONE; true \
+                 } ELSE { false };"
+                    .to_owned(),
+                RestartVars {
                     id,
                     previous,
                     row: *row,
-                },
-            )),
+                    messages,
+                }
+                .into_value(),
+            ),
+            Statement::AddMessage(message) => {
+                self.messages.push(message.into_value());
+                None
+            }
+            Statement::CheckoutChanged {
+                id,
+                previous,
+                change,
+            } => self.own_statement(
+                "(UPDATE type::record('funnel_conversation', $s.id) MERGE $s.change \
+                 WHERE version = $s.previous RETURN VALUE id) != [];"
+                    .to_owned(),
+                CheckoutVars {
+                    id,
+                    previous,
+                    change,
+                }
+                .into_value(),
+            ),
             Statement::Visitor { id, attribution } => {
-                query.bind((name, VisitorVars { id, attribution }))
+                self.visits.push(
+                    VisitRow {
+                        id: RecordId::new("visitor", id),
+                        acquisition: attribution,
+                    }
+                    .into_value(),
+                );
+                None
             }
-            Statement::Analytics(event) => query.bind((name, event)),
-            Statement::LoadConversation { visitor, funnel } => {
-                query.bind((name, LoadVars { visitor, funnel }))
+            Statement::Analytics(event) => {
+                self.events.push(event.into_value());
+                None
             }
-        }
+            Statement::LoadConversation { id } => self.own_statement(
+                super::funnels::LOAD.to_owned(),
+                LoadVars { id }.into_value(),
+            ),
+        };
+        self.own.push(own);
     }
 
-    /// Reads this statement's outcome from its result.
+    /// The SurrealQL of the whole batch (a transaction when it is more than one statement), the
+    /// variables it reads, and where each call's own statement is.
+    fn finish(mut self) -> Finished {
+        let bulk = [
+            (
+                "conversations",
+                std::mem::take(&mut self.conversations),
+                "INSERT INTO funnel_conversation $conversations RETURN NONE;",
+            ),
+            (
+                "messages",
+                std::mem::take(&mut self.messages),
+                "INSERT INTO funnel_message $messages RETURN NONE;",
+            ),
+            (
+                "visits",
+                std::mem::take(&mut self.visits),
+                "INSERT INTO visitor $visits ON DUPLICATE KEY UPDATE last_seen_at = time::now(), \
+                 acquisition = acquisition ?? $input.acquisition RETURN NONE;",
+            ),
+            (
+                "events",
+                std::mem::take(&mut self.events),
+                "INSERT INTO analytics_event $events RETURN NONE;",
+            ),
+        ];
+        for (name, rows, sql) in bulk {
+            if !rows.is_empty() {
+                self.sql.push_str(sql);
+                self.vars.push((name.to_owned(), Value::Array(rows.into())));
+                self.statements += 1;
+            }
+        }
+        let transaction = self.statements > 1;
+        let sql = if transaction {
+            format!("BEGIN TRANSACTION;{}COMMIT TRANSACTION;", self.sql)
+        } else {
+            self.sql
+        };
+        Finished {
+            sql,
+            vars: self.vars,
+            own: self.own,
+            transaction,
+        }
+    }
+}
+
+struct Finished {
+    sql: String,
+    vars: Vec<(String, Value)>,
+    own: Vec<Option<usize>>,
+    transaction: bool,
+}
+
+impl Statement {
+    /// Reads this call's outcome from the result of its own statement, if it has one.
     fn outcome(
         &self,
         response: &mut surrealdb::IndexedResults,
-        index: usize,
+        index: Option<usize>,
     ) -> Result<Outcome, surrealdb::Error> {
+        let Some(index) = index else {
+            return Ok(Outcome::Done);
+        };
         match self {
-            Statement::Conversation { .. } => {
-                let saved: Vec<String> = response.take(index)?;
-                Ok(if saved.is_empty() {
-                    Outcome::Conflict
-                } else {
-                    Outcome::Done
-                })
-            }
-            Statement::Visitor { .. } | Statement::Analytics(_) => Ok(Outcome::Done),
             Statement::LoadConversation { .. } => {
-                let rows: Vec<surrealdb::types::Value> = response.take(index)?;
-                Ok(Outcome::Loaded(rows.into_iter().next()))
+                let found: Option<surrealdb::types::Value> = response.take(index)?;
+                Ok(Outcome::Loaded(found))
+            }
+            _ => {
+                let landed: Option<bool> = response.take(index)?;
+                Ok(if landed == Some(true) {
+                    Outcome::Done
+                } else {
+                    Outcome::Conflict
+                })
             }
         }
     }
@@ -176,6 +318,9 @@ pub struct Batcher {
     counts: Arc<Counts>,
 }
 
+/// Told of every batch once it is done: how many calls it held and how long it took.
+pub type BatchObserver = Arc<dyn Fn(usize, Duration) + Send + Sync>;
+
 #[derive(Default)]
 struct Counts {
     transactions: AtomicU64,
@@ -185,12 +330,14 @@ struct Counts {
 impl Batcher {
     /// Starts the batchers' tasks on the current runtime.
     pub fn start(db: Db) -> Self {
+        Self::observed(db, Arc::new(|_, _| {}))
+    }
+
+    /// Like [`Batcher::start`], telling `observer` of every batch (the server's metrics).
+    pub fn observed(db: Db, observer: BatchObserver) -> Self {
         let (jobs, queue) = mpsc::unbounded_channel();
-        let queue = Arc::new(Mutex::new(queue));
         let counts = Arc::new(Counts::default());
-        for _ in 0..BATCHERS {
-            tokio::spawn(batcher(db.clone(), queue.clone(), counts.clone()));
-        }
+        tokio::spawn(batcher(db, queue, counts.clone(), observer));
         Self { jobs, counts }
     }
 
@@ -216,19 +363,30 @@ impl Batcher {
     }
 }
 
-/// Runs one statement in a transaction of its own, at once (the paths that are not hot).
+/// Runs one call in a transaction of its own, at once (the paths that are not hot).
 pub async fn run_alone(db: &Db, statement: Statement) -> Result<Outcome, surrealdb::Error> {
-    run(db, &[&statement]).await?.remove(0)
+    alone(db, &statement).await
 }
 
-/// Takes the jobs waiting (at least one, at most [`MAX_BATCH`]) and commits them together.
-async fn batcher(db: Db, queue: Arc<Mutex<mpsc::UnboundedReceiver<Job>>>, counts: Arc<Counts>) {
+/// Takes the jobs waiting (at least one, at most [`MAX_BATCH`], gathering for up to [`GATHER`]
+/// while there are fewer than [`FULL_ENOUGH`]) and commits them together, one batch at a time.
+async fn batcher(
+    db: Db,
+    mut queue: mpsc::UnboundedReceiver<Job>,
+    counts: Arc<Counts>,
+    observer: BatchObserver,
+) {
     let mut jobs = Vec::with_capacity(MAX_BATCH);
     loop {
-        {
-            let mut queue = queue.lock().await;
-            if queue.recv_many(&mut jobs, MAX_BATCH).await == 0 {
-                return;
+        if queue.recv_many(&mut jobs, MAX_BATCH).await == 0 {
+            return;
+        }
+        let gathered = tokio::time::Instant::now() + GATHER;
+        while jobs.len() < FULL_ENOUGH {
+            let room = MAX_BATCH - jobs.len();
+            match tokio::time::timeout_at(gathered, queue.recv_many(&mut jobs, room)).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
             }
         }
         let (statements, answers): (Vec<Statement>, Vec<Answer>) = jobs
@@ -239,7 +397,9 @@ async fn batcher(db: Db, queue: Arc<Mutex<mpsc::UnboundedReceiver<Job>>>, counts
         counts
             .statements
             .fetch_add(statements.len() as u64, Ordering::Relaxed);
+        let (calls, began) = (statements.len(), tokio::time::Instant::now());
         let outcomes = commit_together(&db, statements).await;
+        observer(calls, began.elapsed());
         for (answer, outcome) in answers.into_iter().zip(outcomes) {
             // A caller that stopped waiting (its own time-out) is simply not told.
             let _ = answer.send(outcome);
@@ -254,18 +414,41 @@ pub async fn commit_together(
     db: &Db,
     statements: Vec<Statement>,
 ) -> Vec<Result<Outcome, surrealdb::Error>> {
+    if let [one] = statements.as_slice() {
+        return vec![alone(db, one).await];
+    }
     let all: Vec<&Statement> = statements.iter().collect();
     match run(db, &all).await {
         Ok(outcomes) => outcomes,
-        Err(error) if statements.len() > 1 && super::billing::is_conflict(&error) => {
-            let alone = all.iter().map(|one| run(db, std::slice::from_ref(one)));
-            futures_util::future::join_all(alone)
-                .await
-                .into_iter()
-                .map(|outcome| outcome.and_then(|mut one| one.remove(0)))
-                .collect()
+        Err(error) if lost_a_race(&error) => {
+            futures_util::future::join_all(statements.iter().map(|one| alone(db, one))).await
         }
         Err(error) => statements.iter().map(|_| Err(error.clone())).collect(),
+    }
+}
+
+/// Whether a failed batch lost a race with another writer: a conflict, a unique index or a
+/// message place filled first.
+fn lost_a_race(error: &surrealdb::Error) -> bool {
+    super::billing::is_conflict(error) || is_taken(error)
+}
+
+/// Whether a write found its record already there.
+fn is_taken(error: &surrealdb::Error) -> bool {
+    error.to_string().contains("already exists")
+}
+
+/// Runs one call in a transaction of its own. A message whose place is taken, or a new
+/// conversation that is already there, is a conflict.
+async fn alone(db: &Db, statement: &Statement) -> Result<Outcome, surrealdb::Error> {
+    let creates = matches!(
+        statement,
+        Statement::AddMessage(_) | Statement::StartConversation { previous: None, .. }
+    );
+    match run(db, &[statement]).await {
+        Ok(mut outcomes) => outcomes.remove(0),
+        Err(error) if creates && is_taken(&error) => Ok(Outcome::Conflict),
+        Err(error) => Err(error),
     }
 }
 
@@ -274,20 +457,19 @@ async fn run(
     db: &Db,
     statements: &[&Statement],
 ) -> Result<Vec<Result<Outcome, surrealdb::Error>>, surrealdb::Error> {
-    let transaction = statements.len() > 1;
-    let mut sql = String::with_capacity(64 + 200 * statements.len());
-    if transaction {
-        sql.push_str("BEGIN TRANSACTION;");
+    let mut script = Script::default();
+    for statement in statements {
+        script.add(statement);
     }
-    for (index, statement) in statements.iter().enumerate() {
-        statement.append(&format!("s{index}"), &mut sql);
-    }
-    if transaction {
-        sql.push_str("COMMIT TRANSACTION;");
-    }
+    let Finished {
+        sql,
+        vars,
+        own,
+        transaction,
+    } = script.finish();
     let mut query = db.query(sql);
-    for (index, statement) in statements.iter().enumerate() {
-        query = statement.bind(format!("s{index}"), query);
+    for variable in vars {
+        query = query.bind(variable);
     }
     let mut response = tokio::time::timeout(BATCH_LIMIT, query)
         .await
@@ -297,7 +479,7 @@ async fn run(
     let first = usize::from(transaction);
     Ok(statements
         .iter()
-        .enumerate()
-        .map(|(index, statement)| statement.outcome(&mut response, first + index))
+        .zip(own)
+        .map(|(statement, index)| statement.outcome(&mut response, index.map(|i| first + i)))
         .collect())
 }

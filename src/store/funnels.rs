@@ -1,29 +1,40 @@
 //! Funnel conversations (one per visitor and funnel), the help funnel's record, and visitors.
 //!
-//! A conversation is saved whole with a version: a save only lands on the version before it, so
-//! two processes holding the same conversation cannot overwrite each other unnoticed. The live
-//! conversations' saves and visits are committed in groups ([`super::batch`]).
+//! A conversation is a `funnel_conversation` record (who, which funnel, where from, the
+//! auto-checkout's state, a version; its id follows from the visitor and the funnel,
+//! `ConversationKey::conversation_id`) and its messages, each a `funnel_message` record keyed by
+//! the conversation and its place (`funnel_message:[conversation, 0]` is the greeting). A save
+//! writes only what changed ([`ConversationChange`]): a new message is one small record, so the
+//! conversation is never rewritten whole, and a message already in its place means another
+//! process got there first (the same optimistic concurrency as the version, per message). The
+//! stage, the junk count and the end follow from the messages
+//! (`Conversation::settle_from_messages`); the auto-checkout's deadline is the final message's
+//! unless the record holds a later one or a checkout opened. The live conversations' writes are
+//! committed in groups ([`super::batch`]).
 
 use chrono::{DateTime, Utc};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use helpnow_actors::funnel::{Attribution, Conversation, ConversationKey, FunnelMessage};
-use helpnow_actors::ports::{FunnelStore, StoreError};
+use helpnow_actors::funnel::{Attribution, Conversation, ConversationKey, FunnelMessage, Speaker};
+use helpnow_actors::ports::{ConversationChange, FunnelStore, StoreError};
 use helpnow_actors::rules::FunnelKind;
-use surrealdb::types::{RecordId, SurrealValue};
+use surrealdb::types::{Array, Number, RecordId, RecordIdKey, SurrealValue, Value};
 
 use super::Db;
 use super::batch::{Batcher, Outcome, Statement};
 
-pub(super) const READ_FIELDS: &str = "record::id(id) AS id, record::id(visitor) AS visitor_id, funnel, \
-     version, flow ?? 'default' AS flow, headline ?? '' AS headline, attribution ?? {} AS attribution, \
-     stage, junk_count, is_final, first_message_tracked, messages, checkout_deadline, \
-     checkout_started_at, created_at, updated_at";
+/// Reads a conversation with its messages, as one statement of a batch (`$s.id` its id): the
+/// records as stored, their fields read here. A projection with computed fields, or a subquery
+/// in it, cost SurrealDB several times the read itself (docs/benchmarks.md, "The store alone").
+pub(super) const LOAD: &str = "{ LET $s_found = type::record('funnel_conversation', $s.id).*; \
+     IF $s_found { { conversation: $s_found, \
+     messages: (SELECT * FROM funnel_message:[$s.id, 0]..[$s.id, 1000000000]) } } };";
 
-/// A conversation as written: created with `CONTENT`, updated with `MERGE` (so the fields other
-/// writers keep on the row, the help funnel's `record` and the checkout's `user`, stay).
+/// A conversation's record as written when it starts: created with `CONTENT`, or merged over an
+/// expired one (so the fields other writers keep on it, the checkout's `user`, stay).
 #[derive(Debug, Clone, SurrealValue)]
 pub struct ConversationRow {
+    id: RecordId,
     visitor: RecordId,
     funnel: String,
     version: i64,
@@ -32,11 +43,56 @@ pub struct ConversationRow {
     keyword: Option<String>,
     campaignid: Option<String>,
     attribution: serde_json::Value,
-    stage: i64,
-    junk_count: i64,
+    checkout_deadline: Option<DateTime<Utc>>,
+    checkout_started_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+/// One message of a conversation, in its place.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct MessageRow {
+    id: RecordId,
+    role: String,
+    text: String,
     is_final: bool,
-    first_message_tracked: bool,
-    messages: serde_json::Value,
+    junk: bool,
+    source: Option<String>,
+    at: DateTime<Utc>,
+    /// On the final message: when its auto-checkout opens.
+    checkout_at: Option<DateTime<Utc>>,
+}
+
+/// What the auto-checkout's changes write, at the conversation's new version.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct CheckoutRow {
+    version: i64,
+    checkout_deadline: Option<DateTime<Utc>>,
+    checkout_started_at: Option<DateTime<Utc>>,
+    updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, SurrealValue)]
+struct StoredMessage {
+    id: RecordId,
+    role: String,
+    text: String,
+    is_final: bool,
+    junk: bool,
+    source: Option<String>,
+    at: DateTime<Utc>,
+    checkout_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, SurrealValue)]
+struct StoredConversation {
+    id: RecordId,
+    visitor: RecordId,
+    funnel: String,
+    version: i64,
+    flow: Option<String>,
+    headline: Option<String>,
+    attribution: Option<serde_json::Value>,
     checkout_deadline: Option<DateTime<Utc>>,
     checkout_started_at: Option<DateTime<Utc>>,
     created_at: DateTime<Utc>,
@@ -44,45 +100,49 @@ pub struct ConversationRow {
 }
 
 #[derive(Debug, Clone, SurrealValue)]
-struct StoredRow {
-    id: String,
-    visitor_id: String,
-    funnel: String,
-    version: i64,
-    flow: String,
-    headline: String,
-    attribution: serde_json::Value,
-    stage: i64,
-    junk_count: i64,
-    is_final: bool,
-    first_message_tracked: bool,
-    messages: serde_json::Value,
-    checkout_deadline: Option<DateTime<Utc>>,
-    checkout_started_at: Option<DateTime<Utc>>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+struct Stored {
+    conversation: StoredConversation,
+    messages: Vec<StoredMessage>,
+}
+
+/// The text of a record id's key (conversations and visitors have text keys).
+fn text_key(id: RecordId) -> Result<String, StoreError> {
+    match id.key {
+        RecordIdKey::String(key) => Ok(key),
+        other => Err(StoreError::Failed(format!(
+            "a stored conversation refers to an unexpected key {other:?}"
+        ))),
+    }
+}
+
+/// A message's place in its conversation, from its key `[conversation, place]`.
+fn place(id: &RecordId) -> Option<i64> {
+    match &id.key {
+        RecordIdKey::Array(key) => match key.get(1) {
+            Some(Value::Number(Number::Int(place))) => Some(*place),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn version(conversation: &Conversation) -> i64 {
+    i64::try_from(conversation.version).unwrap_or(i64::MAX)
 }
 
 fn to_row(conversation: &Conversation) -> Result<ConversationRow, StoreError> {
-    let encode = |what: &str, error: serde_json::Error| {
-        StoreError::Failed(format!("cannot encode the {what}: {error}"))
-    };
     Ok(ConversationRow {
+        id: RecordId::new("funnel_conversation", conversation.id.as_str()),
         visitor: RecordId::new("visitor", conversation.key.visitor_id.as_str()),
         funnel: conversation.key.funnel.as_str().to_owned(),
-        version: i64::try_from(conversation.version).unwrap_or(i64::MAX),
+        version: version(conversation),
         flow: conversation.flow.clone(),
         headline: conversation.headline.clone(),
         keyword: conversation.attribution.keyword.clone(),
         campaignid: conversation.attribution.campaignid.clone(),
-        attribution: serde_json::to_value(&conversation.attribution)
-            .map_err(|e| encode("attribution", e))?,
-        stage: i64::from(conversation.stage),
-        junk_count: i64::from(conversation.junk_count),
-        is_final: conversation.is_final,
-        first_message_tracked: conversation.first_message_tracked,
-        messages: serde_json::to_value(&conversation.messages)
-            .map_err(|e| encode("messages", e))?,
+        attribution: serde_json::to_value(&conversation.attribution).map_err(|error| {
+            StoreError::Failed(format!("cannot encode the attribution: {error}"))
+        })?,
         checkout_deadline: conversation.checkout_deadline,
         checkout_started_at: conversation.checkout_started_at,
         created_at: conversation.created_at,
@@ -90,41 +150,97 @@ fn to_row(conversation: &Conversation) -> Result<ConversationRow, StoreError> {
     })
 }
 
-fn from_row(row: StoredRow) -> Result<Conversation, StoreError> {
-    let decode = |what: &str, error: serde_json::Error| {
-        StoreError::Failed(format!(
-            "a stored conversation has a broken {what}: {error}"
-        ))
-    };
+/// The key of a conversation's message in place `seq` (the greeting is 0).
+fn message_key(conversation_id: &str, seq: usize) -> RecordId {
+    let place = Number::Int(i64::try_from(seq).unwrap_or(i64::MAX));
+    let key = Array::from(vec![
+        Value::String(conversation_id.to_owned()),
+        Value::Number(place),
+    ]);
+    RecordId::new("funnel_message", RecordIdKey::Array(key))
+}
+
+fn message_row(conversation: &Conversation, seq: usize, message: &FunnelMessage) -> MessageRow {
+    MessageRow {
+        id: message_key(&conversation.id, seq),
+        role: match message.role {
+            Speaker::User => "user",
+            Speaker::Assistant => "assistant",
+        }
+        .to_owned(),
+        text: message.text.clone(),
+        is_final: message.is_final,
+        junk: message.junk,
+        source: message.source.clone(),
+        at: message.at,
+        checkout_at: message
+            .is_final
+            .then_some(conversation.checkout_deadline)
+            .flatten(),
+    }
+}
+
+fn from_stored(stored: Stored) -> Result<Conversation, StoreError> {
+    let broken = |what: &str| StoreError::Failed(format!("a stored conversation has {what}"));
+    let row = stored.conversation;
     let funnel = FunnelKind::parse(&row.funnel)
-        .ok_or_else(|| StoreError::Failed(format!("unknown funnel {}", row.funnel)))?;
-    let messages: Vec<FunnelMessage> =
-        serde_json::from_value(row.messages).map_err(|e| decode("message list", e))?;
-    let attribution: Attribution = if row.attribution.is_null() {
-        Attribution::default()
-    } else {
-        serde_json::from_value(row.attribution).map_err(|e| decode("attribution", e))?
+        .ok_or_else(|| broken(&format!("an unknown funnel {}", row.funnel)))?;
+    let attribution: Attribution = match row.attribution {
+        None | Some(serde_json::Value::Null) => Attribution::default(),
+        Some(attribution) => serde_json::from_value(attribution)
+            .map_err(|error| broken(&format!("a broken attribution: {error}")))?,
     };
-    Ok(Conversation {
-        id: row.id,
+    let mut stored_messages = stored.messages;
+    stored_messages.sort_by_key(|message| place(&message.id));
+    let final_checkout = stored_messages
+        .iter()
+        .find_map(|message| message.checkout_at);
+    let messages = stored_messages
+        .into_iter()
+        .map(|message| {
+            let role = match message.role.as_str() {
+                "user" => Speaker::User,
+                "assistant" => Speaker::Assistant,
+                other => return Err(broken(&format!("a message from {other}"))),
+            };
+            Ok(FunnelMessage {
+                role,
+                text: message.text,
+                is_final: message.is_final,
+                junk: message.junk,
+                source: message.source,
+                at: message.at,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // The final message set the auto-checkout's deadline; the record holds it once it moved
+    // (the visitor was away when it came) or a checkout opened (then there is none).
+    let checkout_deadline = match (row.checkout_deadline, row.checkout_started_at) {
+        (None, None) => final_checkout,
+        (deadline, _) => deadline,
+    };
+    let mut conversation = Conversation {
+        id: text_key(row.id)?,
         key: ConversationKey {
-            visitor_id: row.visitor_id,
+            visitor_id: text_key(row.visitor)?,
             funnel,
         },
         version: u64::try_from(row.version).unwrap_or(0),
-        flow: row.flow,
-        headline: row.headline,
+        flow: row.flow.unwrap_or_else(|| "default".to_owned()),
+        headline: row.headline.unwrap_or_default(),
         attribution,
-        stage: u8::try_from(row.stage.clamp(0, 2)).unwrap_or(0),
-        junk_count: u32::try_from(row.junk_count.max(0)).unwrap_or(u32::MAX),
-        is_final: row.is_final,
-        first_message_tracked: row.first_message_tracked,
+        stage: 0,
+        junk_count: 0,
+        is_final: false,
+        first_message_tracked: false,
         messages,
-        checkout_deadline: row.checkout_deadline,
+        checkout_deadline,
         checkout_started_at: row.checkout_started_at,
         created_at: row.created_at,
         updated_at: row.updated_at,
-    })
+    };
+    conversation.settle_from_messages();
+    Ok(conversation)
 }
 
 fn failed(error: surrealdb::Error) -> StoreError {
@@ -135,20 +251,21 @@ fn failed(error: surrealdb::Error) -> StoreError {
     }
 }
 
-/// The statement that reads a visitor's conversation of one funnel.
+/// The statement that reads a visitor's conversation of one funnel (its id follows from them).
 pub fn load_statement(key: &ConversationKey) -> Statement {
     Statement::LoadConversation {
-        visitor: key.visitor_id.clone(),
-        funnel: key.funnel.as_str().to_owned(),
+        id: key.conversation_id(),
     }
 }
 
 fn loaded(outcome: Result<Outcome, surrealdb::Error>) -> Result<Option<Conversation>, StoreError> {
     match outcome.map_err(failed)? {
-        Outcome::Loaded(Some(row)) => from_row(StoredRow::from_value(row).map_err(|error| {
-            StoreError::Failed(format!("a stored conversation cannot be read: {error}"))
-        })?)
-        .map(Some),
+        Outcome::Loaded(Some(stored)) => {
+            from_stored(Stored::from_value(stored).map_err(|error| {
+                StoreError::Failed(format!("a stored conversation cannot be read: {error}"))
+            })?)
+            .map(Some)
+        }
         Outcome::Loaded(None) => Ok(None),
         other => Err(StoreError::Failed(format!("a load answered {other:?}"))),
     }
@@ -162,14 +279,41 @@ pub async fn load_conversation(
     loaded(super::batch::run_alone(db, load_statement(key)).await)
 }
 
-/// The statement that saves `conversation`: its creation at version 1, otherwise an update that
-/// lands only on the version before it (so two processes holding it cannot overwrite each other).
-pub fn save_statement(conversation: &Conversation) -> Result<Statement, StoreError> {
-    Ok(Statement::Conversation {
-        id: conversation.id.clone(),
-        previous: (conversation.version > 1)
-            .then(|| i64::try_from(conversation.version - 1).unwrap_or(i64::MAX)),
-        row: Box::new(to_row(conversation)?),
+/// The statement that stores `change` of `conversation` (see [`ConversationChange`]).
+pub fn save_statement(
+    conversation: &Conversation,
+    change: ConversationChange,
+) -> Result<Statement, StoreError> {
+    let previous = i64::try_from(conversation.version.saturating_sub(1)).unwrap_or(i64::MAX);
+    Ok(match change {
+        ConversationChange::Started => Statement::StartConversation {
+            id: conversation.id.clone(),
+            previous: (conversation.version > 1).then_some(previous),
+            row: Box::new(to_row(conversation)?),
+            messages: conversation
+                .messages
+                .iter()
+                .enumerate()
+                .map(|(seq, message)| message_row(conversation, seq, message))
+                .collect(),
+        },
+        ConversationChange::MessageAdded => {
+            let seq = conversation.messages.len().checked_sub(1).ok_or_else(|| {
+                StoreError::Failed("a conversation without messages has none to add".into())
+            })?;
+            let message = &conversation.messages[seq];
+            Statement::AddMessage(Box::new(message_row(conversation, seq, message)))
+        }
+        ConversationChange::CheckoutChanged => Statement::CheckoutChanged {
+            id: conversation.id.clone(),
+            previous,
+            change: CheckoutRow {
+                version: version(conversation),
+                checkout_deadline: conversation.checkout_deadline,
+                checkout_started_at: conversation.checkout_started_at,
+                updated_at: conversation.updated_at,
+            },
+        },
     })
 }
 
@@ -181,10 +325,14 @@ fn saved(outcome: Result<Outcome, surrealdb::Error>) -> Result<(), StoreError> {
     }
 }
 
-/// Saves a conversation in a transaction of its own (the actors' saves go through
+/// Stores `change` of a conversation in a transaction of its own (the actors' saves go through
 /// [`ConversationStore`], which commits them in groups).
-pub async fn save_conversation(db: &Db, conversation: &Conversation) -> Result<(), StoreError> {
-    saved(super::batch::run_alone(db, save_statement(conversation)?).await)
+pub async fn save_conversation(
+    db: &Db,
+    conversation: &Conversation,
+    change: ConversationChange,
+) -> Result<(), StoreError> {
+    saved(super::batch::run_alone(db, save_statement(conversation, change)?).await)
 }
 
 /// A store call the actors wait for longer than this counts as failed: some of them pause the
@@ -227,8 +375,12 @@ impl FunnelStore for ConversationStore {
         async move { loaded(call.await) }.boxed()
     }
 
-    fn save(&self, conversation: &Conversation) -> BoxFuture<'static, Result<(), StoreError>> {
-        let call = save_statement(conversation).map(|statement| self.submit(statement));
+    fn save(
+        &self,
+        conversation: &Conversation,
+        change: ConversationChange,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
+        let call = save_statement(conversation, change).map(|statement| self.submit(statement));
         async move { saved(call?.await) }.boxed()
     }
 }
@@ -255,6 +407,15 @@ pub async fn touch_visitor(
     Ok(())
 }
 
+/// The help funnel's conversation record of a visitor (one per visitor, keyed like the chats').
+fn help_conversation(visitor_id: &str) -> String {
+    ConversationKey {
+        visitor_id: visitor_id.to_owned(),
+        funnel: FunnelKind::Help,
+    }
+    .conversation_id()
+}
+
 /// Stores the help funnel's record for a visitor (one per visitor; a new issue replaces it).
 pub async fn save_help_record(
     db: &Db,
@@ -266,21 +427,14 @@ pub async fn save_help_record(
     let attribution = serde_json::to_value(attribution).unwrap_or_default();
     super::retry_on_conflict(|| async {
         db.query(
-            "LET $found = (SELECT VALUE id FROM funnel_conversation \
-               WHERE visitor = type::record('visitor', $visitor) AND funnel = 'help' LIMIT 1)[0]; \
-             IF $found != NONE { \
-               UPDATE $found SET record = $record, headline = $headline, attribution = $attribution, \
-                 keyword = $attribution.keyword ?? NONE, campaignid = $attribution.campaignid ?? NONE, \
-                 version = version + 1, updated_at = time::now(); \
-             } ELSE { \
-               CREATE funnel_conversation SET visitor = type::record('visitor', $visitor), \
-                 funnel = 'help', flow = 'help', record = $record, headline = $headline, \
-                 attribution = $attribution, keyword = $attribution.keyword ?? NONE, \
-                 campaignid = $attribution.campaignid ?? NONE, version = 1, stage = 0, junk_count = 0, \
-                 is_final = false, first_message_tracked = true, messages = [], \
-                 created_at = time::now(), updated_at = time::now(); \
-             };",
+            "UPSERT type::record('funnel_conversation', $id) SET \
+               visitor = type::record('visitor', $visitor), funnel = 'help', flow = 'help', \
+               record = $record, headline = $headline, attribution = $attribution, \
+               keyword = $attribution.keyword ?? NONE, campaignid = $attribution.campaignid ?? NONE, \
+               version = (version ?? 0) + 1, created_at = created_at ?? time::now(), \
+               updated_at = time::now() RETURN NONE;",
         )
+        .bind(("id", help_conversation(visitor_id)))
         .bind(("visitor", visitor_id.to_owned()))
         .bind(("headline", headline.to_owned()))
         .bind(("attribution", attribution.clone()))
@@ -303,11 +457,8 @@ pub async fn help_record(
         record: Option<serde_json::Value>,
     }
     let mut response = db
-        .query(
-            "SELECT record::id(id) AS id, record FROM funnel_conversation \
-             WHERE visitor = type::record('visitor', $visitor) AND funnel = 'help' LIMIT 1",
-        )
-        .bind(("visitor", visitor_id.to_owned()))
+        .query("SELECT record::id(id) AS id, record FROM type::record('funnel_conversation', $id)")
+        .bind(("id", help_conversation(visitor_id)))
         .await?
         .check()?;
     let rows: Vec<Row> = response.take(0)?;

@@ -305,6 +305,137 @@ mod database_tests {
         assert_eq!(tasks, ["t2", "t1"]);
     }
 
+    /// A funnel conversation stored whole before migration 0008 (its messages an array on the
+    /// record, as that version wrote them, under a random id) loads after it as it was: under the
+    /// id that follows from its visitor and funnel, its messages in order as records of their
+    /// own, its checkout's link moved with it; and a message's place, once taken, stays taken.
+    #[tokio::test]
+    async fn a_conversation_stored_before_0008_loads_from_its_message_records_after_it() {
+        use helpnow_actors::funnel::{ConversationKey, Speaker};
+        use helpnow_actors::rules::FunnelKind;
+
+        let db = memory_db().await;
+        let before = MIGRATIONS
+            .iter()
+            .position(|m| m.name == "0008_funnel_messages")
+            .expect("migration 0008");
+        apply(&db, &MIGRATIONS[..before]).await.expect("up to 0007");
+        run(
+            &db,
+            "CREATE funnel_conversation:old CONTENT {
+                 visitor: visitor:v1, funnel: 'chat', version: 7, flow: 'email',
+                 headline: 'Need Help?', attribution: { keyword: 'outlook email' },
+                 stage: 2, junk_count: 1, is_final: true, first_message_tracked: true,
+                 messages: [
+                     { role: 'assistant', text: 'Hi', is_final: false, junk: false,
+                       source: 'greeting', at: '2026-11-01T10:00:00Z' },
+                     { role: 'user', text: '??', is_final: false, junk: true,
+                       at: '2026-11-01T10:00:05Z' },
+                     { role: 'assistant', text: 'Tell me more', is_final: false, junk: false,
+                       source: 'script', at: '2026-11-01T10:00:07Z' },
+                     { role: 'user', text: 'my email', is_final: false, junk: false,
+                       at: '2026-11-01T10:00:10Z' },
+                     { role: 'assistant', text: 'What did you try?', is_final: false,
+                       junk: false, source: 'ai', at: '2026-11-01T10:00:12Z' },
+                     { role: 'user', text: 'a restart', is_final: false, junk: false,
+                       at: '2026-11-01T10:00:15Z' },
+                     { role: 'assistant', text: 'Get started', is_final: true, junk: false,
+                       source: 'final', at: '2026-11-01T10:00:17Z' },
+                 ],
+                 checkout_deadline: d'2026-11-01T10:00:32Z', user: user:u1,
+                 created_at: d'2026-11-01T10:00:00Z', updated_at: d'2026-11-01T10:00:17Z'
+             };
+             CREATE checkout_session:cs1 CONTENT {
+                 provider: 'demo', provider_session_id: 'demo_cs_1', source: 'chat_funnel',
+                 tracking_id: 't1', success_url: '/', cancel_url: '/',
+                 funnel_conversation: funnel_conversation:old
+             };
+             CREATE checkout_session:cs2 CONTENT {
+                 provider: 'demo', provider_session_id: 'demo_cs_2', source: 'direct_signup',
+                 tracking_id: 't2', success_url: '/', cancel_url: '/'
+             };",
+        )
+        .await
+        .expect("a conversation of the older version");
+        migrate(&db).await.expect("0008 applies");
+
+        let key = ConversationKey {
+            visitor_id: "v1".into(),
+            funnel: FunnelKind::Chat,
+        };
+        let loaded = crate::store::funnels::load_conversation(&db, &key)
+            .await
+            .expect("loads")
+            .expect("found");
+        let texts: Vec<&str> = loaded.messages.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "Hi",
+                "??",
+                "Tell me more",
+                "my email",
+                "What did you try?",
+                "a restart",
+                "Get started"
+            ]
+        );
+        assert_eq!(loaded.messages[1].role, Speaker::User);
+        assert!(loaded.messages[1].junk);
+        assert_eq!(loaded.messages[4].source.as_deref(), Some("ai"));
+        assert_eq!(
+            (
+                loaded.version,
+                loaded.stage,
+                loaded.junk_count,
+                loaded.is_final
+            ),
+            (7, 2, 1, true)
+        );
+        assert!(loaded.first_message_tracked);
+        assert_eq!(
+            loaded.checkout_deadline.map(|d| d.to_rfc3339()).as_deref(),
+            Some("2026-11-01T10:00:32+00:00")
+        );
+        assert_eq!(loaded.id, key.conversation_id());
+        let mut left = db
+            .query(
+                "SELECT * FROM type::record('funnel_conversation', $id);
+                 RETURN count(SELECT id FROM funnel_conversation);
+                 RETURN [record::id(checkout_session:cs1.funnel_conversation),
+                     checkout_session:cs2.funnel_conversation];",
+            )
+            .bind(("id", key.conversation_id()))
+            .await
+            .expect("read");
+        let row: Option<serde_json::Value> = left.take(0).expect("the record");
+        let row = row.unwrap_or_default();
+        for moved in [
+            "messages",
+            "stage",
+            "junk_count",
+            "is_final",
+            "first_message_tracked",
+        ] {
+            assert!(
+                row.get(moved).is_none(),
+                "{moved} left on the record: {row}"
+            );
+        }
+        assert_eq!(row["user"], "user:u1", "{row}");
+        let count: Option<i64> = left.take(1).expect("count");
+        assert_eq!(count, Some(1), "the record under the old id is gone");
+        let links: Vec<Option<String>> = left.take(2).expect("links");
+        assert_eq!(links, [Some(key.conversation_id()), None]);
+        // A place that is taken stays as it is.
+        let again = format!(
+            "INSERT INTO funnel_message [{{ id: ['{}', 3], role: 'user', text: 'again', \
+             at: time::now() }}];",
+            key.conversation_id()
+        );
+        assert!(run(&db, &again).await.is_err());
+    }
+
     /// Runs one statement and reports whether the database accepted it.
     async fn run(db: &Db, sql: &str) -> Result<(), surrealdb::Error> {
         db.query(sql).await.and_then(|r| r.check()).map(|_| ())

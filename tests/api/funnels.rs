@@ -11,6 +11,7 @@ use helpnow::store::funnels::{
     help_record, load_conversation, load_statement, save_conversation, save_statement, visit,
 };
 use helpnow_actors::funnel::{Attribution, Conversation, ConversationKey, FunnelMessage, Speaker};
+use helpnow_actors::ports::ConversationChange::{CheckoutChanged, MessageAdded, Started};
 use helpnow_actors::ports::StoreError;
 use helpnow_actors::rules::FunnelKind;
 use helpnow_actors::rules::summary::DEFAULT_INTRO;
@@ -28,14 +29,24 @@ async fn visitor_cookie(app: &TestApp) -> String {
     cookie_named(&response, "vid").expect("a visitor cookie")
 }
 
-fn conversation(id: &str, visitor: &str, version: u64) -> Conversation {
+/// A conversation after its first reply: the greeting, a junk message, the follow-up.
+fn conversation(visitor: &str, version: u64) -> Conversation {
     let now = Utc::now();
+    let key = ConversationKey {
+        visitor_id: visitor.to_owned(),
+        funnel: FunnelKind::Chat,
+    };
+    let message = |role, text: &str, junk, source: Option<&str>| FunnelMessage {
+        role,
+        text: text.into(),
+        is_final: false,
+        junk,
+        source: source.map(str::to_owned),
+        at: now,
+    };
     Conversation {
-        id: id.to_owned(),
-        key: ConversationKey {
-            visitor_id: visitor.to_owned(),
-            funnel: FunnelKind::Chat,
-        },
+        id: key.conversation_id(),
+        key,
         version,
         flow: "email".to_owned(),
         headline: "Need Help? Get Instant Expert Assistance Now!".to_owned(),
@@ -48,28 +59,46 @@ fn conversation(id: &str, visitor: &str, version: u64) -> Conversation {
         is_final: false,
         first_message_tracked: true,
         messages: vec![
-            FunnelMessage {
-                role: Speaker::Assistant,
-                text: "Hi, I'm Emma.".into(),
-                is_final: false,
-                junk: false,
-                source: Some("greeting".into()),
-                at: now,
-            },
-            FunnelMessage {
-                role: Speaker::User,
-                text: "my email is broken".into(),
-                is_final: false,
-                junk: false,
-                source: None,
-                at: now,
-            },
+            message(Speaker::Assistant, "Hi, I'm Emma.", false, Some("greeting")),
+            message(Speaker::User, "??", true, None),
+            message(Speaker::Assistant, "Tell me more?", false, Some("script")),
         ],
-        checkout_deadline: Some(now + TimeDelta::seconds(15)),
+        checkout_deadline: None,
         checkout_started_at: None,
         created_at: now,
         updated_at: now,
     }
+}
+
+/// `conversation` with one more message, as the actor adds it (and what it changes).
+fn with_message(conversation: &Conversation, role: Speaker, text: &str) -> Conversation {
+    let mut next = conversation.clone();
+    let now = Utc::now();
+    let is_final = role == Speaker::Assistant && next.stage == 2;
+    next.messages.push(FunnelMessage {
+        role,
+        text: text.into(),
+        is_final,
+        junk: false,
+        source: (role == Speaker::Assistant).then(|| "script".into()),
+        at: now,
+    });
+    if role == Speaker::Assistant {
+        next.stage = (next.stage + 1).min(2);
+    }
+    if is_final {
+        next.is_final = true;
+        next.checkout_deadline = Some(now + TimeDelta::seconds(15));
+    }
+    next.updated_at = now;
+    next
+}
+
+async fn load(app: &TestApp, conversation: &Conversation) -> Conversation {
+    load_conversation(&app.db, &conversation.key)
+        .await
+        .expect("loads")
+        .expect("found")
 }
 
 #[tokio::test]
@@ -96,45 +125,139 @@ async fn a_new_browser_gets_one_http_only_visitor_cookie() {
 }
 
 #[tokio::test]
-async fn a_conversation_is_stored_whole_and_a_stale_save_loses() {
+async fn a_conversation_is_stored_as_its_record_and_messages_and_a_stale_write_loses() {
     let app = spawn_app().await;
     let visitor = "visitor-store-0000000001";
-    let first = conversation("conv1", visitor, 1);
-    save_conversation(&app.db, &first).await.expect("created");
-    let loaded = load_conversation(&app.db, &first.key)
+    let first = conversation(visitor, 1);
+    save_conversation(&app.db, &first, Started)
         .await
-        .expect("loads")
-        .expect("found");
-    assert_eq!(loaded, first);
+        .expect("created");
+    assert_eq!(load(&app, &first).await, first);
 
-    // Another process creating the same visitor's conversation loses (unique visitor + funnel).
-    let rival = conversation("conv2", visitor, 1);
+    // Another process starting the same visitor's conversation loses (the same id).
     assert_eq!(
-        save_conversation(&app.db, &rival).await,
+        save_conversation(&app.db, &conversation(visitor, 1), Started).await,
         Err(StoreError::Conflict)
     );
 
-    let mut next = first.clone();
-    next.version = 2;
-    next.stage = 2;
-    save_conversation(&app.db, &next).await.expect("version 2");
-    let mut stale = first.clone();
+    // A message lands in its place once: a second writer of that place loses.
+    let second = with_message(&first, Speaker::User, "my email is broken");
+    save_conversation(&app.db, &second, MessageAdded)
+        .await
+        .expect("the visitor's message");
+    let rival = with_message(&first, Speaker::User, "something else");
+    assert_eq!(
+        save_conversation(&app.db, &rival, MessageAdded).await,
+        Err(StoreError::Conflict)
+    );
+    let reply = with_message(&second, Speaker::Assistant, "What did you try?");
+    save_conversation(&app.db, &reply, MessageAdded)
+        .await
+        .expect("the reply");
+    let loaded = load(&app, &first).await;
+    assert_eq!(
+        loaded, reply,
+        "the messages give back the stage and the rest"
+    );
+    assert_eq!((loaded.stage, loaded.messages.len()), (2, 5));
+
+    // The auto-checkout's changes land only on the version they were made from.
+    let mut opened = reply.clone();
+    opened.version = 2;
+    opened.checkout_started_at = Some(Utc::now());
+    save_conversation(&app.db, &opened, CheckoutChanged)
+        .await
+        .expect("version 2");
+    let mut stale = reply.clone();
     stale.version = 2;
+    stale.checkout_deadline = Some(Utc::now());
     assert_eq!(
-        save_conversation(&app.db, &stale).await,
+        save_conversation(&app.db, &stale, CheckoutChanged).await,
         Err(StoreError::Conflict)
     );
-    let loaded = load_conversation(&app.db, &first.key)
-        .await
-        .expect("loads")
-        .expect("found");
-    assert_eq!(loaded.stage, 2);
+    assert_eq!(load(&app, &first).await, opened);
 
     let other_funnel = ConversationKey {
         visitor_id: visitor.to_owned(),
         funnel: FunnelKind::Refundable,
     };
     assert_eq!(load_conversation(&app.db, &other_funnel).await, Ok(None));
+}
+
+#[tokio::test]
+async fn the_final_message_sets_the_auto_checkout_until_it_moves_or_opens() {
+    let app = spawn_app().await;
+    let first = conversation("visitor-final-0000000001", 1);
+    save_conversation(&app.db, &first, Started)
+        .await
+        .expect("created");
+    let asked = with_message(&first, Speaker::User, "my email is broken");
+    let second = with_message(&asked, Speaker::Assistant, "What did you try?");
+    let answered = with_message(&second, Speaker::User, "a restart");
+    let last = with_message(&answered, Speaker::Assistant, "Click 'Get started >>'");
+    for step in [&asked, &second, &answered, &last] {
+        save_conversation(&app.db, step, MessageAdded)
+            .await
+            .expect("a message");
+    }
+    let loaded = load(&app, &first).await;
+    assert!(loaded.is_final);
+    assert_eq!(loaded.checkout_deadline, last.checkout_deadline);
+    assert_eq!(loaded, last);
+
+    // The visitor was away when it came: it moves; then a checkout opens: there is none.
+    let mut moved = last.clone();
+    moved.version = 2;
+    moved.checkout_deadline = Some(Utc::now() + TimeDelta::seconds(40));
+    save_conversation(&app.db, &moved, CheckoutChanged)
+        .await
+        .expect("moved");
+    assert_eq!(load(&app, &first).await, moved);
+    let mut opened = moved.clone();
+    opened.version = 3;
+    opened.checkout_deadline = None;
+    opened.checkout_started_at = Some(Utc::now());
+    save_conversation(&app.db, &opened, CheckoutChanged)
+        .await
+        .expect("opened");
+    assert_eq!(load(&app, &first).await.checkout_deadline, None);
+}
+
+#[tokio::test]
+async fn a_conversation_started_over_keeps_only_its_new_messages() {
+    let app = spawn_app().await;
+    let first = conversation("visitor-again-0000000001", 1);
+    save_conversation(&app.db, &first, Started)
+        .await
+        .expect("created");
+    let mut fresh = conversation("visitor-again-0000000001", 2);
+    fresh.messages.truncate(1);
+    fresh.stage = 0;
+    fresh.junk_count = 0;
+    fresh.first_message_tracked = false;
+    // Started over in a batch with other writes: all of them land.
+    let other = conversation_for("visitor-again-0000000002");
+    let outcomes = commit_together(&app.db, vec![start_of(&fresh), start_of(&other)]).await;
+    assert_eq!(outcomes, [Ok(Outcome::Done), Ok(Outcome::Done)]);
+    assert_eq!(load(&app, &first).await, fresh);
+    assert_eq!(load(&app, &other).await, other);
+    // A second process starting it over from the same version loses.
+    assert_eq!(
+        save_conversation(&app.db, &fresh, Started).await,
+        Err(StoreError::Conflict)
+    );
+    let count: Option<i64> = app
+        .db
+        .query("RETURN count(SELECT id FROM funnel_message)")
+        .await
+        .expect("query")
+        .take(0)
+        .expect("count");
+    assert_eq!(
+        count,
+        Some(4),
+        "the earlier messages are gone: one left, three of the other"
+    );
 }
 
 #[tokio::test]
@@ -356,9 +479,11 @@ async fn a_checkout_link_redirects_and_marks_the_starting_browser_once() {
 // Group commit (src/store/batch.rs): the real-time paths' writes committed together.
 
 fn conversation_for(visitor: &str) -> Conversation {
-    let mut fresh = conversation(&format!("c{visitor}"), visitor, 1);
-    fresh.checkout_deadline = None;
-    fresh
+    conversation(visitor, 1)
+}
+
+fn start_of(conversation: &Conversation) -> Statement {
+    save_statement(conversation, Started).expect("a write")
 }
 
 async fn stored_ids(app: &TestApp) -> Vec<String> {
@@ -376,10 +501,7 @@ async fn a_batch_commits_its_writes_together_and_answers_each_one() {
     let conversations: Vec<Conversation> = (0..40)
         .map(|n| conversation_for(&format!("visitor-batch-{n:016}")))
         .collect();
-    let mut writes: Vec<Statement> = conversations
-        .iter()
-        .map(|c| save_statement(c).expect("a write"))
-        .collect();
+    let mut writes: Vec<Statement> = conversations.iter().map(start_of).collect();
     writes.push(visit(
         "visitor-batch-0000000000000000",
         &Attribution::default(),
@@ -397,11 +519,7 @@ async fn a_batch_commits_its_writes_together_and_answers_each_one() {
         "{outcomes:?}"
     );
     assert_eq!(stored_ids(&app).await.len(), 40);
-    let loaded = load_conversation(&app.db, &conversations[7].key)
-        .await
-        .expect("loads")
-        .expect("found");
-    assert_eq!(loaded, conversations[7], "stored whole");
+    assert_eq!(load(&app, &conversations[7]).await, conversations[7]);
 
     // Loads ride along in a batch: each gets its own conversation, or none.
     let missing = conversation_for("visitor-batch-missing-00000001");
@@ -410,7 +528,7 @@ async fn a_batch_commits_its_writes_together_and_answers_each_one() {
         vec![
             load_statement(&conversations[3].key),
             load_statement(&missing.key),
-            save_statement(&missing).expect("a statement"),
+            start_of(&missing),
         ],
     )
     .await;
@@ -432,9 +550,7 @@ async fn a_batch_commits_its_writes_together_and_answers_each_one() {
 async fn a_failed_batch_fails_every_caller_in_it_and_stores_nothing() {
     let app = spawn_app().await;
     let mut writes: Vec<Statement> = (0..10)
-        .map(|n| {
-            save_statement(&conversation_for(&format!("visitor-fails-{n:016}"))).expect("a write")
-        })
+        .map(|n| start_of(&conversation_for(&format!("visitor-fails-{n:016}"))))
         .collect();
     // An event whose properties are not an object breaks the table's schema.
     writes.insert(
@@ -459,59 +575,81 @@ async fn a_failed_batch_fails_every_caller_in_it_and_stores_nothing() {
 async fn a_conflict_in_a_batch_fails_only_its_own_write() {
     let app = spawn_app().await;
     let first = conversation_for("visitor-race-0000000000000000");
-    save_conversation(&app.db, &first).await.expect("created");
-    let mut second = first.clone();
-    second.version = 2;
-    second.stage = 2;
-    save_conversation(&app.db, &second)
+    save_conversation(&app.db, &first, Started)
+        .await
+        .expect("created");
+    let asked = with_message(&first, Speaker::User, "my email is broken");
+    save_conversation(&app.db, &asked, MessageAdded)
+        .await
+        .expect("a message");
+    let mut opened = asked.clone();
+    opened.version = 2;
+    opened.checkout_started_at = Some(Utc::now());
+    save_conversation(&app.db, &opened, CheckoutChanged)
         .await
         .expect("version 2");
 
-    // Another process's creation of the same visitor's conversation (the unique index), a stale
-    // update (from version 1 again), and fresh conversations, in one batch.
-    let mut rival = conversation_for("visitor-race-0000000000000000");
-    rival.id = "rival".into();
-    let mut stale = first.clone();
+    // Another process's start of the same conversation, a message in a place already taken,
+    // a stale checkout change (from version 1 again), and fresh conversations with a message
+    // each, in one batch.
+    let mut stale = asked.clone();
     stale.version = 2;
     let mut writes = vec![
-        save_statement(&rival).expect("a write"),
-        save_statement(&stale).expect("a write"),
+        start_of(&first),
+        save_statement(
+            &with_message(&first, Speaker::User, "another"),
+            MessageAdded,
+        )
+        .expect("a write"),
+        save_statement(&stale, CheckoutChanged).expect("a write"),
     ];
-    for n in 1..=5 {
+    let fresh: Vec<Conversation> = (1..=5)
+        .map(|n| conversation_for(&format!("visitor-race-{n:016}")))
+        .collect();
+    for conversation in &fresh {
+        writes.push(start_of(conversation));
         writes.push(
-            save_statement(&conversation_for(&format!("visitor-race-{n:016}"))).expect("a write"),
+            save_statement(
+                &with_message(conversation, Speaker::User, "hello"),
+                MessageAdded,
+            )
+            .expect("a write"),
         );
     }
     let outcomes = commit_together(&app.db, writes).await;
-    assert!(
-        outcomes[0].is_err(),
-        "the rival creation fails: {outcomes:?}"
-    );
     assert_eq!(
-        outcomes[1],
-        Ok(Outcome::Conflict),
-        "the stale update lands nowhere"
+        outcomes[..3],
+        [
+            Ok(Outcome::Conflict),
+            Ok(Outcome::Conflict),
+            Ok(Outcome::Conflict)
+        ],
+        "the rival start, the taken place and the stale change land nowhere: {outcomes:?}"
     );
     assert!(
-        outcomes[2..].iter().all(|o| *o == Ok(Outcome::Done)),
+        outcomes[3..].iter().all(|o| *o == Ok(Outcome::Done)),
         "the others land: {outcomes:?}"
     );
     assert_eq!(stored_ids(&app).await.len(), 6);
-    let loaded = load_conversation(&app.db, &first.key)
-        .await
-        .expect("loads")
-        .expect("found");
-    assert_eq!(loaded.stage, 2, "the stale update changed nothing");
+    assert_eq!(
+        load(&app, &first).await,
+        opened,
+        "the losers changed nothing"
+    );
+    assert_eq!(load(&app, &fresh[2]).await.messages.len(), 4);
 }
 
 #[tokio::test]
 async fn an_update_keeps_what_other_writers_put_on_the_row_and_clears_what_it_clears() {
     let app = spawn_app().await;
-    let first = conversation("conv-merge", "visitor-merge-000000000001", 1);
-    assert!(first.checkout_deadline.is_some());
-    save_conversation(&app.db, &first).await.expect("created");
+    let mut first = conversation("visitor-merge-000000000001", 1);
+    first.checkout_deadline = Some(Utc::now() + TimeDelta::seconds(15));
+    save_conversation(&app.db, &first, Started)
+        .await
+        .expect("created");
     app.db
-        .query("UPDATE type::record('funnel_conversation', 'conv-merge') SET user = type::record('user', 'someone')")
+        .query("UPDATE type::record('funnel_conversation', $id) SET user = type::record('user', 'someone')")
+        .bind(("id", first.id.clone()))
         .await
         .expect("query")
         .check()
@@ -520,11 +658,10 @@ async fn an_update_keeps_what_other_writers_put_on_the_row_and_clears_what_it_cl
     next.version = 2;
     next.checkout_deadline = None;
     next.checkout_started_at = Some(Utc::now());
-    save_conversation(&app.db, &next).await.expect("version 2");
-    let loaded = load_conversation(&app.db, &first.key)
+    save_conversation(&app.db, &next, CheckoutChanged)
         .await
-        .expect("loads")
-        .expect("found");
+        .expect("version 2");
+    let loaded = load(&app, &first).await;
     assert_eq!(
         loaded.checkout_deadline, None,
         "a cleared deadline is cleared"
@@ -532,7 +669,8 @@ async fn an_update_keeps_what_other_writers_put_on_the_row_and_clears_what_it_cl
     assert_eq!(loaded, next);
     let user: Option<String> = app
         .db
-        .query("RETURN record::id(type::record('funnel_conversation', 'conv-merge').user)")
+        .query("RETURN record::id(type::record('funnel_conversation', $id).user)")
+        .bind(("id", first.id.clone()))
         .await
         .expect("query")
         .take(0)
@@ -551,8 +689,7 @@ async fn the_writer_groups_writes_that_arrive_together_and_answers_each_once_com
     let saves = (0..600).map(|n| {
         let writes = writes.clone();
         async move {
-            let write = save_statement(&conversation_for(&format!("visitor-group-{n:016}")))
-                .expect("a write");
+            let write = start_of(&conversation_for(&format!("visitor-group-{n:016}")));
             writes.submit(write).await
         }
     });

@@ -123,7 +123,7 @@ async fn the_burst_scenario_joins_everyone_at_once_and_runs_one_conversation_eac
     assert!(report["elapsed_s"].as_f64() < Some(18.0), "{report}");
     let stored: Option<i64> = app
         .db
-        .query("RETURN count(SELECT id FROM funnel_conversation WHERE is_final = true)")
+        .query("RETURN count(SELECT id FROM funnel_message WHERE is_final = true)")
         .await
         .expect("query")
         .take(0)

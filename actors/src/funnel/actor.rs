@@ -16,7 +16,8 @@ use super::prompts;
 use super::registry::RegistryShared;
 use crate::funnel::Attribution;
 use crate::ports::{
-    AiError, AiPurpose, AiRequest, FunnelCheckoutRequest, FunnelClient, StoreError,
+    AiError, AiPurpose, AiRequest, ConversationChange, FunnelCheckoutRequest, FunnelClient,
+    StoreError,
 };
 use crate::reply::Reply;
 use crate::rules::FunnelKind;
@@ -226,7 +227,7 @@ impl FunnelActor {
         };
         let greeting = render(&deps.scripts.flow(&flow).greeting, &context);
         Conversation {
-            id: new_id(),
+            id: key.conversation_id(),
             key: key.clone(),
             version: 1,
             headline: funnel_headline(key.funnel, keyword),
@@ -285,15 +286,17 @@ impl FunnelActor {
         self.saving_message || self.reply_pending || self.checkout_in_flight
     }
 
-    /// Saves `next` (its version already bumped) and makes it the live state, then runs
-    /// `then`. A lost race with another process reloads the conversation for everyone.
+    /// Saves `change` of `next` (its version already bumped where the change needs it) and
+    /// makes it the live state, then runs `then`. A lost race with another process reloads the
+    /// conversation for everyone.
     fn save_then(
         &mut self,
         next: Conversation,
+        change: ConversationChange,
         ctx: &mut Context<Self>,
         then: impl FnOnce(&mut Self, Result<(), StoreError>, &mut Context<Self>) + 'static,
     ) {
-        let save = self.deps.store.save(&next);
+        let save = self.deps.store.save(&next, change);
         ctx.spawn(save.into_actor(self).map(move |result, act, ctx| {
             match &result {
                 Ok(()) => act.conversation = Some(next),
@@ -368,11 +371,16 @@ impl FunnelActor {
             Some(now + chrono_duration(self.deps.settings.auto_checkout_after));
         next.version += 1;
         next.updated_at = now;
-        self.save_then(next, ctx, |act, result, ctx| {
-            if result.is_ok() {
-                act.arm_checkout_timer(ctx);
-            }
-        });
+        self.save_then(
+            next,
+            ConversationChange::CheckoutChanged,
+            ctx,
+            |act, result, ctx| {
+                if result.is_ok() {
+                    act.arm_checkout_timer(ctx);
+                }
+            },
+        );
     }
 
     fn on_send(
@@ -417,11 +425,11 @@ impl FunnelActor {
         }
         let first = !next.first_message_tracked;
         next.first_message_tracked = true;
-        next.version += 1;
         next.updated_at = now;
 
         self.saving_message = true;
-        self.save_then(next, ctx, move |act, result, ctx| {
+        let added = ConversationChange::MessageAdded;
+        self.save_then(next, added, ctx, move |act, result, ctx| {
             act.saving_message = false;
             if result.is_err() {
                 return reply.send(SendAck::Refused(Refusal::Unavailable));
@@ -556,14 +564,14 @@ impl FunnelActor {
             next.checkout_deadline =
                 Some(now + chrono_duration(self.deps.settings.auto_checkout_after));
         }
-        next.version += 1;
         next.updated_at = now;
         self.save_reply(next, 1, ctx);
     }
 
     fn save_reply(&mut self, next: Conversation, attempt: u32, ctx: &mut Context<Self>) {
         let retry = next.clone();
-        self.save_then(next, ctx, move |act, result, ctx| match result {
+        let added = ConversationChange::MessageAdded;
+        self.save_then(next, added, ctx, move |act, result, ctx| match result {
             Ok(()) => {
                 act.reply_pending = false;
                 act.deps.telemetry.message_stored(ACTOR_KIND);
@@ -720,7 +728,7 @@ impl FunnelActor {
         next.checkout_started_at = Some(now);
         next.version += 1;
         next.updated_at = now;
-        self.save_then(next, ctx, |_, _, _| {});
+        self.save_then(next, ConversationChange::CheckoutChanged, ctx, |_, _, _| {});
     }
 
     fn on_left(&mut self, client_id: &str, ctx: &mut Context<Self>) {
@@ -798,7 +806,7 @@ impl Handler<Join> for FunnelActor {
                 }
                 None => {}
             }
-            match deps.store.save(&fresh).await {
+            match deps.store.save(&fresh, ConversationChange::Started).await {
                 Ok(()) => Ok(fresh),
                 // Another process started it at the same moment: take theirs.
                 Err(StoreError::Conflict) => deps
@@ -892,13 +900,4 @@ fn usable_ai_reply(reply: Result<String, AiError>) -> Result<String, AiError> {
 
 fn chrono_duration(duration: Duration) -> chrono::TimeDelta {
     chrono::TimeDelta::from_std(duration).unwrap_or(chrono::TimeDelta::MAX)
-}
-
-/// A random conversation id (20 lowercase letters and digits).
-fn new_id() -> String {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let mut rng = rand::rng();
-    (0..20)
-        .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
-        .collect()
 }

@@ -13,6 +13,23 @@ pub struct ConversationKey {
     pub funnel: FunnelKind,
 }
 
+impl ConversationKey {
+    /// The conversation's id, which follows from the visitor and the funnel: finding a visitor's
+    /// conversation is a read of one record (no index), and two processes starting the same
+    /// conversation collide on it. A hash, so the id, which travels to the payment provider and
+    /// into analytics, does not give away the visitor's cookie. The store's migration 0008
+    /// computes the same in SurrealQL.
+    pub fn conversation_id(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(format!("{}:{}", self.funnel.as_str(), self.visitor_id));
+        digest
+            .iter()
+            .take(12)
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
+}
+
 /// Where the visitor came from (the ad click's query parameters).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attribution {
@@ -59,7 +76,9 @@ pub struct FunnelMessage {
 pub struct Conversation {
     pub id: String,
     pub key: ConversationKey,
-    /// Bumped by every save; a save that finds another version lost a race with another process.
+    /// Bumped when the conversation starts over and when its auto-checkout changes (messages
+    /// are numbered by their place instead); a save that finds another version, or a message
+    /// already in its place, lost a race with another process.
     pub version: u64,
     /// The scripted flow chosen at the start (see `rules::scripts`).
     pub flow: String,
@@ -116,6 +135,31 @@ impl Conversation {
         })
     }
 
+    /// Rebuilds what follows from the messages alone (the stage, the junk count, the end, whether
+    /// the first message was counted, the last change), for a store that keeps only the messages
+    /// and the conversation's other fields. The first message is the greeting; each reply after
+    /// it moves the stage on, up to the final step.
+    pub fn settle_from_messages(&mut self) {
+        let replies = self
+            .messages
+            .iter()
+            .skip(1)
+            .filter(|m| m.role == Speaker::Assistant)
+            .count();
+        self.stage = u8::try_from(replies.min(2)).unwrap_or(2);
+        let junk = self
+            .messages
+            .iter()
+            .filter(|m| m.role == Speaker::User && m.junk)
+            .count();
+        self.junk_count = u32::try_from(junk).unwrap_or(u32::MAX);
+        self.is_final = self.messages.iter().any(|m| m.is_final);
+        self.first_message_tracked = self.messages.iter().any(|m| m.role == Speaker::User);
+        if let Some(last) = self.messages.last() {
+            self.updated_at = self.updated_at.max(last.at);
+        }
+    }
+
     /// The visitor's messages, oldest first.
     pub fn user_messages(&self) -> impl Iterator<Item = &str> {
         self.messages
@@ -165,5 +209,26 @@ pub fn funnel_record_name(funnel: FunnelKind) -> &'static str {
         FunnelKind::Chat => "chat_funnel",
         FunnelKind::Refundable => "refundable_fee_funnel",
         FunnelKind::Help => "help_funnel",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_conversation_id_is_the_start_of_the_hash_of_funnel_and_visitor() {
+        let key = ConversationKey {
+            visitor_id: "visitor-1".into(),
+            funnel: FunnelKind::Chat,
+        };
+        // SurrealQL's `string::slice(crypto::sha256('chat:visitor-1'), 0, 24)`, as migration
+        // 0008 computes it for conversations stored before.
+        assert_eq!(key.conversation_id(), "841643f5646ec2410b6a1b21");
+        let other = ConversationKey {
+            funnel: FunnelKind::Refundable,
+            ..key.clone()
+        };
+        assert_ne!(other.conversation_id(), key.conversation_id());
     }
 }

@@ -14,7 +14,8 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::ports::{
-    AiError, AiPurpose, AiRequest, CheckoutError, FunnelCheckoutRequest, StoreError,
+    AiError, AiPurpose, AiRequest, CheckoutError, ConversationChange, FunnelCheckoutRequest,
+    StoreError,
 };
 use crate::rules::FunnelKind;
 use crate::test_support::{Events, RecordedAnalytics, RecordedTelemetry, TestClient};
@@ -45,19 +46,34 @@ impl crate::ports::FunnelStore for MemoryStore {
         &self,
         key: &ConversationKey,
     ) -> BoxFuture<'static, Result<Option<Conversation>, StoreError>> {
-        let found = self.get(key);
+        // The server's store keeps the messages and rebuilds the rest from them: so does this.
+        let found = self.get(key).map(|stored| rebuilt_from_messages(&stored));
         async move { Ok(found) }.boxed()
     }
 
-    fn save(&self, conversation: &Conversation) -> BoxFuture<'static, Result<(), StoreError>> {
+    fn save(
+        &self,
+        conversation: &Conversation,
+        change: ConversationChange,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
         let failing = self.failing_saves.load(Ordering::SeqCst);
         if failing > 0 {
             self.failing_saves.store(failing - 1, Ordering::SeqCst);
             return async { Err(StoreError::Failed("disk full".into())) }.boxed();
         }
         let mut rows = self.rows.lock().expect("lock");
-        let stored_version = rows.get(&conversation.key).map_or(0, |c| c.version);
-        let result = if stored_version + 1 == conversation.version {
+        let stored = rows.get(&conversation.key);
+        let stored_version = stored.map_or(0, |c| c.version);
+        let made_from_stored = match change {
+            ConversationChange::Started | ConversationChange::CheckoutChanged => {
+                stored_version + 1 == conversation.version
+            }
+            ConversationChange::MessageAdded => stored.is_some_and(|stored| {
+                stored.version == conversation.version
+                    && stored.messages.len() + 1 == conversation.messages.len()
+            }),
+        };
+        let result = if made_from_stored {
             rows.insert(conversation.key.clone(), conversation.clone());
             Ok(())
         } else {
@@ -516,6 +532,34 @@ async fn the_button_is_refused_before_the_final_message_and_a_failed_checkout_fa
     client.reach_final().await;
     let checkout = client.next_named("checkout").await;
     assert_eq!(checkout["url"], CHECKOUT_FALLBACK_URL);
+}
+
+/// A stored conversation with what follows from its messages forgotten and rebuilt.
+fn rebuilt_from_messages(stored: &Conversation) -> Conversation {
+    let mut rebuilt = stored.clone();
+    rebuilt.stage = 0;
+    rebuilt.junk_count = 0;
+    rebuilt.is_final = false;
+    rebuilt.first_message_tracked = false;
+    rebuilt.settle_from_messages();
+    rebuilt
+}
+
+#[actix::test]
+async fn the_messages_alone_give_back_the_stage_junk_count_and_end() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    let key = Harness::key(FunnelKind::Chat);
+    for text in ["??", "my wifi keeps dropping", "I restarted the router"] {
+        let kept = harness.store.get(&key).expect("stored");
+        assert_eq!(rebuilt_from_messages(&kept), kept);
+        client.exchange(text).await;
+    }
+    let kept = harness.store.get(&key).expect("stored");
+    assert!(kept.is_final);
+    assert_eq!((kept.stage, kept.junk_count), (2, 1));
+    assert_eq!(rebuilt_from_messages(&kept), kept);
 }
 
 #[actix::test]

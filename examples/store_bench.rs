@@ -1,0 +1,192 @@
+//! The live conversations' store calls alone, without sockets or actors: what each kind of
+//! statement costs SurrealDB, in CPU per statement, when thousands of conversations go through the
+//! store's group commit at once (docs/benchmarks.md, "The store alone").
+//!
+//! ```sh
+//! cargo run --release --example store_bench -- [surrealkv:///tmp/storebench | mem://] [CONVERSATIONS]
+//! ```
+//!
+//! Each conversation does what a chat funnel conversation of the load generator's `funnel`
+//! scenario does to the store: a load that finds nothing and a visit, its creation, then three
+//! visitor messages and three replies, each a save, and two analytics events. The phases run one
+//! after another over all conversations at once, so each phase's CPU is its statements' own.
+
+use std::time::Instant;
+
+use chrono::Utc;
+use helpnow::store::batch::{Batcher, Statement};
+use helpnow::store::{self, analytics::NewAnalyticsEvent, funnels};
+use helpnow_actors::funnel::{Attribution, Conversation, ConversationKey, FunnelMessage, Speaker};
+use helpnow_actors::ports::ConversationChange;
+use helpnow_actors::rules::FunnelKind;
+
+/// The process's CPU time so far (user and system), in seconds.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (which may hold spaces) start after its ')'.
+    let rest = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |index: usize| {
+        fields
+            .get(index)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn conversation(index: usize) -> Conversation {
+    let now = Utc::now();
+    Conversation {
+        id: format!("bench{index:015}"),
+        key: ConversationKey {
+            visitor_id: format!("visitor{index:013}"),
+            funnel: FunnelKind::Chat,
+        },
+        version: 1,
+        flow: "default".into(),
+        headline: "Get Help With Outlook Email Now".into(),
+        attribution: Attribution::default(),
+        stage: 0,
+        junk_count: 0,
+        is_final: false,
+        first_message_tracked: false,
+        messages: vec![FunnelMessage {
+            role: Speaker::Assistant,
+            text: "Hi, I'm Emma. What can I help you with today?".into(),
+            is_final: false,
+            junk: false,
+            source: Some("greeting".into()),
+            at: now,
+        }],
+        checkout_deadline: None,
+        checkout_started_at: None,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+fn add_message(conversation: &mut Conversation, role: Speaker) {
+    let now = Utc::now();
+    conversation.messages.push(FunnelMessage {
+        role,
+        text: "My email stopped working this morning and I cannot send anything at all.".into(),
+        is_final: false,
+        junk: false,
+        source: (role == Speaker::Assistant).then(|| "script".into()),
+        at: now,
+    });
+    if role == Speaker::Assistant {
+        conversation.stage = (conversation.stage + 1).min(2);
+    }
+    conversation.first_message_tracked = true;
+    conversation.updated_at = now;
+}
+
+/// Runs one statement per conversation, all at once through the batcher, and prints its cost.
+async fn phase(batcher: &Batcher, name: &str, statements: Vec<Statement>) {
+    let count = statements.len();
+    let (transactions_before, _) = batcher.counts();
+    let (cpu, wall) = (cpu_seconds(), Instant::now());
+    let calls = statements.into_iter().map(|statement| {
+        let batcher = batcher.clone();
+        tokio::spawn(async move { batcher.submit(statement).await })
+    });
+    let mut failed = 0;
+    for call in futures_util::future::join_all(calls).await {
+        if !matches!(call, Ok(Ok(_))) {
+            failed += 1;
+        }
+    }
+    let (cpu, wall) = (cpu_seconds() - cpu, wall.elapsed().as_secs_f64());
+    let (transactions, _) = batcher.counts();
+    println!(
+        "{name:<22} {count:>6} statements in {:>4} transactions: {:>6.1} us CPU each, {:>7.0} a second, {failed} failed",
+        transactions - transactions_before,
+        cpu * 1e6 / count as f64,
+        count as f64 / wall,
+    );
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let url = args
+        .next()
+        .unwrap_or_else(|| "surrealkv:///tmp/storebench/helpnow".into());
+    let count: usize = args.next().map(|n| n.parse()).transpose()?.unwrap_or(5_000);
+    if let Some(folder) = url.strip_prefix("surrealkv://") {
+        let _ = std::fs::remove_dir_all(
+            std::path::Path::new(folder)
+                .parent()
+                .unwrap_or(folder.as_ref()),
+        );
+    }
+    let db = store::connect(&helpnow::config::DatabaseSettings {
+        url: url.clone(),
+        namespace: "bench".into(),
+        database: "bench".into(),
+        username: None,
+        password: None,
+    })
+    .await?;
+    let batcher = Batcher::start(db);
+    println!("{url}, {count} conversations");
+
+    let mut conversations: Vec<Conversation> = (0..count).map(conversation).collect();
+    let loads = conversations
+        .iter()
+        .map(|c| funnels::load_statement(&c.key))
+        .collect();
+    phase(&batcher, "load (none found)", loads).await;
+    let visits = conversations
+        .iter()
+        .map(|c| funnels::visit(&c.key.visitor_id, &c.attribution))
+        .collect();
+    phase(&batcher, "visit", visits).await;
+    let creates = conversations
+        .iter()
+        .map(|c| funnels::save_statement(c, ConversationChange::Started))
+        .collect::<Result<_, _>>()?;
+    phase(&batcher, "create", creates).await;
+    for round in 0..3 {
+        for role in [Speaker::User, Speaker::Assistant] {
+            conversations.iter_mut().for_each(|c| add_message(c, role));
+            let saves = conversations
+                .iter()
+                .map(|c| funnels::save_statement(c, ConversationChange::MessageAdded))
+                .collect::<Result<_, _>>()?;
+            let who = if role == Speaker::User {
+                "visitor"
+            } else {
+                "reply"
+            };
+            let name = format!("message {} {who}", round + 1);
+            phase(&batcher, &name, saves).await;
+        }
+    }
+    for event in ["chatbot_first_message", "chatbot_final_message"] {
+        let events = conversations
+            .iter()
+            .map(|c| {
+                Statement::Analytics(NewAnalyticsEvent {
+                    name: event.into(),
+                    properties: serde_json::json!({
+                        "conversationId": c.id, "funnel": "chat", "campaignid": null,
+                        "keyword": null, "stage": c.stage,
+                    }),
+                    visitor: Some(c.key.visitor_id.clone()),
+                    path: None,
+                })
+            })
+            .collect();
+        phase(&batcher, event, events).await;
+    }
+    let loads = conversations
+        .iter()
+        .map(|c| funnels::load_statement(&c.key))
+        .collect();
+    phase(&batcher, "load (found)", loads).await;
+    Ok(())
+}
