@@ -687,10 +687,20 @@ async fn the_writer_groups_writes_that_arrive_together_and_answers_each_once_com
     let app = spawn_app().await;
     let writes = Batcher::start(app.db.clone());
     let saves = (0..600).map(|n| {
-        let writes = writes.clone();
+        let (writes, db) = (writes.clone(), app.db.clone());
         async move {
-            let write = start_of(&conversation_for(&format!("visitor-group-{n:016}")));
-            writes.submit(write).await
+            let conversation = conversation_for(&format!("visitor-group-{n:016}"));
+            let outcome = writes.submit(start_of(&conversation)).await;
+            // The moment a caller is answered, its write is there for anyone to read.
+            let there: Option<bool> = db
+                .query("RETURN type::record('funnel_conversation', $id).id != NONE")
+                .bind(("id", conversation.id.clone()))
+                .await
+                .expect("query")
+                .take(0)
+                .expect("a bool");
+            assert_eq!(there, Some(true), "answered before it was committed");
+            outcome
         }
     });
     let outcomes = futures_util::future::join_all(saves).await;
