@@ -10,12 +10,14 @@
 //! scenario does to the store: a load that finds nothing and a visit, its creation, then three
 //! visitor messages and three replies, each a save, and two analytics events. The phases run one
 //! after another over all conversations at once, so each phase's CPU is its statements' own.
+//! Then as many members do what a member chat's send does to the store (an access read, a read
+//! of the chat's last messages, the message, an event, the reply).
 
 use std::time::Instant;
 
 use chrono::Utc;
 use helpnow::store::batch::{Batcher, Statement};
-use helpnow::store::{self, analytics::NewAnalyticsEvent, funnels};
+use helpnow::store::{self, analytics::NewAnalyticsEvent, chats, funnels};
 use helpnow_actors::funnel::{Attribution, Conversation, ConversationKey, FunnelMessage, Speaker};
 use helpnow_actors::ports::ConversationChange;
 use helpnow_actors::rules::FunnelKind;
@@ -131,7 +133,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         password: None,
     })
     .await?;
-    let batcher = Batcher::start(db);
+    let batcher = Batcher::start(db.clone());
     println!("{url}, {count} conversations");
 
     let mut conversations: Vec<Conversation> = (0..count).map(conversation).collect();
@@ -188,5 +190,84 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|c| funnels::load_statement(&c.key))
         .collect();
     phase(&batcher, "load (found)", loads).await;
+    members(&db, &batcher, count).await?;
+    Ok(())
+}
+
+/// The member chat's store calls: `count` members in a trial, each with a chat of 18 messages,
+/// then each send's calls as phases: the access read, the chat's last 20 messages, the member's
+/// message, the event, and the reply.
+async fn members(
+    db: &store::Db,
+    batcher: &Batcher,
+    count: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let members: Vec<String> = (0..count).map(|n| format!("member{n:013}")).collect();
+    db.query(
+        "FOR $id IN $ids { CREATE type::record('user', $id) CONTENT {
+             email: $id + '@example.com', trial_started: true,
+             trial_start_date: time::now(), trial_end_date: time::now() + 7d
+         } RETURN NONE; }",
+    )
+    .bind(("ids", members.clone()))
+    .await?
+    .check()?;
+    let mut chats_of = Vec::with_capacity(count);
+    for (n, member) in members.iter().enumerate() {
+        let first = chats::MessageId::parse(&format!("first{n:013}")).ok_or("an id")?;
+        let chat = chats::start_chat(db, member, "Printer", "Hello!", &first, "my printer").await?;
+        chats_of.push(chats::ChatId::parse(&chat.id).ok_or("an id")?);
+    }
+    let append = |round: usize, role: chats::Role| -> Vec<Statement> {
+        members
+            .iter()
+            .zip(&chats_of)
+            .enumerate()
+            .map(|(n, (member, chat))| {
+                let id = format!("m{round:03}{}{n:013}", &role.as_str()[..1]);
+                Statement::AppendChatMessage(Box::new(chats::AppendVars::new(
+                    member,
+                    chat,
+                    &chats::MessageId::parse(&id).expect("an id"),
+                    role,
+                    "It says it is offline, and the light blinks orange every few seconds.",
+                )))
+            })
+            .collect()
+    };
+    for round in 0..8 {
+        for role in [chats::Role::User, chats::Role::Assistant] {
+            let writes = append(round, role)
+                .into_iter()
+                .map(|statement| batcher.submit(statement));
+            for written in futures_util::future::join_all(writes).await {
+                written?;
+            }
+        }
+    }
+    let access = members
+        .iter()
+        .map(|member| Statement::AccessFacts {
+            user: member.clone(),
+        })
+        .collect();
+    phase(batcher, "member access", access).await;
+    let reads = members
+        .iter()
+        .zip(&chats_of)
+        .map(|(member, chat)| Statement::RecentChat(chats::RecentVars::new(member, chat, 20)))
+        .collect();
+    phase(batcher, "member chat read", reads).await;
+    phase(batcher, "member message", append(100, chats::Role::User)).await;
+    let events = members
+        .iter()
+        .map(|member| Statement::MemberEvent {
+            name: "chat_message_sent".into(),
+            user: member.clone(),
+            properties: serde_json::json!({ "chatId": "c", "newChat": false }),
+        })
+        .collect();
+    phase(batcher, "member event", events).await;
+    phase(batcher, "member reply", append(100, chats::Role::Assistant)).await;
     Ok(())
 }

@@ -105,7 +105,8 @@ impl Application {
         })?;
         let auth_throttle = Arc::new(AuthThrottle::new());
         // The live conversations' store calls (conversation loads and saves, visits, funnel
-        // events), committed in groups.
+        // events; the member chat's access reads, messages, chat reads and events), committed
+        // in groups.
         let funnel_store = store::batch::Batcher::observed(db.clone(), metrics.batch_observer());
         let funnel_registry = funnels::registry(
             &settings,
@@ -118,7 +119,13 @@ impl Application {
             content.funnel_scripts.clone(),
             metrics.clone(),
         );
-        let member_registry = members::registry(&settings, db.clone(), ai.clone(), metrics.clone());
+        let member_registry = members::registry(
+            &settings,
+            db.clone(),
+            funnel_store.clone(),
+            ai.clone(),
+            metrics.clone(),
+        );
         let realtime = RealtimeServer::builder(realtime_config(&settings))
             .connection_gauge(metrics.realtime_connections.clone())
             .namespace(

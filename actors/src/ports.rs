@@ -244,6 +244,19 @@ pub struct StoredChat {
     pub title: String,
     /// The last messages, oldest first (user and assistant only).
     pub messages: Vec<AiMessage>,
+    /// The chat's revision when read: a new chat is at 0, and each message stored in it adds one.
+    pub revision: u64,
+}
+
+/// What became of a message appended to a member's chat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Appended {
+    /// Stored; the chat was at `revision` before it, and is at `revision + 1` now.
+    After { revision: u64 },
+    /// A message of this id was already in the chat (a retried write that had landed).
+    AlreadyThere,
+    /// The member has no such chat: nothing was written.
+    NoSuchChat,
 }
 
 /// A member's task as the request for AI help on it names it.
@@ -266,7 +279,7 @@ pub trait MemberStore: Send + Sync + 'static {
     fn has_access(&self, user_id: &str) -> BoxFuture<'static, Result<bool, StoreError>>;
 
     /// A new chat titled `title`: the assistant's `greeting`, then the member's first message
-    /// (`content`, under `message_id`), written together. Its id.
+    /// (`content`, under `message_id`), written together, at revision 0. Its id.
     fn create_chat(
         &self,
         user_id: &str,
@@ -276,8 +289,7 @@ pub trait MemberStore: Send + Sync + 'static {
         content: &str,
     ) -> BoxFuture<'static, Result<String, StoreError>>;
 
-    /// Appends a message under the id the actor chose; `Ok(false)` when the member has no such
-    /// chat (nothing is written then).
+    /// Appends a message under the id the actor chose (see [`Appended`]).
     fn append_message(
         &self,
         user_id: &str,
@@ -285,7 +297,7 @@ pub trait MemberStore: Send + Sync + 'static {
         message_id: &str,
         role: Role,
         content: &str,
-    ) -> BoxFuture<'static, Result<bool, StoreError>>;
+    ) -> BoxFuture<'static, Result<Appended, StoreError>>;
 
     /// The chat's title and its last `last` messages; `None` when the member has no such chat.
     fn chat(

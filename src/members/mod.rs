@@ -10,8 +10,8 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use helpnow_actors::member::{Deps, FunnelBrief, MemberRegistry, MemberSettings};
 use helpnow_actors::ports::{
-    Ai, AiMessage, Analytics, MemberStore, Role, StoreError, StoredChat, TaskBrief, TaskItemBrief,
-    Telemetry,
+    Ai, AiMessage, Analytics, Appended, MemberStore, Role, StoreError, StoredChat, TaskBrief,
+    TaskItemBrief, Telemetry,
 };
 
 pub use namespace::MemberNamespace;
@@ -20,19 +20,28 @@ use crate::billing::service::SubscriptionCheck;
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::domain::task::TaskId;
+use crate::store::batch::{Batcher, Outcome, Statement};
+use crate::store::billing::AccessFacts;
 use crate::store::{self, Db, chats};
+use surrealdb::types::SurrealValue;
 
 /// Builds the registry of member actors for this process.
+/// The members' hot store calls (access reads, messages, chat reads and events) go in groups
+/// with the funnels' through `batcher`; a new chat and a task read run on their own.
 pub fn registry(
     settings: &Settings,
     db: Db,
+    batcher: Batcher,
     ai: Arc<dyn Ai>,
     telemetry: Arc<dyn Telemetry>,
 ) -> MemberRegistry {
     MemberRegistry::new(Deps {
-        store: Arc::new(StoredChats(db.clone())),
+        store: Arc::new(StoredChats {
+            db,
+            batcher: batcher.clone(),
+        }),
         ai,
-        analytics: Arc::new(MemberAnalytics(db)),
+        analytics: Arc::new(MemberAnalytics(batcher)),
         telemetry,
         settings: MemberSettings::new(&settings.product.assistant_name, &settings.product.name),
     })
@@ -40,11 +49,16 @@ pub fn registry(
 
 /// Whether the user has an active trial or subscription now (DESIGN.md section 6).
 pub async fn has_access(db: &Db, user_id: &str) -> Result<bool, surrealdb::Error> {
-    Ok(store::billing::access_facts(db, user_id)
-        .await?
-        .as_ref()
+    Ok(grants_access(
+        store::billing::access_facts(db, user_id).await?.as_ref(),
+    ))
+}
+
+/// Whether these access facts (none: no such user) give access now.
+fn grants_access(facts: Option<&AccessFacts>) -> bool {
+    facts
         .map(SubscriptionCheck::from_facts)
-        .is_some_and(|check| check.has_access()))
+        .is_some_and(|check| check.has_access())
 }
 
 /// What the members' chat needs of the funnel record on the account (spec section 3): the
@@ -86,12 +100,40 @@ fn failed(error: impl std::fmt::Display) -> StoreError {
 }
 
 /// The member actors' store: `store::chats`, `store::tasks` and the access facts.
-struct StoredChats(Db);
+struct StoredChats {
+    db: Db,
+    batcher: Batcher,
+}
+
+impl StoredChats {
+    /// Runs `statement` in the next group of store calls.
+    fn submit(&self, statement: Statement) -> BoxFuture<'static, Result<Outcome, StoreError>> {
+        let batcher = self.batcher.clone();
+        async move { batcher.submit(statement).await.map_err(failed) }.boxed()
+    }
+}
+
+/// What a read in a group found, as `T`.
+fn found<T: SurrealValue>(outcome: Outcome) -> Result<Option<T>, StoreError> {
+    match outcome {
+        Outcome::Loaded(None) => Ok(None),
+        Outcome::Loaded(Some(value)) => T::from_value(value).map(Some).map_err(|error| {
+            StoreError::Failed(format!("a stored record cannot be read: {error}"))
+        }),
+        other => Err(StoreError::Failed(format!("a read answered {other:?}"))),
+    }
+}
 
 impl MemberStore for StoredChats {
     fn has_access(&self, user_id: &str) -> BoxFuture<'static, Result<bool, StoreError>> {
-        let (db, user_id) = (self.0.clone(), user_id.to_owned());
-        async move { has_access(&db, &user_id).await.map_err(failed) }.boxed()
+        let read = self.submit(Statement::AccessFacts {
+            user: user_id.to_owned(),
+        });
+        async move {
+            let facts: Option<AccessFacts> = found(read.await?)?;
+            Ok(grants_access(facts.as_ref()))
+        }
+        .boxed()
     }
 
     fn create_chat(
@@ -109,7 +151,7 @@ impl MemberStore for StoredChats {
             .boxed();
         };
         let (db, user_id, title, greeting, content) = (
-            self.0.clone(),
+            self.db.clone(),
             user_id.to_owned(),
             title.to_owned(),
             greeting.to_owned(),
@@ -131,12 +173,12 @@ impl MemberStore for StoredChats {
         message_id: &str,
         role: Role,
         content: &str,
-    ) -> BoxFuture<'static, Result<bool, StoreError>> {
+    ) -> BoxFuture<'static, Result<Appended, StoreError>> {
         let (Some(chat_id), Some(message_id)) = (
             chats::ChatId::parse(chat_id),
             chats::MessageId::parse(message_id),
         ) else {
-            return futures_util::future::ready(Ok(false)).boxed();
+            return futures_util::future::ready(Ok(Appended::NoSuchChat)).boxed();
         };
         let role = match role {
             Role::User => chats::Role::User,
@@ -148,15 +190,18 @@ impl MemberStore for StoredChats {
                 .boxed();
             }
         };
-        let (db, user_id, content) = (self.0.clone(), user_id.to_owned(), content.to_owned());
+        let write = self.submit(Statement::AppendChatMessage(Box::new(
+            chats::AppendVars::new(user_id, &chat_id, &message_id, role, content),
+        )));
         async move {
-            match chats::append_message_as(&db, &user_id, &chat_id, &message_id, role, &content)
-                .await
-            {
-                Ok(_) => Ok(true),
-                Err(chats::ChatStoreError::NotFound) => Ok(false),
-                Err(error) => Err(failed(error)),
-            }
+            let revision: Option<i64> = found(write.await?)?;
+            Ok(match revision {
+                None => Appended::NoSuchChat,
+                Some(revision) => u64::try_from(revision)
+                    .map_or(Appended::AlreadyThere, |revision| Appended::After {
+                        revision,
+                    }),
+            })
         }
         .boxed()
     }
@@ -170,12 +215,21 @@ impl MemberStore for StoredChats {
         let Some(chat_id) = chats::ChatId::parse(chat_id) else {
             return futures_util::future::ready(Ok(None)).boxed();
         };
-        let (db, user_id) = (self.0.clone(), user_id.to_owned());
+        let read = self.submit(Statement::RecentChat(chats::RecentVars::new(
+            user_id, &chat_id, last,
+        )));
         async move {
-            let found = chats::chat_with_recent_messages(&db, &user_id, &chat_id, last)
-                .await
+            let found: Option<chats::RecentRow> = found(read.await?)?;
+            let found = found
+                .map(|row| {
+                    let revision = row.revision();
+                    row.into_chat()
+                        .map(|(chat, messages)| (chat, messages, revision))
+                })
+                .transpose()
                 .map_err(failed)?;
-            Ok(found.map(|(chat, messages)| StoredChat {
+            Ok(found.map(|(chat, messages, revision)| StoredChat {
+                revision,
                 title: chat.title,
                 messages: messages
                     .into_iter()
@@ -197,7 +251,7 @@ impl MemberStore for StoredChats {
         let Some(task_id) = TaskId::parse(task_id) else {
             return futures_util::future::ready(Ok(None)).boxed();
         };
-        let (db, user_id) = (self.0.clone(), user_id.to_owned());
+        let (db, user_id) = (self.db.clone(), user_id.to_owned());
         async move {
             let found = store::tasks::find(&db, &user_id, &task_id)
                 .await
@@ -219,7 +273,7 @@ impl MemberStore for StoredChats {
 }
 
 /// Member events go to the analytics table under the member's account.
-struct MemberAnalytics(Db);
+struct MemberAnalytics(Batcher);
 
 impl Analytics for MemberAnalytics {
     fn record(&self, event: &'static str, user_id: &str, properties: serde_json::Value) {
@@ -227,9 +281,16 @@ impl Analytics for MemberAnalytics {
             tracing::warn!(event, "the member chat named an unknown analytics event");
             return;
         };
-        let (db, user_id) = (self.0.clone(), user_id.to_owned());
+        let event = Statement::MemberEvent {
+            name: name.as_str().to_owned(),
+            user: user_id.to_owned(),
+            properties,
+        };
+        let batcher = self.0.clone();
         tokio::spawn(async move {
-            store::analytics::record_server_event(&db, name, Some(&user_id), properties).await;
+            if let Err(error) = batcher.submit(event).await {
+                tracing::warn!(%error, event = %name, "cannot record an analytics event");
+            }
         });
     }
 }

@@ -78,7 +78,8 @@ struct PendingAck {
 /// The clock of every connection's rate limiter. Making one calibrates it with CPUID, which a
 /// virtual machine traps: one per connection was 1 % of the server's CPU at 19,000 funnel
 /// conversations.
-static LIMITER_CLOCK: std::sync::LazyLock<DefaultClock> = std::sync::LazyLock::new(DefaultClock::default);
+static LIMITER_CLOCK: std::sync::LazyLock<DefaultClock> =
+    std::sync::LazyLock::new(DefaultClock::default);
 
 impl Connection {
     pub fn new(server: RealtimeServer, handshake: Handshake) -> Self {

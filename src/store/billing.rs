@@ -475,39 +475,57 @@ pub struct AccessFacts {
     pub subscription: Option<StoredSubscription>,
 }
 
-/// The access facts of a user. The subscription is the one the checkout named, or else the
-/// newest one of the user's payment customer (an event may name only the customer).
+/// The access facts of the user `$s.user` (an object `{ user }` bound as `$s`), or `NONE`: one
+/// block whose value is the answer, without `RETURN`, so a batch can carry it too
+/// (`store::batch`). The subscription is the one the checkout named, or else the newest one of
+/// the user's payment customer (an event may name only the customer).
+pub(crate) const ACCESS_FACTS: &str = "{
+    LET $s_u = type::record('user', $s.user).*;
+    IF $s_u {
+        LET $s_by_id = IF $s_u.subscription_id {
+            type::record('subscription', $s_u.subscription_id).*
+        } ELSE { NONE };
+        LET $s_sub = IF $s_by_id { $s_by_id } ELSE IF $s_u.payment_customer_id {
+            (SELECT * FROM subscription WHERE customer_id = $s_u.payment_customer_id
+             ORDER BY event_created DESC LIMIT 1)[0]
+        } ELSE { NONE };
+        {
+            email: $s_u.email,
+            trial_started: $s_u.trial_started ?? false,
+            trial_start_date: $s_u.trial_start_date,
+            trial_end_date: $s_u.trial_end_date,
+            payment_customer_id: $s_u.payment_customer_id,
+            payment_session_id: $s_u.payment_session_id,
+            subscription_id: $s_u.subscription_id,
+            has_password: $s_u.password_hash != NONE,
+            subscription: IF $s_sub { {
+                id: record::id($s_sub.id), customer_id: $s_sub.customer_id, status: $s_sub.status,
+                price_id: $s_sub.price_id, current_period_end: $s_sub.current_period_end,
+                trial_end: $s_sub.trial_end, cancel_at_period_end: $s_sub.cancel_at_period_end ?? false
+            } } ELSE { NONE }
+        }
+    } ELSE { NONE }
+};";
+
+/// The variables of [`ACCESS_FACTS`].
+#[derive(Debug, Clone, SurrealValue)]
+pub(crate) struct AccessVars {
+    pub user: String,
+}
+
+/// The access facts of a user ([`ACCESS_FACTS`]), read in a query of its own.
 pub async fn access_facts(db: &Db, user_id: &str) -> Result<Option<AccessFacts>, surrealdb::Error> {
     let mut response = db
-        .query(
-            "LET $u = (SELECT * FROM ONLY type::record('user', $id));
-             IF $u = NONE { RETURN NONE; };
-             LET $by_id = IF $u.subscription_id { (SELECT * FROM ONLY type::record('subscription', $u.subscription_id)) } ELSE { NONE };
-             LET $by_customer = IF $u.payment_customer_id {
-                 (SELECT * FROM subscription WHERE customer_id = $u.payment_customer_id ORDER BY event_created DESC LIMIT 1)[0]
-             } ELSE { NONE };
-             LET $sub = $by_id ?? $by_customer;
-             RETURN {
-                 email: $u.email,
-                 trial_started: $u.trial_started ?? false,
-                 trial_start_date: $u.trial_start_date,
-                 trial_end_date: $u.trial_end_date,
-                 payment_customer_id: $u.payment_customer_id,
-                 payment_session_id: $u.payment_session_id,
-                 subscription_id: $u.subscription_id,
-                 has_password: $u.password_hash != NONE,
-                 subscription: IF $sub { {
-                     id: record::id($sub.id), customer_id: $sub.customer_id, status: $sub.status,
-                     price_id: $sub.price_id, current_period_end: $sub.current_period_end,
-                     trial_end: $sub.trial_end, cancel_at_period_end: $sub.cancel_at_period_end ?? false
-                 } } ELSE { NONE }
-             };",
-        )
-        .bind(("id", user_id.to_owned()))
+        .query(ACCESS_FACTS)
+        .bind((
+            "s",
+            AccessVars {
+                user: user_id.to_owned(),
+            },
+        ))
         .await?
         .check()?;
-    let last = response.num_statements() - 1;
-    response.take(last)
+    response.take(0)
 }
 
 /// Issues a one-time sign-in token (the caller keeps the secret; the store only its hash).

@@ -5,10 +5,12 @@
 //! (`user = type::record('user', $user)`) next to the record, so a chat id of another member finds
 //! nothing here: the routes answer that as "not found", the writers get `ChatStoreError::NotFound`.
 //!
-//! Shape: a `chat` record (title, `updated_at` = last activity, and `preview`: the history list's
-//! cut of its last message, kept up to date by every write so listing is one indexed read) and one
-//! `message` record per message, linked by `chat` and read through the `(chat, created_at)` index
-//! (oldest first) or the `(chat, newest_first)` index (newest first, always scanning forward).
+//! Shape: a `chat` record (title, `updated_at` = last activity, `preview`: the history list's cut
+//! of its last message, kept up to date by every write so listing is one indexed read, and
+//! `revision`: how many messages were appended after it started, so a writer that keeps the
+//! chat's recent messages can tell whether anyone else wrote in it) and one
+//! `message` record per message, linked by `chat` and read through the `(chat, newest_first)` index
+//! (newest first, always scanning forward; the whole chat is turned around to oldest first).
 //!
 //! Concurrency: a message is created in the same transaction that bumps its chat, and a chat is
 //! deleted with its messages in one transaction, so an append racing a delete either lands before
@@ -297,13 +299,67 @@ impl MessageId {
     }
 }
 
-/// Appends a message under `message_id` to the member's chat and makes it the chat's last
-/// activity (`updated_at` becomes the message's `created_at`; the history preview its content),
-/// in one transaction. Content over `MAX_CONTENT_CHARS` characters is cut. `NotFound` when the
-/// member has no such chat: nothing is written then. Appending an id that is already stored in
-/// this chat changes nothing, so a write retried after a time-out (that did land) neither fails
-/// nor doubles; an id stored in another chat is `NotFound`. Nothing is read back: the writer
-/// knows what it wrote (each member reply appends twice).
+/// Appends the message `$s.message` (an [`AppendVars`] bound as `$s`) to the member's chat and
+/// makes it the chat's last activity (`updated_at` becomes the message's `created_at`; the
+/// history preview its content) and its next revision. One block whose value is the chat's
+/// revision before the write; `-1` when an append of this id already landed in this chat (a write
+/// retried after a time-out neither fails nor doubles); `NONE` when the member has no such chat
+/// or the id is another chat's message, and then nothing is written. Neither `THROW` nor
+/// `RETURN`, so a batch can carry it (`store::batch`). Nothing is read back: the writer knows
+/// what it wrote (each member reply appends twice), and the revision tells it whether anyone else
+/// wrote in between.
+pub(crate) const APPEND_AS: &str = "{
+    LET $s_chat = type::record('chat', $s.chat);
+    LET $s_found = $s_chat.*;
+    IF $s_found.user != type::record('user', $s.user) { NONE } ELSE {
+        LET $s_existing = type::record('message', $s.message).chat;
+        IF $s_existing = NONE {
+            LET $s_now = time::now();
+            LET $s_revision = $s_found.revision ?? 0;
+            UPDATE $s_chat SET updated_at = $s_now, preview = $s.preview,
+                revision = $s_revision + 1 RETURN NONE;
+            CREATE type::record('message', $s.message) CONTENT {
+                chat: $s_chat, role: $s.role, content: $s.content, created_at: $s_now
+            } RETURN NONE;
+            $s_revision
+        } ELSE IF $s_existing = $s_chat { -1 } ELSE { NONE }
+    }
+};";
+
+/// The variables of [`APPEND_AS`].
+#[derive(Debug, Clone, SurrealValue)]
+pub struct AppendVars {
+    user: String,
+    chat: String,
+    message: String,
+    role: String,
+    content: String,
+    preview: String,
+}
+
+impl AppendVars {
+    /// A message for the member's chat; content over `MAX_CONTENT_CHARS` characters is cut.
+    pub fn new(
+        user_id: &str,
+        chat_id: &ChatId,
+        message_id: &MessageId,
+        role: Role,
+        content: &str,
+    ) -> Self {
+        let content = cut(content, MAX_CONTENT_CHARS);
+        Self {
+            user: user_id.to_owned(),
+            chat: chat_id.as_str().to_owned(),
+            message: message_id.0.clone(),
+            role: role.as_str().to_owned(),
+            preview: preview(&content),
+            content,
+        }
+    }
+}
+
+/// Appends a message under `message_id` to the member's chat ([`APPEND_AS`]) in a transaction of
+/// its own. `NotFound` when the member has no such chat (nothing is written then).
 pub async fn append_message_as(
     db: &Db,
     user_id: &str,
@@ -312,42 +368,21 @@ pub async fn append_message_as(
     role: Role,
     content: &str,
 ) -> Result<(), ChatStoreError> {
-    let message_id = message_id.0.clone();
-    let content = cut(content, MAX_CONTENT_CHARS);
-    super::retry_conflicts(WRITE_ATTEMPTS, || async {
-        db.query(
-            "BEGIN TRANSACTION;
-             LET $now = time::now();
-             LET $chat = type::record('chat', $id);
-             LET $message = type::record('message', $message_id);
-             LET $mine = (SELECT VALUE id FROM $chat WHERE user = type::record('user', $user));
-             IF array::len($mine) = 0 { THROW 'chat_not_found'; };
-             LET $existing = (SELECT VALUE chat FROM $message);
-             IF array::len($existing) = 0 {
-                 UPDATE $chat SET updated_at = $now, preview = $preview RETURN NONE;
-                 CREATE $message CONTENT {
-                     chat: $chat, role: $role, content: $content, created_at: $now
-                 } RETURN NONE;
-             } ELSE IF $existing[0] != $chat {
-                 THROW 'chat_not_found';
-             };
-             COMMIT TRANSACTION;",
-        )
-        .bind(("id", chat_id.as_str().to_owned()))
-        .bind(("user", user_id.to_owned()))
-        .bind(("preview", preview(&content)))
-        .bind(("message_id", message_id.clone()))
-        .bind(("role", role.as_str()))
-        .bind(("content", content.clone()))
-        .await
-        .and_then(super::check_transaction)
+    let vars = AppendVars::new(user_id, chat_id, message_id, role, content);
+    let written: Option<i64> = super::retry_conflicts(WRITE_ATTEMPTS, || async {
+        db.query(APPEND_AS)
+            .bind(("s", vars.clone()))
+            .await
+            .and_then(|response| response.check())?
+            .take(0)
     })
-    .await
-    .map_err(from_transaction)
-    .map(|_| ())
+    .await?;
+    written.map(|_| ()).ok_or(ChatStoreError::NotFound)
 }
 
 /// The member's chat with its messages, oldest first; `None` when the member has no such chat.
+/// Read newest first through the `(chat, newest_first)` index, the one every message keeps
+/// (migration 0009 removed the `(chat, created_at)` one), and turned around.
 pub async fn chat_with_messages(
     db: &Db,
     user_id: &str,
@@ -359,53 +394,10 @@ pub async fn chat_with_messages(
              WHERE user = type::record('user', $user);
              SELECT {MESSAGE_FIELDS} FROM message \
              WHERE chat = type::record('chat', $id) AND chat.user = type::record('user', $user) \
-             ORDER BY created_at ASC"
+             ORDER BY newest_first ASC"
         ))
         .bind(("id", chat_id.as_str().to_owned()))
         .bind(("user", user_id.to_owned()))
-        .await?
-        .check()?;
-    let chats: Vec<ChatRow> = response.take(0)?;
-    let Some(chat) = chats.into_iter().next() else {
-        return Ok(None);
-    };
-    let rows: Vec<MessageRow> = response.take(1)?;
-    let messages = rows
-        .into_iter()
-        .map(Message::try_from)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Some((chat.into(), messages)))
-}
-
-/// A chat's last `$last` messages, newest first (`$id`: the chat, `$user`: its owner).
-fn recent_messages() -> String {
-    format!(
-        "SELECT {MESSAGE_FIELDS} FROM message \
-         WHERE chat = type::record('chat', $id) AND chat.user = type::record('user', $user) \
-         ORDER BY newest_first ASC LIMIT $last"
-    )
-}
-
-/// The member's chat with its last `last` messages, oldest first (what the AI sees of it);
-/// `None` when the member has no such chat. Read forward through the `(chat, newest_first)`
-/// index, newest first, so a long chat costs no more than a short one. Not `ORDER BY created_at
-/// DESC`: SurrealKV walks a reverse scan back from the end of its in-memory table one entry at a
-/// time, so that read grew with everything written since the last flush (migration 0006).
-pub async fn chat_with_recent_messages(
-    db: &Db,
-    user_id: &str,
-    chat_id: &ChatId,
-    last: usize,
-) -> Result<Option<(Chat, Vec<Message>)>, ChatStoreError> {
-    let mut response = db
-        .query(format!(
-            "SELECT {CHAT_FIELDS} FROM type::record('chat', $id) \
-             WHERE user = type::record('user', $user); {}",
-            recent_messages()
-        ))
-        .bind(("id", chat_id.as_str().to_owned()))
-        .bind(("user", user_id.to_owned()))
-        .bind(("last", last as i64))
         .await?
         .check()?;
     let chats: Vec<ChatRow> = response.take(0)?;
@@ -419,6 +411,101 @@ pub async fn chat_with_recent_messages(
         .collect::<Result<Vec<_>, _>>()?;
     messages.reverse();
     Ok(Some((chat.into(), messages)))
+}
+
+/// The read of a chat's last messages in [`RECENT_CHAT`] (a macro, so the constant can hold it
+/// and the index test can explain it).
+macro_rules! recent_messages {
+    () => {
+        "SELECT record::id(id) AS id, role, content, created_at FROM message \
+         WHERE chat = type::record('chat', $s.chat) ORDER BY newest_first ASC LIMIT $s.last"
+    };
+}
+
+/// The member's chat (`$s.chat` of `$s.user`, a [`RecentVars`] bound as `$s`) with its last
+/// `$s.last` messages, newest first, or `NONE` when the member has no such chat: one block, so a
+/// batch can carry it (`store::batch`). Read forward through the `(chat, newest_first)` index, so
+/// a long chat costs no more than a short one. Not `ORDER BY created_at DESC`: SurrealKV walks a
+/// reverse scan back from the end of its in-memory table one entry at a time, so that read grew
+/// with everything written since the last flush (migration 0006).
+pub(crate) const RECENT_CHAT: &str = concat!(
+    "{
+    LET $s_chat = type::record('chat', $s.chat);
+    LET $s_found = $s_chat.*;
+    IF $s_found.user = type::record('user', $s.user) {
+        {
+            chat: {
+                id: record::id($s_found.id), title: $s_found.title,
+                created_at: $s_found.created_at, updated_at: $s_found.updated_at
+            },
+            revision: $s_found.revision ?? 0,
+            messages: (",
+    recent_messages!(),
+    ")
+        }
+    } ELSE { NONE }
+};"
+);
+
+/// The variables of [`RECENT_CHAT`].
+#[derive(Debug, Clone, SurrealValue)]
+pub struct RecentVars {
+    user: String,
+    chat: String,
+    last: i64,
+}
+
+impl RecentVars {
+    pub fn new(user_id: &str, chat_id: &ChatId, last: usize) -> Self {
+        Self {
+            user: user_id.to_owned(),
+            chat: chat_id.as_str().to_owned(),
+            last: i64::try_from(last).unwrap_or(i64::MAX),
+        }
+    }
+}
+
+/// What [`RECENT_CHAT`] finds.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct RecentRow {
+    chat: ChatRow,
+    revision: i64,
+    messages: Vec<MessageRow>,
+}
+
+impl RecentRow {
+    /// The chat's revision when read (each message stored in it adds one).
+    pub fn revision(&self) -> u64 {
+        u64::try_from(self.revision).unwrap_or(0)
+    }
+
+    /// The chat and its messages, oldest first.
+    pub fn into_chat(self) -> Result<(Chat, Vec<Message>), ChatStoreError> {
+        let mut messages = self
+            .messages
+            .into_iter()
+            .map(Message::try_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        messages.reverse();
+        Ok((self.chat.into(), messages))
+    }
+}
+
+/// The member's chat with its last `last` messages, oldest first (what the AI sees of it);
+/// `None` when the member has no such chat ([`RECENT_CHAT`]).
+pub async fn chat_with_recent_messages(
+    db: &Db,
+    user_id: &str,
+    chat_id: &ChatId,
+    last: usize,
+) -> Result<Option<(Chat, Vec<Message>)>, ChatStoreError> {
+    let found: Option<RecentRow> = db
+        .query(RECENT_CHAT)
+        .bind(("s", RecentVars::new(user_id, chat_id, last)))
+        .await?
+        .check()?
+        .take(0)?;
+    found.map(RecentRow::into_chat).transpose()
 }
 
 /// The member's (`$user`) chats, the most recently active first, at most `$limit`: forward
@@ -453,8 +540,8 @@ pub async fn list_chats(
 }
 
 /// Deletes the member's chat and all its messages in one transaction (the messages are found
-/// through the `(chat, created_at)` index, never by a scan of the table); `false` when the member
-/// has no such chat.
+/// through the `(chat, newest_first)` index, never by a scan of the table); `false` when the
+/// member has no such chat.
 pub async fn delete_chat(db: &Db, user_id: &str, chat_id: &ChatId) -> Result<bool, ChatStoreError> {
     let result = super::retry_conflicts(WRITE_ATTEMPTS, || async {
         db.query(
@@ -518,8 +605,24 @@ mod tests {
     async fn newest_first_reads_go_forward_through_their_indexes() {
         let db = crate::store::migrate::migrated_memory_db().await;
         for (query, index) in [
-            (recent_messages(), "message_chat_newest"),
+            (
+                recent_messages!()
+                    .replace("$s.chat", "$id")
+                    .replace("$s.last", "$last"),
+                "message_chat_newest",
+            ),
             (LIST_CHATS.to_owned(), "chat_user_newest"),
+            // The whole chat (the history page), and its messages as a delete finds them.
+            (
+                "SELECT id FROM message WHERE chat = type::record('chat', $id) \
+                 ORDER BY newest_first ASC"
+                    .to_owned(),
+                "message_chat_newest",
+            ),
+            (
+                "SELECT VALUE id FROM message WHERE chat = type::record('chat', $id)".to_owned(),
+                "message_chat_newest",
+            ),
         ] {
             let plan = crate::store::migrate::plan_of(&db, &query).await;
             assert!(plan.contains(&format!("\"index\":\"{index}\"")), "{plan}");

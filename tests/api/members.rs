@@ -5,8 +5,10 @@
 
 use std::time::{Duration, Instant};
 
+use helpnow::store::batch::{Outcome, Statement, commit_together};
 use helpnow::store::chats::{self, ChatId, MessageId, Role};
 use serde_json::{Value, json};
+use surrealdb::types::SurrealValue;
 
 use crate::ai_mock::MockAi;
 use crate::auth::{me, sign_up};
@@ -451,6 +453,103 @@ async fn messages_keep_the_id_their_writer_chose_and_the_ai_sees_the_last_ones()
         .expect("read");
     assert!(theirs.is_none());
     let _ = cookie;
+}
+
+/// The member chat's store calls ride in the funnels' batches: one transaction holds access
+/// reads, appends (one to a chat the member does not have: refused, nothing written), a chat read
+/// and an event, and answers each on its own.
+#[tokio::test]
+async fn a_members_reads_and_writes_share_a_batch_and_each_gets_its_own_answer() {
+    let app = spawn_app().await;
+    let (_, user) = member(&app, "batched@example.com").await;
+    let (_, other) = member(&app, "batched-other@example.com").await;
+    let chat = chats::start_chat(&app.db, &user, "Mine", "Hello!", &id("first1"), "m0")
+        .await
+        .expect("chat");
+    let theirs = chats::start_chat(&app.db, &other, "Theirs", "Hello!", &id("their1"), "t0")
+        .await
+        .expect("chat");
+    let (mine, not_mine) = (
+        ChatId::parse(&chat.id).expect("id"),
+        ChatId::parse(&theirs.id).expect("id"),
+    );
+    let append = |chat: &ChatId, message: &str, content: &str| {
+        Statement::AppendChatMessage(Box::new(chats::AppendVars::new(
+            &user,
+            chat,
+            &id(message),
+            Role::User,
+            content,
+        )))
+    };
+    let outcomes = commit_together(
+        &app.db,
+        vec![
+            Statement::AccessFacts { user: user.clone() },
+            append(&mine, "second2", "m1"),
+            append(&not_mine, "stolen1", "x"),
+            Statement::AccessFacts {
+                user: "nobody".into(),
+            },
+            append(&mine, "third3", "m2"),
+            Statement::RecentChat(chats::RecentVars::new(&user, &mine, 3)),
+            Statement::RecentChat(chats::RecentVars::new(&user, &not_mine, 3)),
+            Statement::MemberEvent {
+                name: "chat_message_sent".into(),
+                user: user.clone(),
+                properties: json!({ "chatId": chat.id }),
+            },
+        ],
+    )
+    .await;
+    assert_eq!(outcomes.len(), 8);
+    assert!(
+        matches!(&outcomes[0], Ok(Outcome::Loaded(Some(_)))),
+        "{outcomes:?}"
+    );
+    // An append answers the chat's revision before it; none for a chat the member does not have.
+    let revision = |n: i64| Ok(Outcome::Loaded(Some(n.into_value())));
+    assert_eq!(outcomes[1], revision(0));
+    assert_eq!(
+        outcomes[2],
+        Ok(Outcome::Loaded(None)),
+        "another member's chat"
+    );
+    assert_eq!(outcomes[3], Ok(Outcome::Loaded(None)));
+    assert_eq!(
+        outcomes[4],
+        revision(1),
+        "the batch went on after a refusal"
+    );
+    let Ok(Outcome::Loaded(Some(recent))) = &outcomes[5] else {
+        panic!("{outcomes:?}");
+    };
+    let recent = <chats::RecentRow as SurrealValue>::from_value(recent.clone()).expect("a chat");
+    assert_eq!(recent.revision(), 2);
+    let (_, recent) = recent.into_chat().expect("its messages");
+    let contents: Vec<&str> = recent.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(
+        contents,
+        ["m0", "m1", "m2"],
+        "read after the appends before it"
+    );
+    assert_eq!(outcomes[6], Ok(Outcome::Loaded(None)));
+    assert_eq!(outcomes[7], Ok(Outcome::Done));
+    let (_, theirs_now) = chats::chat_with_messages(&app.db, &other, &not_mine)
+        .await
+        .expect("read")
+        .expect("found");
+    assert_eq!(theirs_now.len(), 2, "nothing was written to another's chat");
+    assert_eq!(
+        helpnow::store::analytics::count_named(&app.db, "chat_message_sent")
+            .await
+            .expect("count"),
+        1
+    );
+}
+
+fn id(raw: &str) -> MessageId {
+    MessageId::parse(raw).expect("an id")
 }
 
 #[tokio::test]

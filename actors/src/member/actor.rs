@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 
 use super::registry::RegistryShared;
 use super::{Deps, FunnelBrief, prompts};
-use crate::ports::{AiError, AiPurpose, AiRequest, FunnelClient, Role, StoreError};
+use crate::ports::{
+    AiError, AiMessage, AiPurpose, AiRequest, Appended, FunnelClient, Role, StoreError, StoredChat,
+};
 use crate::reply::Reply;
 use crate::rules::chat::{chat_title, greeting, is_affirmative_reply};
 
@@ -242,6 +244,28 @@ struct Prepared {
     /// itself is stored and acknowledged).
     request: Option<AiRequest>,
     new_chat: bool,
+    /// The chat as stored with this message, for the actor to keep ([`KnownChat`]).
+    known: Option<StoredChat>,
+}
+
+/// The chat this member wrote in last, as this actor stored it: its title, last messages and
+/// revision. The next send to it needs no read of the chat unless someone else (another tab
+/// served by another process, a retried write) moved its revision on meanwhile: each append
+/// answers the revision it found, and only the revision this actor knows lets it go without a
+/// read.
+#[derive(Debug)]
+struct KnownChat {
+    id: String,
+    chat: StoredChat,
+}
+
+/// `chat` with one more message, stored at its revision: the last `keep` messages.
+fn with_message(mut chat: StoredChat, message: AiMessage, keep: usize) -> StoredChat {
+    chat.messages.push(message);
+    let extra = chat.messages.len().saturating_sub(keep);
+    chat.messages.drain(..extra);
+    chat.revision += 1;
+    chat
 }
 
 /// One member may have this many replies on their way at once (sends to new chats and task help
@@ -274,6 +298,7 @@ pub struct MemberActor {
     /// Sends and task-help requests being stored (each will start a reply).
     preparing: usize,
     writing: HashMap<String, Writing>,
+    known: Option<KnownChat>,
     idle_timer: Option<SpawnHandle>,
 }
 
@@ -291,6 +316,7 @@ impl MemberActor {
             stop_requested: HashSet::new(),
             preparing: 0,
             writing: HashMap::new(),
+            known: None,
             idle_timer: None,
         }
     }
@@ -387,10 +413,15 @@ impl MemberActor {
         };
         let greeting = greeting(funnel.as_ref().map(|funnel| funnel.issue.as_str()));
         let solution_for = funnel.clone().filter(|_| is_affirmative_reply(&text));
+        let known = chat_id
+            .as_ref()
+            .and_then(|id| self.known.take_if(|known| known.id == *id))
+            .map(|known| known.chat);
         let prepare = prepare_chat_reply(
             self.deps.clone(),
             self.user_id.clone(),
             chat_id.clone(),
+            known,
             greeting,
             text,
             solution_for,
@@ -408,7 +439,13 @@ impl MemberActor {
                 act.give_back_funnel(funnel);
             }
             match prepared {
-                Ok(prepared) => {
+                Ok(mut prepared) => {
+                    if let Some(chat) = prepared.known.take() {
+                        act.known = Some(KnownChat {
+                            id: prepared.chat_id.clone(),
+                            chat,
+                        });
+                    }
                     act.deps.telemetry.message_stored(ACTOR_KIND);
                     reply.send(SendAck::Stored {
                         chat_id: prepared.chat_id.clone(),
@@ -487,6 +524,7 @@ impl MemberActor {
                     timeout: settings.ai_timeout,
                 }),
                 new_chat: true,
+                known: None,
             })
         };
         ctx.spawn(prepare.into_actor(self).map(move |prepared, act, ctx| {
@@ -689,6 +727,7 @@ impl MemberActor {
         let user_id = self.user_id.clone();
         let (save_chat, message_id, content) =
             (chat_id.clone(), writing.message_id.clone(), text.clone());
+        // Stored: `Some`, with the chat's revision before it when the store says.
         let save = async move {
             let attempts = deps.settings.reply_save_attempts.max(1);
             for attempt in 1..=attempts {
@@ -704,20 +743,22 @@ impl MemberActor {
                 })
                 .await
                 {
-                    Ok(true) => return true,
+                    Ok(Appended::After { revision }) => return Some(Some(revision)),
+                    Ok(Appended::AlreadyThere) => return Some(None),
                     // The chat was deleted meanwhile: nowhere to keep the reply.
-                    Ok(false) => return false,
+                    Ok(Appended::NoSuchChat) => return None,
                     Err(_) if attempt < attempts => {
                         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                     }
                     Err(_) => {}
                 }
             }
-            false
+            None
         };
         ctx.spawn(save.into_actor(self).map(move |saved, act, ctx| {
             act.saving.remove(&chat_id);
-            if saved {
+            act.remember_reply(&chat_id, saved, &text);
+            if saved.is_some() {
                 act.deps.telemetry.message_stored(ACTOR_KIND);
                 act.broadcast(
                     "chat:done",
@@ -737,6 +778,21 @@ impl MemberActor {
             }
             act.arm_idle_timer_if_alone(ctx);
         }));
+    }
+
+    /// Keeps a stored reply in the known chat, if it is that chat and nobody wrote in it since
+    /// (`stored`: the chat's revision before the reply, if it was stored); otherwise forgets it.
+    fn remember_reply(&mut self, chat_id: &str, stored: Option<Option<u64>>, text: &str) {
+        let Some(known) = self.known.take_if(|known| known.id == chat_id) else {
+            return;
+        };
+        if stored == Some(Some(known.chat.revision)) {
+            let keep = self.deps.settings.context_messages;
+            self.known = Some(KnownChat {
+                id: known.id,
+                chat: with_message(known.chat, AiMessage::assistant(text), keep),
+            });
+        }
     }
 
     fn on_join(&mut self, join: Join, ctx: &mut Context<Self>) {
@@ -796,67 +852,85 @@ impl MemberActor {
 }
 
 /// Stores the member's message (creating the chat on its first send) and builds the AI request.
-/// A refusal means nothing was stored. Once the message is stored the send is acknowledged: if
-/// the chat cannot be read back for the AI, the reply fails instead (`request: None`).
+/// A refusal means nothing was stored. The access and an existing chat's last messages are read
+/// together before the message is stored (two store calls in one round, not three in a row),
+/// and the chat only when the actor does not `known` it: a chat this actor wrote in last, whose
+/// revision nobody moved meanwhile, is not read at all (the append answers the revision it found;
+/// another, and the chat is read after the append). A new chat is never read: the actor knows its
+/// greeting and first message. Once the message is stored the send is acknowledged: if the chat
+/// could not be read for the AI, the reply fails instead (`request: None`).
 fn prepare_chat_reply(
     deps: Arc<Deps>,
     user_id: String,
     chat_id: Option<String>,
+    known: Option<StoredChat>,
     greeting: String,
     text: String,
     solution_for: Option<FunnelBrief>,
 ) -> BoxFuture<'static, Result<Prepared, Refusal>> {
     Box::pin(async move {
         let settings = &deps.settings;
+        let keep = settings.context_messages;
         let message_id = new_message_id();
         let new_chat = chat_id.is_none();
-        let stored = within(settings.store_timeout, async {
-            if !deps.store.has_access(&user_id).await.map_err(unavailable)? {
-                return Err(Refusal::UpgradeRequired);
+        let access = within(settings.store_timeout, async {
+            deps.store.has_access(&user_id).await.map_err(unavailable)
+        });
+        let earlier = async {
+            match (&chat_id, known) {
+                (Some(id), None) => read_chat(&deps, &user_id, id).await,
+                (_, known) => known,
             }
-            match chat_id {
-                Some(id) => {
-                    let found = deps
-                        .store
+        };
+        let (access, earlier) = futures_util::future::join(access, earlier).await;
+        if !access? {
+            return Err(Refusal::UpgradeRequired);
+        }
+        let user_message = AiMessage::user(text.clone());
+        let (chat_id, chat) = match chat_id {
+            None => {
+                let id = within(settings.store_timeout, async {
+                    deps.store
+                        .create_chat(&user_id, &chat_title(&text), &greeting, &message_id, &text)
+                        .await
+                        .map_err(unavailable)
+                })
+                .await?;
+                let chat = StoredChat {
+                    title: chat_title(&text),
+                    messages: vec![AiMessage::assistant(greeting), user_message],
+                    revision: 0,
+                };
+                (id, Some(chat))
+            }
+            Some(id) => {
+                let appended = within(settings.store_timeout, async {
+                    deps.store
                         .append_message(&user_id, &id, &message_id, Role::User, &text)
                         .await
-                        .map_err(unavailable)?;
-                    if found {
-                        Ok(id)
-                    } else {
-                        Err(Refusal::ChatNotFound)
+                        .map_err(unavailable)
+                })
+                .await?;
+                let chat = match (appended, earlier) {
+                    (Appended::NoSuchChat, _) => return Err(Refusal::ChatNotFound),
+                    (Appended::After { revision }, Some(chat)) if chat.revision == revision => {
+                        Some(with_message(chat, user_message, keep))
                     }
-                }
-                None => deps
-                    .store
-                    .create_chat(&user_id, &chat_title(&text), &greeting, &message_id, &text)
-                    .await
-                    .map_err(unavailable),
+                    // Someone else wrote in the chat meanwhile, or the earlier read failed.
+                    _ => read_chat(&deps, &user_id, &id).await,
+                };
+                (id, chat)
             }
-        })
-        .await;
-        let chat_id = stored?;
-        let chat = within(settings.store_timeout, async {
-            deps.store
-                .chat(&user_id, &chat_id, settings.context_messages)
-                .await
-                .map_err(unavailable)
-        })
-        .await
-        .ok()
-        .flatten();
+        };
         let Some(chat) = chat else {
-            tracing::warn!(user = %user_id, chat = %chat_id, "a chat could not be read back for its reply");
+            tracing::warn!(user = %user_id, chat = %chat_id, "a chat could not be read for its reply");
             return Ok(Prepared {
                 chat_id,
                 message_id,
-                title: if new_chat {
-                    chat_title(&text)
-                } else {
-                    String::new()
-                },
+                title: String::new(),
                 request: None,
                 new_chat,
+                known: None,
             });
         };
         let (purpose, messages) = match solution_for {
@@ -870,25 +944,41 @@ fn prepare_chat_reply(
                 ),
             ),
             None => {
-                let mut messages = vec![crate::ports::AiMessage::system(
-                    prompts::chat_system_prompt(&settings.assistant_name, &settings.product_name),
-                )];
-                messages.extend(chat.messages);
+                let mut messages = vec![AiMessage::system(prompts::chat_system_prompt(
+                    &settings.assistant_name,
+                    &settings.product_name,
+                ))];
+                messages.extend(chat.messages.iter().cloned());
                 (AiPurpose::MemberChat, messages)
             }
         };
         Ok(Prepared {
             chat_id,
             message_id,
-            title: chat.title,
+            title: chat.title.clone(),
             request: Some(AiRequest {
                 purpose,
                 messages,
                 timeout: settings.ai_timeout,
             }),
             new_chat,
+            known: Some(chat),
         })
     })
+}
+
+/// The member's chat with its last messages, or `None` when it cannot be read (or is gone).
+async fn read_chat(deps: &Deps, user_id: &str, chat_id: &str) -> Option<StoredChat> {
+    let settings = &deps.settings;
+    within(settings.store_timeout, async {
+        deps.store
+            .chat(user_id, chat_id, settings.context_messages)
+            .await
+            .map_err(unavailable)
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 /// Store work bounded in time: past it, the member is asked to try again.

@@ -2,7 +2,7 @@
 //! whose streams report when they are dropped (which, in the server, hangs up on the provider).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 use super::*;
 use crate::ports::{
-    AiError, AiMessage, AiPurpose, AiRequest, Role, StoreError, StoredChat, TaskBrief,
+    AiError, AiMessage, AiPurpose, AiRequest, Appended, Role, StoreError, StoredChat, TaskBrief,
     TaskItemBrief,
 };
 use crate::reply::Reply;
@@ -36,6 +36,8 @@ struct MemoryChat {
     owner: String,
     title: String,
     messages: Vec<StoredMessage>,
+    /// Each message appended after the chat started adds one.
+    revision: u64,
 }
 
 struct MemoryStore {
@@ -49,6 +51,8 @@ struct MemoryStore {
     failing_replies: Mutex<usize>,
     /// Reading a chat back fails.
     failing_reads: AtomicBool,
+    /// How many times a chat was read.
+    reads: AtomicUsize,
 }
 
 impl Default for MemoryStore {
@@ -61,6 +65,7 @@ impl Default for MemoryStore {
             write_delay: Mutex::new(Duration::ZERO),
             failing_replies: Mutex::new(0),
             failing_reads: AtomicBool::new(false),
+            reads: AtomicUsize::new(0),
         }
     }
 }
@@ -95,9 +100,22 @@ impl MemoryStore {
                 owner: owner.into(),
                 title: "Theirs".into(),
                 messages: Vec::new(),
+                revision: 0,
             },
         );
         id
+    }
+
+    /// Another writer (a tab served by another process) stores a message in the chat.
+    fn append_elsewhere(&self, chat_id: &str, content: &str) {
+        let mut chats = self.chats.lock().expect("lock");
+        let chat = chats.get_mut(chat_id).expect("the chat");
+        chat.messages.push(StoredMessage {
+            id: format!("elsewhere-{}", chat.revision),
+            role: Role::User,
+            content: content.into(),
+        });
+        chat.revision += 1;
     }
 
     fn add_task(&self, owner: &str, task: TaskBrief) -> String {
@@ -144,6 +162,7 @@ impl crate::ports::MemberStore for MemoryStore {
                         content: content.into(),
                     },
                 ],
+                revision: 0,
             },
         );
         async move { Ok(id) }.boxed()
@@ -156,7 +175,7 @@ impl crate::ports::MemberStore for MemoryStore {
         message_id: &str,
         role: Role,
         content: &str,
-    ) -> BoxFuture<'static, Result<bool, StoreError>> {
+    ) -> BoxFuture<'static, Result<Appended, StoreError>> {
         if role == Role::Assistant {
             let mut failing = self.failing_replies.lock().expect("lock");
             if *failing > 0 {
@@ -177,15 +196,21 @@ impl crate::ports::MemberStore for MemoryStore {
             let mut chats = chats.lock().expect("lock");
             Ok(
                 match chats.get_mut(&chat_id).filter(|chat| chat.owner == user_id) {
+                    Some(chat) if chat.messages.iter().any(|m| m.id == message_id) => {
+                        Appended::AlreadyThere
+                    }
                     Some(chat) => {
                         chat.messages.push(StoredMessage {
                             id: message_id,
                             role,
                             content,
                         });
-                        true
+                        chat.revision += 1;
+                        Appended::After {
+                            revision: chat.revision - 1,
+                        }
                     }
-                    None => false,
+                    None => Appended::NoSuchChat,
                 },
             )
         }
@@ -198,6 +223,7 @@ impl crate::ports::MemberStore for MemoryStore {
         chat_id: &str,
         last: usize,
     ) -> BoxFuture<'static, Result<Option<StoredChat>, StoreError>> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
         if self.failing_reads.load(Ordering::SeqCst) {
             return async { Err(StoreError::Failed("read timed out".into())) }.boxed();
         }
@@ -216,6 +242,7 @@ impl crate::ports::MemberStore for MemoryStore {
                             content: m.content.clone(),
                         })
                         .collect(),
+                    revision: chat.revision,
                 }
             });
         async move { Ok(found) }.boxed()
@@ -579,6 +606,65 @@ async fn later_sends_add_to_the_chat_and_the_ai_sees_the_conversation() {
     assert_eq!(started, 1);
 }
 
+/// The roles and texts the AI was given, after the system prompt.
+fn conversation_of(call: &Call) -> Vec<(Role, String)> {
+    call.request.messages[1..]
+        .iter()
+        .map(|m| (m.role, m.content.clone()))
+        .collect()
+}
+
+#[actix::test]
+async fn the_chat_written_in_last_is_read_again_only_when_someone_else_wrote_in_it() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    let chat_id = tab.send_stored(None, "My mouse stopped working").await;
+    let call = harness.ai.next_call().await;
+    call.piece("Check its battery.");
+    call.end();
+    tab.next_named("chat:done").await;
+    tab.send_stored(Some(&chat_id), "It has a new one").await;
+    let call = harness.ai.next_call().await;
+    call.piece("Then pair it again.");
+    call.end();
+    tab.next_named("chat:done").await;
+    assert_eq!(
+        harness.store.reads.load(Ordering::SeqCst),
+        0,
+        "the actor knew the chat it had written"
+    );
+
+    // Another tab, served by another process, writes in the chat.
+    harness.store.append_elsewhere(&chat_id, "Also my keyboard");
+    tab.send_stored(Some(&chat_id), "How do I pair it?").await;
+    let call = harness.ai.next_call().await;
+    assert_eq!(harness.store.reads.load(Ordering::SeqCst), 1);
+    let said = conversation_of(&call);
+    assert_eq!(
+        said[said.len() - 2..],
+        [
+            (Role::User, "Also my keyboard".to_owned()),
+            (Role::User, "How do I pair it?".to_owned()),
+        ],
+        "the read brought the other writer's message, and this one after it"
+    );
+    assert_eq!(said.len(), 7);
+    call.piece("Hold its button.");
+    call.end();
+    tab.next_named("chat:done").await;
+
+    // Known again from that read on.
+    tab.send_stored(Some(&chat_id), "Done").await;
+    let call = harness.ai.next_call().await;
+    assert_eq!(harness.store.reads.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        conversation_of(&call).last(),
+        Some(&(Role::User, "Done".to_owned()))
+    );
+    assert_eq!(conversation_of(&call).len(), 9);
+    call.end();
+}
+
 #[actix::test]
 async fn stop_drops_the_ai_stream_and_keeps_what_was_written() {
     let harness = Harness::new();
@@ -922,12 +1008,20 @@ async fn a_reply_that_cannot_be_stored_ends_in_the_error_not_in_done() {
 async fn a_stored_message_is_acknowledged_even_when_the_chat_cannot_be_read_back() {
     let harness = Harness::new();
     let mut tab = harness.connect("tab-1", None).await;
+    // A new chat is not read: the actor knows its greeting and first message.
     harness.store.failing_reads.store(true, Ordering::SeqCst);
-    let ack = tab.send(None, "Can you check my settings?").await;
-    let SendAck::Stored { chat_id, .. } = ack else {
+    let chat_id = tab.send_stored(None, "Can you check my settings?").await;
+    let call = harness.ai.next_call().await;
+    call.piece("Yes.");
+    call.end();
+    tab.next_named("chat:done").await;
+    // Someone else wrote in it: the actor must read it, and cannot.
+    harness.store.append_elsewhere(&chat_id, "From the phone");
+    let ack = tab.send(Some(&chat_id), "Are you there?").await;
+    let SendAck::Stored { .. } = ack else {
         panic!("a stored message must be acknowledged: {ack:?}");
     };
-    assert_eq!(harness.store.messages(&chat_id).len(), 2);
+    assert_eq!(harness.store.messages(&chat_id).len(), 5);
     assert_eq!(tab.next_named("chat:error").await["text"], CHAT_ERROR);
     assert!(harness.ai.no_call_made());
     harness.store.failing_reads.store(false, Ordering::SeqCst);
