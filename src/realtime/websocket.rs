@@ -181,13 +181,26 @@ impl Transport for WebSocketTransport {
         }
     }
 
-    fn write(&mut self, _: &mut Self::Context, packets: Vec<Packet>) {
+    /// The frames of one turn of the actor go out together: the first write of a turn holds the
+    /// writer, and a future spawned on the actor's context releases it once the turn's messages
+    /// have been handled (actix polls the context's futures after its mailbox). An ack and the
+    /// typing event that follows it, or the typing's end and the reply, are one system call
+    /// instead of two.
+    fn write(&mut self, ctx: &mut Self::Context, packets: Vec<Packet>) {
         let Some(writer) = &self.writer else { return };
+        let began = writer.hold();
         for packet in packets {
             match packet {
                 Packet::Message(Message::Binary(bytes)) => writer.binary(bytes),
                 other => writer.text(other.encode_text()),
             }
+        }
+        if began {
+            ctx.spawn(actix::fut::ready(()).map(|(), act: &mut Self, _| {
+                if let Some(writer) = &act.writer {
+                    writer.release();
+                }
+            }));
         }
     }
 

@@ -124,6 +124,9 @@ struct Outgoing {
     codec: Codec,
     /// No more frames: the flush ends once the queued ones are out.
     finished: bool,
+    /// Frames queue without being written until [`FrameWriter::release`] (the actor's turn is
+    /// not over: what else it sends in it goes in the same system call).
+    held: bool,
     /// The flush, waiting for frames.
     waiting: Option<Waker>,
     /// The socket's read half, once the reader is gone.
@@ -147,12 +150,38 @@ fn written(queued: &mut BytesMut, n: usize) {
     }
 }
 
+/// Writes the queued frames at once, in the actor's own turn, while the socket takes them; the
+/// flush task is woken only for what it does not take (or to see an error).
+fn write_now(out: &mut Outgoing) {
+    let Outgoing {
+        queued,
+        socket,
+        waiting,
+        ..
+    } = out;
+    if let Some(socket) = socket.as_ref() {
+        while !queued.is_empty() {
+            match socket.try_write(queued) {
+                Ok(n) if n > 0 => written(queued, n),
+                _ => break,
+            }
+        }
+        if queued.is_empty() {
+            return;
+        }
+    }
+    if let Some(waker) = waiting.take() {
+        waker.wake();
+    }
+}
+
 /// A writer on `socket` and the flush that goes with it.
 pub(crate) fn frame_writer(socket: OwnedWriteHalf) -> (FrameWriter, Flush) {
     let shared = Rc::new(RefCell::new(Outgoing {
         queued: BytesMut::new(),
         codec: Codec::new(),
         finished: false,
+        held: false,
         waiting: None,
         reader: None,
         socket: Some(socket),
@@ -166,33 +195,27 @@ impl FrameWriter {
         if out.finished {
             return;
         }
-        let Outgoing {
-            queued,
-            codec,
-            socket,
-            waiting,
-            ..
-        } = &mut *out;
+        let Outgoing { queued, codec, .. } = &mut *out;
         if let Err(error) = codec.encode(message, queued) {
             tracing::debug!(%error, "WebSocket frame not encoded");
             return;
         }
-        // Written at once while the socket takes it, in the actor's own turn; the flush task is
-        // woken only for what it does not take (or to see an error).
-        if let Some(socket) = socket.as_ref() {
-            while !queued.is_empty() {
-                match socket.try_write(queued) {
-                    Ok(n) if n > 0 => written(queued, n),
-                    _ => break,
-                }
-            }
-            if queued.is_empty() {
-                return;
-            }
+        if !out.held {
+            write_now(&mut out);
         }
-        if let Some(waker) = waiting.take() {
-            waker.wake();
-        }
+    }
+
+    /// Holds the frames queued from now on until [`FrameWriter::release`]; `true` if this call
+    /// began the hold.
+    pub fn hold(&self) -> bool {
+        !std::mem::replace(&mut self.0.borrow_mut().held, true)
+    }
+
+    /// Writes what was held, and each frame at once again from now on.
+    pub fn release(&self) {
+        let mut out = self.0.borrow_mut();
+        out.held = false;
+        write_now(&mut out);
     }
 
     pub fn text(&self, text: String) {
@@ -379,6 +402,40 @@ mod tests {
             .expect("write");
         assert!(matches!(reader.next().await, Some(Err(_))));
         assert!(reader.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn frames_held_for_a_turn_go_out_together_when_released() {
+        let (mut client, server) = pair().await;
+        let (_read, write) = server.into_split();
+        let (writer, _flush) = frame_writer(write);
+        assert!(writer.hold(), "the first write of a turn begins the hold");
+        writer.text("42[\"typing\"]".to_owned());
+        assert!(!writer.hold(), "the hold goes on");
+        writer.text("43[\"ack\"]".to_owned());
+        let mut buffer = [0u8; 64];
+        let early = tokio::time::timeout(Duration::from_millis(50), client.read(&mut buffer)).await;
+        assert!(early.is_err(), "nothing is written while held");
+        writer.release();
+        // Both frames, in order, arrive in one read: they went out in one write.
+        let n = client.read(&mut buffer).await.expect("read");
+        let mut received = BytesMut::from(&buffer[..n]);
+        let mut decoder = Codec::new().client_mode();
+        let mut frames = Vec::new();
+        while let Some(frame) = decoder.decode(&mut received).expect("decode") {
+            frames.push(frame);
+        }
+        assert_eq!(
+            frames,
+            vec![
+                Frame::Text(Bytes::from_static(b"42[\"typing\"]")),
+                Frame::Text(Bytes::from_static(b"43[\"ack\"]")),
+            ]
+        );
+        // Released, a frame is written at once again.
+        writer.text("3".to_owned());
+        let n = client.read(&mut buffer).await.expect("read");
+        assert_eq!(&buffer[..n], b"\x81\x013");
     }
 
     #[tokio::test]
