@@ -28,6 +28,7 @@
 //!   is unaffected.
 //! - A batch that the database does not answer within [`BATCH_LIMIT`] fails all its callers.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -47,10 +48,11 @@ const MAX_BATCH: usize = 256;
 const GATHER: Duration = Duration::from_millis(2);
 /// A batch this large goes at once.
 const FULL_ENOUGH: usize = 64;
-/// Transactions in flight at once. One, so batches commit in the order their calls came and a
-/// conversation's writes land in the order it made them; two (the second only with a full batch
-/// waiting) measured no better at 19,000 conversations (ack p99 within the runs' noise).
-const IN_FLIGHT: usize = 1;
+/// Transactions in flight at once: a second starts only with a full batch of calls that touch
+/// nothing the first touches ([`Statement::key`]), so one conversation's (or chat's) calls still
+/// commit in the order they came, and a slow commit (a sync of the log) no longer holds up
+/// every call behind it.
+const IN_FLIGHT: usize = 2;
 /// How often a call that runs on its own is tried while it conflicts with other writers.
 const ALONE_ATTEMPTS: u64 = 5;
 /// The longest a batch may take before its callers are told it failed.
@@ -68,8 +70,12 @@ pub enum Statement {
         row: Box<ConversationRow>,
         messages: Vec<MessageRow>,
     },
-    /// A message added in its place: a conflict if that place is taken.
-    AddMessage(Box<MessageRow>),
+    /// A message of conversation `conversation` added in its place: a conflict if that place is
+    /// taken.
+    AddMessage {
+        conversation: String,
+        message: Box<MessageRow>,
+    },
     /// A conversation's auto-checkout fields at a new version, if it is still at `previous`.
     CheckoutChanged {
         id: String,
@@ -209,7 +215,7 @@ impl Script {
                 }
                 .into_value(),
             ),
-            Statement::AddMessage(message) => {
+            Statement::AddMessage { message, .. } => {
                 self.messages.push(message.into_value());
                 None
             }
@@ -331,6 +337,25 @@ struct Finished {
 }
 
 impl Statement {
+    /// The conversation or chat this call reads or writes, when its order among the other calls
+    /// on it matters: two calls of one key are never in flight at once, so they commit in the
+    /// order they came. Visits, events and access reads have none (nothing batched writes what
+    /// an access read reads).
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Statement::StartConversation { id, .. }
+            | Statement::CheckoutChanged { id, .. }
+            | Statement::LoadConversation { id } => Some(id),
+            Statement::AddMessage { conversation, .. } => Some(conversation),
+            Statement::AppendChatMessage(vars) => Some(vars.chat()),
+            Statement::RecentChat(vars) => Some(vars.chat()),
+            Statement::Visitor { .. }
+            | Statement::Analytics(_)
+            | Statement::AccessFacts { .. }
+            | Statement::MemberEvent { .. } => None,
+        }
+    }
+
     /// Reads this call's outcome from the result of its own statement, if it has one.
     fn outcome(
         &self,
@@ -426,38 +451,62 @@ pub async fn run_alone(db: &Db, statement: Statement) -> Result<Outcome, surreal
 }
 
 /// Gathers the calls into batches and commits each batch in a transaction of its own, at most
-/// [`IN_FLIGHT`] at once. A batch goes once it is [`FULL_ENOUGH`] or its first call has waited
-/// [`GATHER`], and a transaction is free to take it: calls that came while one committed go as
-/// soon as it ends, without a second wait (were a second allowed in flight, it would go only
-/// with a full batch: a second transaction is worth its cost only when the first cannot keep up).
+/// [`IN_FLIGHT`] at once. With none in flight, a batch goes once it is [`FULL_ENOUGH`] or its
+/// first call has waited [`GATHER`]: calls that came while one committed go as soon as it ends,
+/// without a second wait. With one in flight, a second goes only with a full batch of calls
+/// whose keys the first does not hold ([`take_free`]): a second transaction is worth its cost
+/// only when the first cannot keep up, and one conversation's calls still commit in order.
 async fn batcher(
     db: Db,
     mut queue: mpsc::UnboundedReceiver<Job>,
     counts: Arc<Counts>,
     observer: BatchObserver,
 ) {
-    let (done, mut finished) = mpsc::unbounded_channel::<()>();
+    let (done, mut finished) = mpsc::unbounded_channel::<u64>();
     let mut jobs: Vec<Job> = Vec::with_capacity(MAX_BATCH);
-    let mut in_flight = 0;
+    // The batches in flight, each with the keys of its calls.
+    let mut flying: Vec<(u64, HashSet<String>)> = Vec::with_capacity(IN_FLIGHT);
+    let mut launched = 0_u64;
     let mut open = true;
     let mut gathered = tokio::time::Instant::now();
-    while open || !jobs.is_empty() || in_flight > 0 {
-        let now = tokio::time::Instant::now();
-        let due = !open || jobs.len() >= FULL_ENOUGH || (in_flight == 0 && now >= gathered);
-        if !jobs.is_empty() && in_flight < IN_FLIGHT && due {
-            let batch = std::mem::replace(&mut jobs, Vec::with_capacity(MAX_BATCH));
-            counts.transactions.fetch_add(1, Ordering::Relaxed);
-            counts
-                .statements
-                .fetch_add(batch.len() as u64, Ordering::Relaxed);
-            in_flight += 1;
-            tokio::spawn(commit_batch(
-                db.clone(),
-                batch,
-                observer.clone(),
-                done.clone(),
-            ));
-            continue;
+    while open || !jobs.is_empty() || !flying.is_empty() {
+        if !jobs.is_empty() && flying.len() < IN_FLIGHT {
+            let busy: HashSet<&str> = flying
+                .iter()
+                .flat_map(|(_, keys)| keys.iter().map(String::as_str))
+                .collect();
+            let free = if busy.is_empty() {
+                jobs.len()
+            } else {
+                jobs.iter()
+                    .filter(|job| job_key(job).is_none_or(|k| !busy.contains(k)))
+                    .count()
+            };
+            let due = if flying.is_empty() {
+                !open || free >= FULL_ENOUGH || tokio::time::Instant::now() >= gathered
+            } else {
+                free >= FULL_ENOUGH || !open
+            };
+            if due && free > 0 {
+                let batch = take_free(&mut jobs, &busy, job_key);
+                let keys = batch
+                    .iter()
+                    .filter_map(|job| job_key(job).map(str::to_owned))
+                    .collect();
+                counts.transactions.fetch_add(1, Ordering::Relaxed);
+                counts
+                    .statements
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                launched += 1;
+                flying.push((launched, keys));
+                tokio::spawn(commit_batch(
+                    db.clone(),
+                    batch,
+                    observer.clone(),
+                    (launched, done.clone()),
+                ));
+                continue;
+            }
         }
         let room = MAX_BATCH.saturating_sub(jobs.len());
         tokio::select! {
@@ -468,10 +517,39 @@ async fn batcher(
                     gathered = tokio::time::Instant::now() + GATHER;
                 }
             }
-            Some(()) = finished.recv(), if in_flight > 0 => in_flight -= 1,
-            () = tokio::time::sleep_until(gathered), if in_flight == 0 && !jobs.is_empty() => {}
+            Some(ended) = finished.recv(), if !flying.is_empty() => {
+                flying.retain(|(batch, _)| *batch != ended);
+            }
+            () = tokio::time::sleep_until(gathered), if flying.is_empty() && !jobs.is_empty() => {}
         }
     }
+}
+
+fn job_key(job: &Job) -> Option<&str> {
+    job.statement.key()
+}
+
+/// Takes from `items`, in order, those whose key (if any) is not `busy`, at most [`MAX_BATCH`];
+/// the others stay, in order.
+fn take_free<T>(
+    items: &mut Vec<T>,
+    busy: &HashSet<&str>,
+    key: impl Fn(&T) -> Option<&str>,
+) -> Vec<T> {
+    if busy.is_empty() && items.len() <= MAX_BATCH {
+        return std::mem::replace(items, Vec::with_capacity(MAX_BATCH));
+    }
+    let mut taken = Vec::with_capacity(MAX_BATCH.min(items.len()));
+    let mut kept = Vec::with_capacity(MAX_BATCH);
+    for item in items.drain(..) {
+        if taken.len() < MAX_BATCH && key(&item).is_none_or(|k| !busy.contains(k)) {
+            taken.push(item);
+        } else {
+            kept.push(item);
+        }
+    }
+    *items = kept;
+    taken
 }
 
 /// Commits one batch and answers its callers, then says it is done.
@@ -479,7 +557,7 @@ async fn commit_batch(
     db: Db,
     batch: Vec<Job>,
     observer: BatchObserver,
-    done: mpsc::UnboundedSender<()>,
+    (id, done): (u64, mpsc::UnboundedSender<u64>),
 ) {
     let (statements, answers): (Vec<Statement>, Vec<Answer>) = batch
         .into_iter()
@@ -492,7 +570,7 @@ async fn commit_batch(
         // A caller that stopped waiting (its own time-out) is simply not told.
         let _ = answer.send(outcome);
     }
-    let _ = done.send(());
+    let _ = done.send(id);
 }
 
 /// What a batcher does with one batch: commits `statements` in one transaction and gives each
@@ -531,7 +609,7 @@ fn is_taken(error: &surrealdb::Error) -> bool {
 async fn alone(db: &Db, statement: &Statement) -> Result<Outcome, surrealdb::Error> {
     let creates = matches!(
         statement,
-        Statement::AddMessage(_) | Statement::StartConversation { previous: None, .. }
+        Statement::AddMessage { .. } | Statement::StartConversation { previous: None, .. }
     );
     let one = [statement];
     match super::retry_conflicts(ALONE_ATTEMPTS, || run(db, &one)).await {
@@ -571,4 +649,36 @@ async fn run(
         .zip(own)
         .map(|(statement, index)| statement.outcome(&mut response, index.map(|i| first + i)))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key_of<'a>(item: &'a (&'static str, u32)) -> Option<&'a str> {
+        (!item.0.is_empty()).then_some(item.0)
+    }
+
+    #[test]
+    fn a_second_batch_takes_only_calls_whose_key_is_not_in_flight_and_the_rest_keep_their_order() {
+        let mut items = vec![("a", 1), ("b", 2), ("", 3), ("a", 4), ("c", 5), ("b", 6)];
+        let busy: HashSet<&str> = ["a"].into();
+        let taken = take_free(&mut items, &busy, key_of);
+        assert_eq!(taken, [("b", 2), ("", 3), ("c", 5), ("b", 6)]);
+        assert_eq!(items, [("a", 1), ("a", 4)], "a's calls wait, in order");
+        // With nothing in flight, all go.
+        let taken = take_free(&mut items, &HashSet::new(), key_of);
+        assert_eq!(taken, [("a", 1), ("a", 4)]);
+        assert!(items.is_empty());
+    }
+
+    #[test]
+    fn a_batch_holds_at_most_its_limit_and_the_rest_stay() {
+        let mut items: Vec<(&str, u32)> = (0..MAX_BATCH as u32 + 10).map(|n| ("", n)).collect();
+        let busy: HashSet<&str> = ["z"].into();
+        let taken = take_free(&mut items, &busy, key_of);
+        assert_eq!(taken.len(), MAX_BATCH);
+        assert_eq!(items.first(), Some(&("", MAX_BATCH as u32)));
+        assert_eq!(items.len(), 10);
+    }
 }

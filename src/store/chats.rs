@@ -338,6 +338,11 @@ pub struct AppendVars {
 }
 
 impl AppendVars {
+    /// The chat's id.
+    pub fn chat(&self) -> &str {
+        &self.chat
+    }
+
     /// A message for the member's chat; content over `MAX_CONTENT_CHARS` characters is cut.
     pub fn new(
         user_id: &str,
@@ -456,6 +461,11 @@ pub struct RecentVars {
 }
 
 impl RecentVars {
+    /// The chat's id.
+    pub fn chat(&self) -> &str {
+        &self.chat
+    }
+
     pub fn new(user_id: &str, chat_id: &ChatId, last: usize) -> Self {
         Self {
             user: user_id.to_owned(),

@@ -302,7 +302,10 @@ pub fn save_statement(
                 StoreError::Failed("a conversation without messages has none to add".into())
             })?;
             let message = &conversation.messages[seq];
-            Statement::AddMessage(Box::new(message_row(conversation, seq, message)))
+            Statement::AddMessage {
+                conversation: conversation.id.clone(),
+                message: Box::new(message_row(conversation, seq, message)),
+            }
         }
         ConversationChange::CheckoutChanged => Statement::CheckoutChanged {
             id: conversation.id.clone(),
