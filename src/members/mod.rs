@@ -106,34 +106,30 @@ struct StoredChats {
 }
 
 impl StoredChats {
-    /// Runs `statement` in the next group of store calls.
-    fn submit(&self, statement: Statement) -> BoxFuture<'static, Result<Outcome, StoreError>> {
+    /// Runs `statement`, a call that reads (or answers what it found), in the next group of
+    /// store calls: what it found, as `T`.
+    fn submit<T: SurrealValue + Send + 'static>(
+        &self,
+        statement: Statement,
+    ) -> BoxFuture<'static, Result<Option<T>, StoreError>> {
         let batcher = self.batcher.clone();
-        async move { batcher.submit(statement).await.map_err(failed) }.boxed()
-    }
-}
-
-/// What a read in a group found, as `T`.
-fn found<T: SurrealValue>(outcome: Outcome) -> Result<Option<T>, StoreError> {
-    match outcome {
-        Outcome::Loaded(None) => Ok(None),
-        Outcome::Loaded(Some(value)) => T::from_value(value).map(Some).map_err(|error| {
-            StoreError::Failed(format!("a stored record cannot be read: {error}"))
-        }),
-        other => Err(StoreError::Failed(format!("a read answered {other:?}"))),
+        async move {
+            batcher
+                .submit(statement)
+                .await
+                .and_then(Outcome::found)
+                .map_err(failed)
+        }
+        .boxed()
     }
 }
 
 impl MemberStore for StoredChats {
     fn has_access(&self, user_id: &str) -> BoxFuture<'static, Result<bool, StoreError>> {
-        let read = self.submit(Statement::AccessFacts {
+        let read = self.submit::<AccessFacts>(Statement::AccessFacts {
             user: user_id.to_owned(),
         });
-        async move {
-            let facts: Option<AccessFacts> = found(read.await?)?;
-            Ok(grants_access(facts.as_ref()))
-        }
-        .boxed()
+        async move { Ok(grants_access(read.await?.as_ref())) }.boxed()
     }
 
     fn create_chat(
@@ -190,12 +186,11 @@ impl MemberStore for StoredChats {
                 .boxed();
             }
         };
-        let write = self.submit(Statement::AppendChatMessage(Box::new(
+        let write = self.submit::<i64>(Statement::AppendChatMessage(Box::new(
             chats::AppendVars::new(user_id, &chat_id, &message_id, role, content),
         )));
         async move {
-            let revision: Option<i64> = found(write.await?)?;
-            Ok(match revision {
+            Ok(match write.await? {
                 None => Appended::NoSuchChat,
                 Some(revision) => u64::try_from(revision)
                     .map_or(Appended::AlreadyThere, |revision| Appended::After {
@@ -215,12 +210,12 @@ impl MemberStore for StoredChats {
         let Some(chat_id) = chats::ChatId::parse(chat_id) else {
             return futures_util::future::ready(Ok(None)).boxed();
         };
-        let read = self.submit(Statement::RecentChat(chats::RecentVars::new(
+        let read = self.submit::<chats::RecentRow>(Statement::RecentChat(chats::RecentVars::new(
             user_id, &chat_id, last,
         )));
         async move {
-            let found: Option<chats::RecentRow> = found(read.await?)?;
-            let found = found
+            let found = read
+                .await?
                 .map(|row| {
                     let revision = row.revision();
                     row.into_chat()

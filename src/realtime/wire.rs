@@ -343,6 +343,17 @@ mod tests {
 
     use futures_util::StreamExt;
 
+    /// The whole frames a client decodes from `bytes`.
+    fn frames_in(bytes: &[u8]) -> Vec<Frame> {
+        let mut received = BytesMut::from(bytes);
+        let mut decoder = Codec::new().client_mode();
+        let mut frames = Vec::new();
+        while let Some(frame) = decoder.decode(&mut received).expect("decode") {
+            frames.push(frame);
+        }
+        frames
+    }
+
     async fn pair() -> (TcpStream, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let address = listener.local_addr().expect("address");
@@ -419,14 +430,8 @@ mod tests {
         writer.release();
         // Both frames, in order, arrive in one read: they went out in one write.
         let n = client.read(&mut buffer).await.expect("read");
-        let mut received = BytesMut::from(&buffer[..n]);
-        let mut decoder = Codec::new().client_mode();
-        let mut frames = Vec::new();
-        while let Some(frame) = decoder.decode(&mut received).expect("decode") {
-            frames.push(frame);
-        }
         assert_eq!(
-            frames,
+            frames_in(&buffer[..n]),
             vec![
                 Frame::Text(Bytes::from_static(b"42[\"typing\"]")),
                 Frame::Text(Bytes::from_static(b"43[\"ack\"]")),
@@ -454,14 +459,8 @@ mod tests {
                 flushing.await.expect("flush");
                 let mut received = Vec::new();
                 client.read_to_end(&mut received).await.expect("read");
-                let mut received = BytesMut::from(&received[..]);
-                let mut decoder = Codec::new().client_mode();
-                let mut frames = Vec::new();
-                while let Some(frame) = decoder.decode(&mut received).expect("decode") {
-                    frames.push(frame);
-                }
                 assert_eq!(
-                    frames,
+                    frames_in(&received),
                     vec![
                         Frame::Text(Bytes::from_static(b"0{}")),
                         Frame::Binary(Bytes::from_static(b"\x07")),

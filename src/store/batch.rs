@@ -113,8 +113,24 @@ pub enum Outcome {
     Done,
     /// A conversation write found the conversation changed: nothing of it was written.
     Conflict,
-    /// What a load found: the conversation's stored fields, if there is one.
+    /// The answer of a call that reads (or a write that answers what it found), if any.
     Loaded(Option<surrealdb::types::Value>),
+}
+
+impl Outcome {
+    /// What a call that reads found, as `T`; an error for any other outcome or a value that is
+    /// not a `T`.
+    pub fn found<T: SurrealValue>(self) -> Result<Option<T>, surrealdb::Error> {
+        match self {
+            Outcome::Loaded(None) => Ok(None),
+            Outcome::Loaded(Some(value)) => T::from_value(value).map(Some).map_err(|error| {
+                surrealdb::Error::internal(format!("a stored record cannot be read: {error}"))
+            }),
+            other => Err(surrealdb::Error::internal(format!(
+                "a read answered {other:?}"
+            ))),
+        }
+    }
 }
 
 /// The variables a statement of its own reads, bound as one object under its own name.

@@ -173,7 +173,13 @@ struct MessageRow {
     created_at: DateTime<Utc>,
 }
 
-const MESSAGE_FIELDS: &str = "record::id(id) AS id, role, content, created_at";
+/// The fields of a [`MessageRow`], as every read of messages selects them (a macro, so the
+/// queries can be constants).
+macro_rules! message_fields {
+    () => {
+        "record::id(id) AS id, role, content, created_at"
+    };
+}
 
 impl TryFrom<MessageRow> for Message {
     type Error = ChatStoreError;
@@ -385,6 +391,14 @@ pub async fn append_message_as(
     written.map(|_| ()).ok_or(ChatStoreError::NotFound)
 }
 
+/// All the messages of the member's chat (`$id` of `$user`), newest first.
+const CHAT_MESSAGES: &str = concat!(
+    "SELECT ",
+    message_fields!(),
+    " FROM message WHERE chat = type::record('chat', $id) \
+     AND chat.user = type::record('user', $user) ORDER BY newest_first ASC"
+);
+
 /// The member's chat with its messages, oldest first; `None` when the member has no such chat.
 /// Read newest first through the `(chat, newest_first)` index, the one every message keeps
 /// (migration 0009 removed the `(chat, created_at)` one), and turned around.
@@ -396,10 +410,7 @@ pub async fn chat_with_messages(
     let mut response = db
         .query(format!(
             "SELECT {CHAT_FIELDS} FROM type::record('chat', $id) \
-             WHERE user = type::record('user', $user);
-             SELECT {MESSAGE_FIELDS} FROM message \
-             WHERE chat = type::record('chat', $id) AND chat.user = type::record('user', $user) \
-             ORDER BY newest_first ASC"
+             WHERE user = type::record('user', $user); {CHAT_MESSAGES}"
         ))
         .bind(("id", chat_id.as_str().to_owned()))
         .bind(("user", user_id.to_owned()))
@@ -422,8 +433,12 @@ pub async fn chat_with_messages(
 /// and the index test can explain it).
 macro_rules! recent_messages {
     () => {
-        "SELECT record::id(id) AS id, role, content, created_at FROM message \
-         WHERE chat = type::record('chat', $s.chat) ORDER BY newest_first ASC LIMIT $s.last"
+        concat!(
+            "SELECT ",
+            message_fields!(),
+            " FROM message WHERE chat = type::record('chat', $s.chat) \
+             ORDER BY newest_first ASC LIMIT $s.last"
+        )
     };
 }
 
@@ -623,12 +638,7 @@ mod tests {
             ),
             (LIST_CHATS.to_owned(), "chat_user_newest"),
             // The whole chat (the history page), and its messages as a delete finds them.
-            (
-                "SELECT id FROM message WHERE chat = type::record('chat', $id) \
-                 ORDER BY newest_first ASC"
-                    .to_owned(),
-                "message_chat_newest",
-            ),
+            (CHAT_MESSAGES.to_owned(), "message_chat_newest"),
             (
                 "SELECT VALUE id FROM message WHERE chat = type::record('chat', $id)".to_owned(),
                 "message_chat_newest",

@@ -49,7 +49,7 @@ pub struct ConversationRow {
     updated_at: DateTime<Utc>,
 }
 
-/// One message of a conversation, in its place.
+/// One message of a conversation, in its place, as written and as read back.
 #[derive(Debug, Clone, SurrealValue)]
 pub struct MessageRow {
     id: RecordId,
@@ -73,18 +73,6 @@ pub struct CheckoutRow {
 }
 
 #[derive(Debug, Clone, SurrealValue)]
-struct StoredMessage {
-    id: RecordId,
-    role: String,
-    text: String,
-    is_final: bool,
-    junk: bool,
-    source: Option<String>,
-    at: DateTime<Utc>,
-    checkout_at: Option<DateTime<Utc>>,
-}
-
-#[derive(Debug, Clone, SurrealValue)]
 struct StoredConversation {
     id: RecordId,
     visitor: RecordId,
@@ -102,7 +90,7 @@ struct StoredConversation {
 #[derive(Debug, Clone, SurrealValue)]
 struct Stored {
     conversation: StoredConversation,
-    messages: Vec<StoredMessage>,
+    messages: Vec<MessageRow>,
 }
 
 /// The text of a record id's key (conversations and visitors have text keys).
@@ -259,16 +247,8 @@ pub fn load_statement(key: &ConversationKey) -> Statement {
 }
 
 fn loaded(outcome: Result<Outcome, surrealdb::Error>) -> Result<Option<Conversation>, StoreError> {
-    match outcome.map_err(failed)? {
-        Outcome::Loaded(Some(stored)) => {
-            from_stored(Stored::from_value(stored).map_err(|error| {
-                StoreError::Failed(format!("a stored conversation cannot be read: {error}"))
-            })?)
-            .map(Some)
-        }
-        Outcome::Loaded(None) => Ok(None),
-        other => Err(StoreError::Failed(format!("a load answered {other:?}"))),
-    }
+    let stored: Option<Stored> = outcome.and_then(Outcome::found).map_err(failed)?;
+    stored.map(from_stored).transpose()
 }
 
 /// Reads a visitor's conversation of one funnel, in a transaction of its own.
