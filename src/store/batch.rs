@@ -16,7 +16,10 @@
 //! Within a batch, the writes of one kind go as one `INSERT` of all their rows (new messages,
 //! new conversations, visits, analytics events): SurrealDB runs a statement's rows through one
 //! plan, which costs a fraction of a statement each (docs/benchmarks.md, "The store alone").
-//! Loads and the rare writes that depend on what is stored (a conversation started over, an
+//! The member chat's appends go together too ([`chats::APPEND_ALL`]: one read of their chats and
+//! messages, one `INSERT` of the messages), each answered from its row of the result, unless
+//! another call of the batch touches the same chat: that one keeps its place in the order with a
+//! statement of its own. Loads and the rare writes that depend on what is stored (a conversation started over, an
 //! auto-checkout change) are statements of their own.
 //!
 //! - A batch that fails fails every caller in it, with the same error, except a batch that lost a
@@ -28,7 +31,7 @@
 //!   is unaffected.
 //! - A batch that the database does not answer within [`BATCH_LIMIT`] fails all its callers.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -36,7 +39,7 @@ use std::time::Duration;
 use surrealdb::types::{RecordId, SurrealValue, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use super::Db;
+use super::{Db, chats};
 use super::funnels::{CheckoutRow, ConversationRow, MessageRow};
 
 /// The most calls one transaction carries.
@@ -93,7 +96,9 @@ pub enum Statement {
     LoadConversation { id: String },
     /// Reads a member's access facts ([`super::billing::ACCESS_FACTS`]): what it found.
     AccessFacts { user: String },
-    /// A message appended to a member's chat ([`super::chats::APPEND_AS`]): what it found (the
+    /// A message appended to a member's chat ([`super::chats::APPEND_AS`]; with the batch's
+    /// other appends in one go, [`super::chats::APPEND_ALL`], when no other call of the batch
+    /// touches its chat): what it found (the
     /// chat's revision before it, `-1` if the message was already there, none when the member
     /// has no such chat and nothing was written).
     AppendChatMessage(Box<super::chats::AppendVars>),
@@ -169,6 +174,17 @@ struct VisitRow {
     acquisition: Option<serde_json::Value>,
 }
 
+/// Where a call's answer is in a batch's response.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    /// A write whose rows went with its kind's: nothing to read.
+    None,
+    /// The result of the call's own statement.
+    Own(usize),
+    /// The place of the call's row in the answers of the batch's appends ([`chats::APPEND_ALL`]).
+    Append(usize),
+}
+
 /// A batch as SurrealQL: the statements of their own first, then one `INSERT` per kind of row.
 /// No statement of a batch may be `RETURN` (nor hold one): in a transaction SurrealDB 3 ends the
 /// whole script at a `RETURN` and commits what ran before it, silently skipping the rest. A
@@ -177,17 +193,19 @@ struct VisitRow {
 struct Script {
     sql: String,
     vars: Vec<(String, Value)>,
-    /// For each call: the index of its statement's result, if it has a statement of its own.
-    own: Vec<Option<usize>>,
+    /// For each call: where its answer is.
+    own: Vec<Slot>,
     statements: usize,
     conversations: Vec<Value>,
     messages: Vec<Value>,
     visits: Vec<Value>,
     events: Vec<Value>,
+    /// The appends to chats that no other call of the batch touches ([`chats::APPEND_ALL`]).
+    appends: Vec<Value>,
 }
 
 impl Script {
-    fn own_statement(&mut self, sql: String, vars: Value) -> Option<usize> {
+    fn own_statement(&mut self, sql: String, vars: Value) -> Slot {
         let name = format!("s{}", self.statements);
         let sql = sql
             .replace("$s.", &format!("${name}."))
@@ -195,10 +213,12 @@ impl Script {
         self.sql.push_str(&sql);
         self.vars.push((name, vars));
         self.statements += 1;
-        Some(self.statements - 1)
+        Slot::Own(self.statements - 1)
     }
 
-    fn add(&mut self, statement: &Statement) {
+    /// Adds a call; `shares_key` when another call of the batch has its key (an append then
+    /// keeps its place in the order with a statement of its own).
+    fn add(&mut self, statement: &Statement, shares_key: bool) {
         let own = match statement.clone() {
             Statement::StartConversation {
                 previous: None,
@@ -209,7 +229,7 @@ impl Script {
                 self.conversations.push(row.into_value());
                 self.messages
                     .extend(messages.into_iter().map(SurrealValue::into_value));
-                None
+                Slot::None
             }
             Statement::StartConversation {
                 id,
@@ -233,7 +253,7 @@ impl Script {
             ),
             Statement::AddMessage { message, .. } => {
                 self.messages.push(message.into_value());
-                None
+                Slot::None
             }
             Statement::CheckoutChanged {
                 id,
@@ -258,11 +278,11 @@ impl Script {
                     }
                     .into_value(),
                 );
-                None
+                Slot::None
             }
             Statement::Analytics(event) => {
                 self.events.push(event.into_value());
-                None
+                Slot::None
             }
             Statement::LoadConversation { id } => self.own_statement(
                 super::funnels::LOAD.to_owned(),
@@ -272,8 +292,12 @@ impl Script {
                 super::billing::ACCESS_FACTS.to_owned(),
                 super::billing::AccessVars { user }.into_value(),
             ),
+            Statement::AppendChatMessage(vars) if shares_key => {
+                self.own_statement(chats::APPEND_AS.to_owned(), vars.into_value())
+            }
             Statement::AppendChatMessage(vars) => {
-                self.own_statement(super::chats::APPEND_AS.to_owned(), vars.into_value())
+                self.appends.push(vars.row());
+                Slot::Append(self.appends.len() - 1)
             }
             Statement::RecentChat(vars) => {
                 self.own_statement(super::chats::RECENT_CHAT.to_owned(), vars.into_value())
@@ -291,7 +315,7 @@ impl Script {
                     }
                     .into_value(),
                 );
-                None
+                Slot::None
             }
         };
         self.own.push(own);
@@ -330,6 +354,13 @@ impl Script {
                 self.statements += 1;
             }
         }
+        let appended = (!self.appends.is_empty()).then(|| {
+            self.sql.push_str(chats::APPEND_ALL);
+            let rows = std::mem::take(&mut self.appends);
+            self.vars.push(("appends".to_owned(), Value::Array(rows.into())));
+            self.statements += chats::APPEND_ALL_STATEMENTS;
+            self.statements - 1
+        });
         let transaction = self.statements > 1;
         let sql = if transaction {
             format!("BEGIN TRANSACTION;{}COMMIT TRANSACTION;", self.sql)
@@ -340,6 +371,7 @@ impl Script {
             sql,
             vars: self.vars,
             own: self.own,
+            appended,
             transaction,
         }
     }
@@ -348,7 +380,9 @@ impl Script {
 struct Finished {
     sql: String,
     vars: Vec<(String, Value)>,
-    own: Vec<Option<usize>>,
+    own: Vec<Slot>,
+    /// The result that answers the appends that went together, if any did.
+    appended: Option<usize>,
     transaction: bool,
 }
 
@@ -372,15 +406,12 @@ impl Statement {
         }
     }
 
-    /// Reads this call's outcome from the result of its own statement, if it has one.
+    /// Reads this call's outcome from the result of its own statement.
     fn outcome(
         &self,
         response: &mut surrealdb::IndexedResults,
-        index: Option<usize>,
+        index: usize,
     ) -> Result<Outcome, surrealdb::Error> {
-        let Some(index) = index else {
-            return Ok(Outcome::Done);
-        };
         match self {
             Statement::LoadConversation { .. }
             | Statement::AccessFacts { .. }
@@ -640,14 +671,20 @@ async fn run(
     db: &Db,
     statements: &[&Statement],
 ) -> Result<Vec<Result<Outcome, surrealdb::Error>>, surrealdb::Error> {
+    let mut calls_on: HashMap<&str, usize> = HashMap::new();
+    for key in statements.iter().filter_map(|statement| statement.key()) {
+        *calls_on.entry(key).or_default() += 1;
+    }
     let mut script = Script::default();
     for statement in statements {
-        script.add(statement);
+        let shares_key = statement.key().is_some_and(|key| calls_on[key] > 1);
+        script.add(statement, shares_key);
     }
     let Finished {
         sql,
         vars,
         own,
+        appended,
         transaction,
     } = script.finish();
     let mut query = db.query(sql);
@@ -660,10 +697,24 @@ async fn run(
         .and_then(super::check_transaction)?;
     // `BEGIN` is a statement of the response too.
     let first = usize::from(transaction);
+    let appended: Vec<Value> = match appended {
+        Some(index) => response.take(first + index)?,
+        None => Vec::new(),
+    };
     Ok(statements
         .iter()
         .zip(own)
-        .map(|(statement, index)| statement.outcome(&mut response, index.map(|i| first + i)))
+        .map(|(statement, slot)| match slot {
+            Slot::None => Ok(Outcome::Done),
+            Slot::Own(index) => statement.outcome(&mut response, first + index),
+            Slot::Append(row) => match appended.get(row) {
+                Some(Value::None | Value::Null) => Ok(Outcome::Loaded(None)),
+                Some(answer) => Ok(Outcome::Loaded(Some(answer.clone()))),
+                None => Err(surrealdb::Error::internal(
+                    "the batch's appends answered fewer rows than they had".to_owned(),
+                )),
+            },
+        })
         .collect())
 }
 

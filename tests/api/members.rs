@@ -548,6 +548,151 @@ async fn a_members_reads_and_writes_share_a_batch_and_each_gets_its_own_answer()
     );
 }
 
+/// Appends alone on their chat in a batch go together (one read, one `INSERT`), each answered
+/// from its row as an append of its own would be: the revision before it; `-1` for an id that
+/// already landed in that chat; none for another member's chat, a chat that does not exist or an
+/// id of another chat's message (nothing written then). Two appends to one chat in a batch keep
+/// their order.
+#[tokio::test]
+async fn appends_of_one_batch_go_together_and_each_gets_what_it_would_alone() {
+    let app = spawn_app().await;
+    let (_, user) = member(&app, "together@example.com").await;
+    let (_, other) = member(&app, "together-other@example.com").await;
+    let mut mine = Vec::new();
+    for n in 0..3 {
+        let chat = chats::start_chat(
+            &app.db,
+            &user,
+            "Mine",
+            "Hello!",
+            &id(&format!("start{n}")),
+            "m0",
+        )
+        .await
+        .expect("chat");
+        mine.push(ChatId::parse(&chat.id).expect("id"));
+    }
+    let theirs = chats::start_chat(&app.db, &other, "Theirs", "Hello!", &id("their1"), "t0")
+        .await
+        .expect("chat");
+    let not_mine = ChatId::parse(&theirs.id).expect("id");
+    let missing = ChatId::parse("nosuchchat1").expect("id");
+    let append = |chat: &ChatId, message: &str, role: Role, content: &str| {
+        Statement::AppendChatMessage(Box::new(chats::AppendVars::new(
+            &user,
+            chat,
+            &id(message),
+            role,
+            content,
+        )))
+    };
+    let revision = |n: i64| Ok(Outcome::Loaded(Some(n.into_value())));
+    let outcomes = commit_together(
+        &app.db,
+        vec![
+            append(&mine[0], "a1", Role::User, "first of chat 0"),
+            append(&not_mine, "stolen2", Role::User, "x"),
+            append(&mine[1], "b1", Role::Assistant, "first of chat 1"),
+            append(&missing, "lost1", Role::User, "x"),
+            Statement::AccessFacts { user: user.clone() },
+        ],
+    )
+    .await;
+    assert_eq!(outcomes[0], revision(0), "{outcomes:?}");
+    assert_eq!(outcomes[1], Ok(Outcome::Loaded(None)), "another member's chat");
+    assert_eq!(outcomes[2], revision(0));
+    assert_eq!(outcomes[3], Ok(Outcome::Loaded(None)), "no such chat");
+    assert!(matches!(&outcomes[4], Ok(Outcome::Loaded(Some(_)))));
+    let outcomes = commit_together(
+        &app.db,
+        vec![
+            // Retried after it landed: answered as already there, not stored twice.
+            append(&mine[0], "a1", Role::User, "first of chat 0, again"),
+            // An id of chat 1's message, sent to chat 2: not this chat's.
+            append(&mine[2], "b1", Role::User, "x"),
+            append(&mine[1], "b2", Role::User, "second of chat 1"),
+            // Two to one chat: in order, each with its own statement.
+            append(&mine[2], "c1", Role::User, "first of chat 2"),
+            append(&mine[2], "c2", Role::Assistant, "second of chat 2"),
+        ],
+    )
+    .await;
+    assert_eq!(outcomes[0], revision(-1), "{outcomes:?}");
+    assert_eq!(outcomes[1], Ok(Outcome::Loaded(None)));
+    assert_eq!(outcomes[2], revision(1));
+    assert_eq!(outcomes[3], revision(0));
+    assert_eq!(outcomes[4], revision(1));
+    let contents = |chat: &ChatId| {
+        let (db, user, chat) = (app.db.clone(), user.clone(), chat.clone());
+        async move {
+            let (_, messages) = chats::chat_with_messages(&db, &user, &chat)
+                .await
+                .expect("read")
+                .expect("found");
+            messages
+                .into_iter()
+                .map(|m| (m.id, m.role, m.content))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        contents(&mine[0]).await[2..],
+        [("a1".to_owned(), Role::User, "first of chat 0".to_owned())]
+    );
+    assert_eq!(
+        contents(&mine[1]).await[2..],
+        [
+            ("b1".to_owned(), Role::Assistant, "first of chat 1".to_owned()),
+            ("b2".to_owned(), Role::User, "second of chat 1".to_owned()),
+        ]
+    );
+    let third = contents(&mine[2]).await;
+    assert_eq!(third[1].0, "start2");
+    assert_eq!(
+        third[2..],
+        [
+            ("c1".to_owned(), Role::User, "first of chat 2".to_owned()),
+            ("c2".to_owned(), Role::Assistant, "second of chat 2".to_owned()),
+        ]
+    );
+    let (_, theirs_now) = chats::chat_with_messages(&app.db, &other, &not_mine)
+        .await
+        .expect("read")
+        .expect("found");
+    assert_eq!(theirs_now.len(), 2, "nothing was written to another's chat");
+    // Each chat's revision counts its appends, and the history shows the last message.
+    let listed = chats::list_chats(&app.db, &user, 10).await.expect("list");
+    let preview_of = |chat: &ChatId| {
+        listed
+            .iter()
+            .find(|c| c.id == chat.as_str())
+            .map(|c| c.preview.clone())
+    };
+    assert_eq!(preview_of(&mine[2]).as_deref(), Some("second of chat 2"));
+    assert_eq!(preview_of(&mine[1]).as_deref(), Some("second of chat 1"));
+    assert_eq!(preview_of(&mine[0]).as_deref(), Some("first of chat 0"));
+    let outcomes = commit_together(
+        &app.db,
+        vec![
+            append(&mine[0], "a2", Role::User, "m"),
+            append(&mine[1], "b3", Role::User, "m"),
+            append(&mine[2], "c3", Role::User, "m"),
+        ],
+    )
+    .await;
+    assert_eq!(outcomes, [revision(1), revision(2), revision(2)]);
+    // A batch whose appends all find nothing to write.
+    let outcomes = commit_together(
+        &app.db,
+        vec![
+            append(&mine[0], "a2", Role::User, "m"),
+            append(&not_mine, "stolen3", Role::User, "x"),
+        ],
+    )
+    .await;
+    assert_eq!(outcomes, [revision(-1), Ok(Outcome::Loaded(None))]);
+}
+
 fn id(raw: &str) -> MessageId {
     MessageId::parse(raw).expect("an id")
 }
