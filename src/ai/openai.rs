@@ -42,7 +42,8 @@ pub struct OpenAiCompatible {
 
 #[derive(Debug)]
 struct Inner {
-    /// One client for the provider's lifetime, so calls reuse pooled connections.
+    /// Built when the provider is made, which checks that a client can be; calls use their
+    /// thread's ([`Inner::client`]).
     client: reqwest::Client,
     /// `{base_url}/chat/completions`.
     endpoint: String,
@@ -69,10 +70,7 @@ impl OpenAiCompatible {
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err(AiSetupError::InvalidBaseUrl(format!("{base_url:?}")));
         }
-        let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls_config()?)
-            .build()
-            .map_err(AiSetupError::Client)?;
+        let client = new_client()?;
         Ok(Self {
             inner: Arc::new(Inner {
                 client,
@@ -83,6 +81,25 @@ impl OpenAiCompatible {
             }),
         })
     }
+}
+
+/// Every provider's client is built the same way (the endpoint and key go with each request).
+fn new_client() -> Result<reqwest::Client, AiSetupError> {
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls_config()?)
+        .build()
+        .map_err(AiSetupError::Client)
+}
+
+thread_local! {
+    /// This thread's client, with the runtime it serves. reqwest runs a connection's task on the
+    /// runtime that opened it, so with one client shared by the server's threads a reply read on
+    /// one thread was often carried by a connection task on another, and every piece crossed
+    /// threads (a wake-up through the other runtime's event fd). A client per thread keeps each
+    /// pooled connection with the replies read on its thread. A thread that runs a new runtime
+    /// (a test's) gets a new client, so no connection outlives the runtime it ran on.
+    static THREAD_CLIENT: std::cell::RefCell<Option<(tokio::runtime::Id, reqwest::Client)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// rustls with ring and Mozilla's root certificates: the same roots on every machine, so a
@@ -120,12 +137,19 @@ impl Ai for OpenAiCompatible {
             messages: request.messages,
         };
         let wait = request.timeout;
-        futures_util::stream::unfold(start, move |progress| async move {
+        // One timer for the whole stream, pushed back before each wait: a deadline moved later
+        // costs tokio an atomic store, where a `timeout` per piece registered and removed a
+        // timer in the wheel for every piece.
+        let idle = Box::pin(tokio::time::sleep(wait));
+        futures_util::stream::unfold((start, idle), move |(progress, mut idle)| async move {
             // Each wait for an item gets the whole time-out afresh (see the module docs). A
             // time-out drops the half-read response with the future, closing the connection.
-            tokio::time::timeout(wait, progress.advance())
-                .await
-                .unwrap_or(Some((Err(AiError::Timeout), Progress::Ended)))
+            idle.as_mut().reset(tokio::time::Instant::now() + wait);
+            tokio::select! {
+                biased;
+                next = progress.advance() => next.map(|(item, progress)| (item, (progress, idle))),
+                () = idle.as_mut() => Some((Err(AiError::Timeout), (Progress::Ended, idle))),
+            }
         })
         .boxed()
     }
@@ -190,6 +214,22 @@ struct Delta {
 }
 
 impl Inner {
+    /// The current thread's client ([`THREAD_CLIENT`]); the provider's own outside a runtime or
+    /// if one cannot be built (it was built the same way when the provider was made).
+    fn client(&self) -> reqwest::Client {
+        let Ok(runtime) = tokio::runtime::Handle::try_current().map(|handle| handle.id()) else {
+            return self.client.clone();
+        };
+        THREAD_CLIENT.with_borrow_mut(|cached| match cached {
+            Some((id, client)) if *id == runtime => client.clone(),
+            _ => {
+                let client = new_client().unwrap_or_else(|_| self.client.clone());
+                *cached = Some((runtime, client.clone()));
+                client
+            }
+        })
+    }
+
     async fn chat_completion(&self, messages: &[AiMessage]) -> Result<String, AiError> {
         let response = self.send(messages, false).await?;
         let body = response
@@ -207,7 +247,7 @@ impl Inner {
         stream: bool,
     ) -> Result<reqwest::Response, AiError> {
         let response = self
-            .client
+            .client()
             .post(&self.endpoint)
             .bearer_auth(self.api_key.expose_secret())
             .json(&ChatCompletionRequest {

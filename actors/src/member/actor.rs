@@ -577,15 +577,23 @@ impl MemberActor {
         let addr = ctx.address();
         let (reader_chat, reader_message) = (chat_id.clone(), message_id.clone());
         let reader = tokio::spawn(async move {
-            let deadline = tokio::time::Instant::now() + MAX_REPLY_TIME;
+            // Two timers for the whole reply, not two per piece: the reply's deadline, and the
+            // wait for the next piece, pushed back (an atomic store in tokio) after each one.
+            let mut deadline = std::pin::pin!(tokio::time::sleep(MAX_REPLY_TIME));
+            let mut idle = std::pin::pin!(tokio::time::sleep(wait));
             let mut length = 0;
             let result = loop {
-                let next = tokio::time::timeout(wait, stream.next());
-                let mut text = match tokio::time::timeout_at(deadline, next).await {
-                    Ok(Ok(Some(Ok(text)))) => text,
-                    Ok(Ok(Some(Err(error)))) => break Err(error),
-                    Ok(Ok(None)) | Err(_) => break Ok(()),
-                    Ok(Err(_)) => break Err(AiError::Timeout),
+                idle.as_mut().reset(tokio::time::Instant::now() + wait);
+                let next = tokio::select! {
+                    biased;
+                    next = stream.next() => next,
+                    () = deadline.as_mut() => break Ok(()),
+                    () = idle.as_mut() => break Err(AiError::Timeout),
+                };
+                let mut text = match next {
+                    Some(Ok(text)) => text,
+                    Some(Err(error)) => break Err(error),
+                    None => break Ok(()),
                 };
                 let room = MAX_REPLY_CHARS - length;
                 // Pieces that were read while this one waited go with it, as one event: a
