@@ -108,10 +108,15 @@ pub struct Payload {
 impl Payload {
     /// One JSON argument.
     pub fn json<T: Serialize + ?Sized>(data: &T) -> Result<Self, serde_json::Error> {
-        Ok(Self {
-            args: vec![serde_json::to_value(data)?],
+        Ok(Self::value(serde_json::to_value(data)?))
+    }
+
+    /// One JSON argument, already a value (taken as it is, not copied).
+    pub fn value(data: Value) -> Self {
+        Self {
+            args: vec![data],
             attachments: Vec::new(),
-        })
+        }
     }
 
     /// Adds a binary argument and returns the placeholder that stands for it in `args`.
@@ -458,6 +463,12 @@ impl SocketRef {
         if let Some(payload) = event_payload(event, data) {
             self.send_event(event, payload, false);
         }
+    }
+
+    /// [`SocketRef::emit_volatile`] of a value the caller gives up (a streamed piece is sent
+    /// without a copy of it).
+    pub fn emit_volatile_value(&self, event: &str, data: Value) {
+        self.send_event(event, Payload::value(data), false);
     }
 
     /// Sends an event; `recoverable` ones get an offset and a place in the recovery log when

@@ -113,7 +113,8 @@ impl Packet {
 
     /// The text frame of this packet (its attachments, if any, follow as binary frames).
     pub fn encode(&self) -> String {
-        let mut text = String::new();
+        // Room for a header and a small event (a streamed piece) without growing four times.
+        let mut text = String::with_capacity(self.namespace.len() + 128);
         text.push(self.kind.digit());
         if self.kind.is_binary() {
             text.push_str(&self.attachments.to_string());
@@ -126,10 +127,16 @@ impl Packet {
         if let Some(id) = self.ack_id {
             text.push_str(&id.to_string());
         }
-        if let Some(data) = &self.data {
-            text.push_str(&data.to_string());
+        let Some(data) = &self.data else {
+            return text;
+        };
+        // Written straight after the header, not formatted into a string of its own and copied.
+        let mut bytes = text.into_bytes();
+        if serde_json::to_writer(&mut bytes, data).is_err() {
+            // A `Value` always serializes; kept total anyway.
+            bytes.extend_from_slice(b"null");
         }
-        text
+        String::from_utf8(bytes).unwrap_or_default()
     }
 
     /// Parses a text frame, checking that the data fits the packet type.

@@ -656,10 +656,12 @@ impl MemberActor {
         writing.text.push_str(&piece.text);
         let data =
             json!({ "chatId": piece.chat_id, "messageId": piece.message_id, "text": piece.text });
-        for client in &self.clients {
-            client.client.emit_volatile("chat:delta", data.clone());
-        }
-        if !self.clients.is_empty() {
+        // The last tab takes the value itself; only the others get copies.
+        if let Some((last, others)) = self.clients.split_last() {
+            for client in others {
+                client.client.emit_volatile("chat:delta", data.clone());
+            }
+            last.client.emit_volatile("chat:delta", data);
             self.deps.telemetry.piece_forwarded(piece.read_at.elapsed());
         }
     }
