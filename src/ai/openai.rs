@@ -15,6 +15,7 @@
 //! bound on the whole reply wraps the stream in its own deadline.
 
 use std::collections::VecDeque;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,8 +33,8 @@ use crate::config::AiSettings;
 /// How long to wait after a 429 that does not say (OpenAI normally sends `Retry-After`).
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
 
-/// Calls an OpenAI-compatible chat-completion API. Cloning is cheap and shares the connection
-/// pool. The API key is a [`SecretString`]: `Debug` prints it redacted, and it is only exposed
+/// Calls an OpenAI-compatible chat-completion API. Cloning is cheap; the connections are pooled
+/// per thread ([`THREAD_CLIENT`]). The API key is a [`SecretString`]: `Debug` prints it redacted, and it is only exposed
 /// to set the `Authorization` header, which reqwest marks sensitive.
 #[derive(Debug, Clone)]
 pub struct OpenAiCompatible {
@@ -83,7 +84,9 @@ impl OpenAiCompatible {
     }
 }
 
-/// Every provider's client is built the same way (the endpoint and key go with each request).
+/// Every provider's client is built the same way (the endpoint and key go with each request), so
+/// one client per thread serves them all; a setting of a provider's own would have to go with its
+/// requests, or key [`THREAD_CLIENT`] by provider.
 fn new_client() -> Result<reqwest::Client, AiSetupError> {
     reqwest::Client::builder()
         .tls_backend_preconfigured(tls_config()?)
@@ -96,8 +99,10 @@ thread_local! {
     /// runtime that opened it, so with one client shared by the server's threads a reply read on
     /// one thread was often carried by a connection task on another, and every piece crossed
     /// threads (a wake-up through the other runtime's event fd). A client per thread keeps each
-    /// pooled connection with the replies read on its thread. A thread that runs a new runtime
-    /// (a test's) gets a new client, so no connection outlives the runtime it ran on.
+    /// pooled connection with the replies read on its thread (the server's workers are
+    /// single-threaded runtimes; on a multi-threaded one a task may still move). A thread that
+    /// runs a new runtime (a test's) gets a new client, so a connection of a runtime that ended is
+    /// never used again (the old client is dropped then).
     static THREAD_CLIENT: std::cell::RefCell<Option<(tokio::runtime::Id, reqwest::Client)>> =
         const { std::cell::RefCell::new(None) };
 }
@@ -137,18 +142,28 @@ impl Ai for OpenAiCompatible {
             messages: request.messages,
         };
         let wait = request.timeout;
-        // One timer for the whole stream, pushed back before each wait: a deadline moved later
-        // costs tokio an atomic store, where a `timeout` per piece registered and removed a
-        // timer in the wheel for every piece.
-        let idle = Box::pin(tokio::time::sleep(wait));
-        futures_util::stream::unfold((start, idle), move |(progress, mut idle)| async move {
+        // One timer for the whole stream, made at the first wait (on the runtime that reads the
+        // stream) and pushed back before each later one: a deadline moved later costs tokio an
+        // atomic store, where a `timeout` per piece registered and removed a timer in the wheel
+        // for every piece.
+        let idle: Option<Pin<Box<tokio::time::Sleep>>> = None;
+        futures_util::stream::unfold((start, idle), move |(progress, idle)| async move {
             // Each wait for an item gets the whole time-out afresh (see the module docs). A
             // time-out drops the half-read response with the future, closing the connection.
-            idle.as_mut().reset(tokio::time::Instant::now() + wait);
+            let until = tokio::time::Instant::now() + wait;
+            let mut idle = match idle {
+                Some(mut idle) => {
+                    idle.as_mut().reset(until);
+                    idle
+                }
+                None => Box::pin(tokio::time::sleep_until(until)),
+            };
             tokio::select! {
                 biased;
-                next = progress.advance() => next.map(|(item, progress)| (item, (progress, idle))),
-                () = idle.as_mut() => Some((Err(AiError::Timeout), (Progress::Ended, idle))),
+                next = progress.advance() => {
+                    next.map(|(item, progress)| (item, (progress, Some(idle))))
+                }
+                () = idle.as_mut() => Some((Err(AiError::Timeout), (Progress::Ended, Some(idle)))),
             }
         })
         .boxed()

@@ -185,7 +185,8 @@ enum Slot {
     Append(usize),
 }
 
-/// A batch as SurrealQL: the statements of their own first, then one `INSERT` per kind of row.
+/// A batch as SurrealQL: the statements of their own first, then one `INSERT` per kind of row,
+/// then the appends that go together ([`chats::APPEND_ALL`]).
 /// No statement of a batch may be `RETURN` (nor hold one): in a transaction SurrealDB 3 ends the
 /// whole script at a `RETURN` and commits what ran before it, silently skipping the rest. A
 /// statement that answers yes or no is an expression, or a block whose last line is its value.
@@ -216,9 +217,9 @@ impl Script {
         Slot::Own(self.statements - 1)
     }
 
-    /// Adds a call; `shares_key` when another call of the batch has its key (an append then
-    /// keeps its place in the order with a statement of its own).
-    fn add(&mut self, statement: &Statement, shares_key: bool) {
+    /// Adds a call; `together` for an append that goes with the batch's other appends
+    /// ([`appends_together`]).
+    fn add(&mut self, statement: &Statement, together: bool) {
         let own = match statement.clone() {
             Statement::StartConversation {
                 previous: None,
@@ -292,12 +293,12 @@ impl Script {
                 super::billing::ACCESS_FACTS.to_owned(),
                 super::billing::AccessVars { user }.into_value(),
             ),
-            Statement::AppendChatMessage(vars) if shares_key => {
-                self.own_statement(chats::APPEND_AS.to_owned(), vars.into_value())
-            }
-            Statement::AppendChatMessage(vars) => {
+            Statement::AppendChatMessage(vars) if together => {
                 self.appends.push(vars.row());
                 Slot::Append(self.appends.len() - 1)
+            }
+            Statement::AppendChatMessage(vars) => {
+                self.own_statement(chats::APPEND_AS.to_owned(), vars.into_value())
             }
             Statement::RecentChat(vars) => {
                 self.own_statement(super::chats::RECENT_CHAT.to_owned(), vars.into_value())
@@ -322,7 +323,7 @@ impl Script {
     }
 
     /// The SurrealQL of the whole batch (a transaction when it is more than one statement), the
-    /// variables it reads, and where each call's own statement is.
+    /// variables it reads, and where each call's answer is.
     fn finish(mut self) -> Finished {
         let bulk = [
             (
@@ -599,6 +600,37 @@ fn take_free<T>(
     taken
 }
 
+/// For each call, whether it goes with the batch's other appends ([`chats::APPEND_ALL`]): an
+/// append whose chat no other call of the batch touches and whose message id no other append
+/// names (two rows of one id would both find it free, and their `INSERT` fail the batch), when
+/// there are at least two such (one alone is cheaper as its own block, [`chats::APPEND_AS`]).
+/// The others keep their place in the order with statements of their own.
+fn appends_together(statements: &[&Statement]) -> Vec<bool> {
+    let mut calls_on: HashMap<&str, usize> = HashMap::new();
+    let mut ids: HashMap<&str, usize> = HashMap::new();
+    for statement in statements {
+        if let Some(key) = statement.key() {
+            *calls_on.entry(key).or_default() += 1;
+        }
+        if let Statement::AppendChatMessage(vars) = statement {
+            *ids.entry(vars.message()).or_default() += 1;
+        }
+    }
+    let together: Vec<bool> = statements
+        .iter()
+        .map(|statement| match statement {
+            Statement::AppendChatMessage(vars) => {
+                calls_on[vars.chat()] == 1 && ids[vars.message()] == 1
+            }
+            _ => false,
+        })
+        .collect();
+    if together.iter().filter(|&&t| t).count() < 2 {
+        return vec![false; statements.len()];
+    }
+    together
+}
+
 /// Commits one batch and answers its callers, then says it is done.
 async fn commit_batch(
     db: Db,
@@ -671,14 +703,9 @@ async fn run(
     db: &Db,
     statements: &[&Statement],
 ) -> Result<Vec<Result<Outcome, surrealdb::Error>>, surrealdb::Error> {
-    let mut calls_on: HashMap<&str, usize> = HashMap::new();
-    for key in statements.iter().filter_map(|statement| statement.key()) {
-        *calls_on.entry(key).or_default() += 1;
-    }
     let mut script = Script::default();
-    for statement in statements {
-        let shares_key = statement.key().is_some_and(|key| calls_on[key] > 1);
-        script.add(statement, shares_key);
+    for (statement, together) in statements.iter().zip(appends_together(statements)) {
+        script.add(statement, together);
     }
     let Finished {
         sql,
@@ -697,7 +724,7 @@ async fn run(
         .and_then(super::check_transaction)?;
     // `BEGIN` is a statement of the response too.
     let first = usize::from(transaction);
-    let appended: Vec<Value> = match appended {
+    let mut appended: Vec<Value> = match appended {
         Some(index) => response.take(first + index)?,
         None => Vec::new(),
     };
@@ -707,9 +734,9 @@ async fn run(
         .map(|(statement, slot)| match slot {
             Slot::None => Ok(Outcome::Done),
             Slot::Own(index) => statement.outcome(&mut response, first + index),
-            Slot::Append(row) => match appended.get(row) {
+            Slot::Append(row) => match appended.get_mut(row).map(std::mem::take) {
                 Some(Value::None | Value::Null) => Ok(Outcome::Loaded(None)),
-                Some(answer) => Ok(Outcome::Loaded(Some(answer.clone()))),
+                Some(answer) => Ok(Outcome::Loaded(Some(answer))),
                 None => Err(surrealdb::Error::internal(
                     "the batch's appends answered fewer rows than they had".to_owned(),
                 )),
@@ -737,6 +764,61 @@ mod tests {
         let taken = take_free(&mut items, &HashSet::new(), key_of);
         assert_eq!(taken, [("a", 1), ("a", 4)]);
         assert!(items.is_empty());
+    }
+
+    fn append(chat: &str, message: &str) -> Statement {
+        Statement::AppendChatMessage(Box::new(chats::AppendVars::new(
+            "member1",
+            &chats::ChatId::parse(chat).expect("an id"),
+            &chats::MessageId::parse(message).expect("an id"),
+            chats::Role::User,
+            "text",
+        )))
+    }
+
+    #[test]
+    fn appends_go_together_only_alone_on_their_chat_and_id_and_at_least_two() {
+        let batch = [
+            append("chat1", "m1"),
+            append("chat2", "m2"),
+            append("chat3", "m3"),
+            append("chat3", "m4"),
+            append("chat4", "m5"),
+            append("chat5", "m5"),
+            Statement::RecentChat(chats::RecentVars::new(
+                "member1",
+                &chats::ChatId::parse("chat2").expect("an id"),
+                20,
+            )),
+            append("chat6", "m6"),
+            Statement::AccessFacts {
+                user: "member1".into(),
+            },
+        ];
+        let all: Vec<&Statement> = batch.iter().collect();
+        let together = appends_together(&all);
+        assert_eq!(
+            together,
+            [true, false, false, false, false, false, false, true, false],
+            "chat2 is read in the batch, chat3 has two, m5 is named twice"
+        );
+        let mut script = Script::default();
+        for (statement, together) in all.iter().zip(&together) {
+            script.add(statement, *together);
+        }
+        let finished = script.finish();
+        assert!(matches!(finished.own[0], Slot::Append(0)));
+        assert!(matches!(finished.own[7], Slot::Append(1)));
+        assert!(matches!(finished.own[1], Slot::Own(_)));
+        assert_eq!(finished.sql.matches(chats::APPEND_ALL).count(), 1);
+        assert!(finished.appended.is_some());
+        // One append alone is a block of its own.
+        let one = [append("chat1", "m1"), append("chat1", "m2")];
+        let one: Vec<&Statement> = one.iter().collect();
+        assert_eq!(appends_together(&one), [false, false]);
+        let lone = [append("chat1", "m1"), Statement::AccessFacts { user: "u".into() }];
+        let lone: Vec<&Statement> = lone.iter().collect();
+        assert_eq!(appends_together(&lone), [false, false]);
     }
 
     #[test]

@@ -337,23 +337,23 @@ pub(crate) const APPEND_AS: &str = "{
 /// the chats and messages, one `FOR` of chat updates and one `INSERT` of all the messages,
 /// instead of a block of five statements for each (an append 460 -> 285 us of CPU on SurrealKV in
 /// transactions of 32, 467 -> 365 us in transactions of 8; docs/benchmarks.md). The rows' chats
-/// must differ (a second append to a chat would read the revision before the first). The last of
-/// its [`APPEND_ALL_STATEMENTS`] statements answers each row, in order, as [`APPEND_AS`] would.
-pub(crate) const APPEND_ALL: &str = "LET $appends_at = time::now();
-    LET $appends_read = SELECT *, chat.user = user AS owned, chat.revision AS revision,
-        message.chat AS existing FROM $appends;
+/// must differ (a second append to a chat would read the revision before the first), and so must
+/// their message ids (both rows would find the id free). Each row takes its own `time::now()`, as
+/// its own block would. The last of its [`APPEND_ALL_STATEMENTS`] statements answers each row, in order, as [`APPEND_AS`] would.
+pub(crate) const APPEND_ALL: &str = "LET $appends_read = SELECT *, chat.user = user AS owned,
+        chat.revision AS revision, message.chat AS existing, time::now() AS at FROM $appends;
     LET $appends_new = SELECT * FROM $appends_read WHERE owned AND existing = NONE;
     FOR $row IN $appends_new {
-        UPDATE $row.chat SET updated_at = $appends_at, preview = $row.preview,
+        UPDATE $row.chat SET updated_at = $row.at, preview = $row.preview,
             revision = ($row.revision ?? 0) + 1 RETURN NONE;
     };
-    INSERT INTO message (SELECT message AS id, chat, role, content, $appends_at AS created_at
+    INSERT INTO message (SELECT message AS id, chat, role, content, at AS created_at
         FROM $appends_new) RETURN NONE;
     SELECT VALUE IF !owned { NONE } ELSE IF existing = NONE { revision ?? 0 }
         ELSE IF existing = chat { -1 } ELSE { NONE } FROM $appends_read;";
 
 /// How many statements (results) [`APPEND_ALL`] has.
-pub(crate) const APPEND_ALL_STATEMENTS: usize = 6;
+pub(crate) const APPEND_ALL_STATEMENTS: usize = 5;
 
 /// One row of [`APPEND_ALL`].
 #[derive(Debug, Clone, SurrealValue)]
@@ -381,6 +381,11 @@ impl AppendVars {
     /// The chat's id.
     pub fn chat(&self) -> &str {
         &self.chat
+    }
+
+    /// The message's id.
+    pub fn message(&self) -> &str {
+        &self.message
     }
 
     /// This append as a row of [`APPEND_ALL`].

@@ -559,7 +559,7 @@ async fn appends_of_one_batch_go_together_and_each_gets_what_it_would_alone() {
     let (_, user) = member(&app, "together@example.com").await;
     let (_, other) = member(&app, "together-other@example.com").await;
     let mut mine = Vec::new();
-    for n in 0..3 {
+    for n in 0..4 {
         let chat = chats::start_chat(
             &app.db,
             &user,
@@ -608,8 +608,14 @@ async fn appends_of_one_batch_go_together_and_each_gets_what_it_would_alone() {
         vec![
             // Retried after it landed: answered as already there, not stored twice.
             append(&mine[0], "a1", Role::User, "first of chat 0, again"),
-            // An id of chat 1's message, sent to chat 2: not this chat's.
-            append(&mine[2], "b1", Role::User, "x"),
+            // An id of chat 1's message, sent to chat 3: not this chat's.
+            append(&mine[3], "b1", Role::User, "x"),
+            // A row of another kind goes before the appends in the batch's script.
+            Statement::MemberEvent {
+                name: "chat_message_sent".into(),
+                user: user.clone(),
+                properties: json!({}),
+            },
             append(&mine[1], "b2", Role::User, "second of chat 1"),
             // Two to one chat: in order, each with its own statement.
             append(&mine[2], "c1", Role::User, "first of chat 2"),
@@ -619,9 +625,10 @@ async fn appends_of_one_batch_go_together_and_each_gets_what_it_would_alone() {
     .await;
     assert_eq!(outcomes[0], revision(-1), "{outcomes:?}");
     assert_eq!(outcomes[1], Ok(Outcome::Loaded(None)));
-    assert_eq!(outcomes[2], revision(1));
-    assert_eq!(outcomes[3], revision(0));
-    assert_eq!(outcomes[4], revision(1));
+    assert_eq!(outcomes[2], Ok(Outcome::Done));
+    assert_eq!(outcomes[3], revision(1));
+    assert_eq!(outcomes[4], revision(0));
+    assert_eq!(outcomes[5], revision(1));
     let contents = |chat: &ChatId| {
         let (db, user, chat) = (app.db.clone(), user.clone(), chat.clone());
         async move {
@@ -635,6 +642,7 @@ async fn appends_of_one_batch_go_together_and_each_gets_what_it_would_alone() {
                 .collect::<Vec<_>>()
         }
     };
+    assert_eq!(contents(&mine[3]).await.len(), 2, "nothing was written to chat 3");
     assert_eq!(
         contents(&mine[0]).await[2..],
         [("a1".to_owned(), Role::User, "first of chat 0".to_owned())]
