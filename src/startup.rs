@@ -107,10 +107,10 @@ impl Application {
         // The live conversations' store calls (conversation loads and saves, visits, funnel
         // events; the member chat's access reads, messages, chat reads and events), committed
         // in groups.
-        let funnel_store = store::batch::Batcher::observed(db.clone(), metrics.batch_observer());
+        let live_store = store::batch::Batcher::observed(db.clone(), metrics.batch_observer());
         let funnel_registry = funnels::registry(
             &settings,
-            funnel_store.clone(),
+            live_store.clone(),
             ai.clone(),
             funnels::FunnelCheckouts {
                 billing: billing.clone(),
@@ -122,7 +122,7 @@ impl Application {
         let member_registry = members::registry(
             &settings,
             db.clone(),
-            funnel_store.clone(),
+            live_store.clone(),
             ai.clone(),
             metrics.clone(),
         );
@@ -132,7 +132,7 @@ impl Application {
                 "/funnel",
                 funnels::FunnelNamespace::new(
                     funnel_registry,
-                    funnel_store,
+                    live_store,
                     settings.realtime.funnel_joins_per_minute,
                 ),
             )

@@ -166,7 +166,7 @@ impl FunnelClient for SocketClient {
     }
 
     fn emit_volatile(&self, event: &'static str, data: Value) {
-        self.socket.emit_volatile_value(event, data);
+        self.socket.emit_volatile(event, data);
     }
 
     fn disconnect(&self) {

@@ -459,15 +459,8 @@ impl SocketRef {
 
     /// Emits `event` with one JSON argument, without keeping it for recovery: for events whose
     /// loss a later one makes good (streamed deltas before the complete text).
-    pub fn emit_volatile<T: Serialize + ?Sized>(&self, event: &str, data: &T) {
-        if let Some(payload) = event_payload(event, data) {
-            self.send_event(event, payload, false);
-        }
-    }
-
-    /// [`SocketRef::emit_volatile`] of a value the caller gives up (a streamed piece is sent
-    /// without a copy of it).
-    pub fn emit_volatile_value(&self, event: &str, data: Value) {
+    /// The value is taken as it is (a streamed piece is sent without a copy of it).
+    pub fn emit_volatile(&self, event: &str, data: Value) {
         self.send_event(event, Payload::value(data), false);
     }
 
@@ -735,7 +728,7 @@ mod tests {
         let socket = SocketRef::new("/".into(), Some(Duration::from_secs(120)));
         let sent = socket.attach(Arc::new(Route::default()), &Resume::Fresh);
         assert!(sent.is_empty());
-        socket.emit_volatile("delta", "x");
+        socket.emit_volatile("delta", Value::from("x"));
         socket.emit("done", "xy");
         socket.detach(true);
         let missed = socket.attach(Arc::new(Route::default()), &Resume::After(None));

@@ -17,10 +17,11 @@
 //! new conversations, visits, analytics events): SurrealDB runs a statement's rows through one
 //! plan, which costs a fraction of a statement each (docs/benchmarks.md, "The store alone").
 //! The member chat's appends go together too ([`chats::APPEND_ALL`]: one read of their chats and
-//! messages, one `INSERT` of the messages), each answered from its row of the result, unless
-//! another call of the batch touches the same chat: that one keeps its place in the order with a
-//! statement of its own. Loads and the rare writes that depend on what is stored (a conversation started over, an
-//! auto-checkout change) are statements of their own.
+//! messages, one `INSERT` of the messages), each answered from its row of the result, when two
+//! or more are alone on their chat and message id in the batch ([`appends_together`]); the others
+//! keep their place in the order with statements of their own. Loads and the rare writes that
+//! depend on what is stored (a conversation started over, an auto-checkout change) are
+//! statements of their own.
 //!
 //! - A batch that fails fails every caller in it, with the same error, except a batch that lost a
 //!   race (a conflict with another transaction, a message or a unique index that another process
@@ -39,8 +40,8 @@ use std::time::Duration;
 use surrealdb::types::{RecordId, SurrealValue, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Db, chats};
 use super::funnels::{CheckoutRow, ConversationRow, MessageRow};
+use super::{Db, chats};
 
 /// The most calls one transaction carries.
 const MAX_BATCH: usize = 256;
@@ -96,11 +97,10 @@ pub enum Statement {
     LoadConversation { id: String },
     /// Reads a member's access facts ([`super::billing::ACCESS_FACTS`]): what it found.
     AccessFacts { user: String },
-    /// A message appended to a member's chat ([`super::chats::APPEND_AS`]; with the batch's
-    /// other appends in one go, [`super::chats::APPEND_ALL`], when no other call of the batch
-    /// touches its chat): what it found (the
-    /// chat's revision before it, `-1` if the message was already there, none when the member
-    /// has no such chat and nothing was written).
+    /// A message appended to a member's chat ([`super::chats::APPEND_AS`], or with the batch's
+    /// other appends in one go, [`super::chats::APPEND_ALL`]; [`appends_together`]): what it
+    /// found (the chat's revision before it, `-1` if the message was already there, none when the
+    /// member has no such chat and nothing was written).
     AppendChatMessage(Box<super::chats::AppendVars>),
     /// Reads a member's chat with its last messages ([`super::chats::RECENT_CHAT`]).
     RecentChat(super::chats::RecentVars),
@@ -358,7 +358,8 @@ impl Script {
         let appended = (!self.appends.is_empty()).then(|| {
             self.sql.push_str(chats::APPEND_ALL);
             let rows = std::mem::take(&mut self.appends);
-            self.vars.push(("appends".to_owned(), Value::Array(rows.into())));
+            self.vars
+                .push(("appends".to_owned(), Value::Array(rows.into())));
             self.statements += chats::APPEND_ALL_STATEMENTS;
             self.statements - 1
         });
@@ -816,7 +817,10 @@ mod tests {
         let one = [append("chat1", "m1"), append("chat1", "m2")];
         let one: Vec<&Statement> = one.iter().collect();
         assert_eq!(appends_together(&one), [false, false]);
-        let lone = [append("chat1", "m1"), Statement::AccessFacts { user: "u".into() }];
+        let lone = [
+            append("chat1", "m1"),
+            Statement::AccessFacts { user: "u".into() },
+        ];
         let lone: Vec<&Statement> = lone.iter().collect();
         assert_eq!(appends_together(&lone), [false, false]);
     }

@@ -332,14 +332,15 @@ pub(crate) const APPEND_AS: &str = "{
     }
 };";
 
-/// The appends of one batch that are alone on their chat in it (`store::batch`), as `$appends`
-/// rows ([`AppendVars::row`]), in one go: what [`APPEND_AS`] does for each, with one read of all
+/// The appends of one batch that are alone on their chat and id in it (`store::batch`), as
+/// `$appends` rows ([`AppendVars::row`]), in one go: what [`APPEND_AS`] does for each, with one read of all
 /// the chats and messages, one `FOR` of chat updates and one `INSERT` of all the messages,
 /// instead of a block of five statements for each (an append 460 -> 285 us of CPU on SurrealKV in
 /// transactions of 32, 467 -> 365 us in transactions of 8; docs/benchmarks.md). The rows' chats
 /// must differ (a second append to a chat would read the revision before the first), and so must
 /// their message ids (both rows would find the id free). Each row takes its own `time::now()`, as
-/// its own block would. The last of its [`APPEND_ALL_STATEMENTS`] statements answers each row, in order, as [`APPEND_AS`] would.
+/// its own block would. The last of its [`APPEND_ALL_STATEMENTS`] statements answers each row,
+/// in order, as [`APPEND_AS`] would.
 pub(crate) const APPEND_ALL: &str = "LET $appends_read = SELECT *, chat.user = user AS owned,
         chat.revision AS revision, message.chat AS existing, time::now() AS at FROM $appends;
     LET $appends_new = SELECT * FROM $appends_read WHERE owned AND existing = NONE;

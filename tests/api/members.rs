@@ -599,7 +599,11 @@ async fn appends_of_one_batch_go_together_and_each_gets_what_it_would_alone() {
     )
     .await;
     assert_eq!(outcomes[0], revision(0), "{outcomes:?}");
-    assert_eq!(outcomes[1], Ok(Outcome::Loaded(None)), "another member's chat");
+    assert_eq!(
+        outcomes[1],
+        Ok(Outcome::Loaded(None)),
+        "another member's chat"
+    );
     assert_eq!(outcomes[2], revision(0));
     assert_eq!(outcomes[3], Ok(Outcome::Loaded(None)), "no such chat");
     assert!(matches!(&outcomes[4], Ok(Outcome::Loaded(Some(_)))));
@@ -642,7 +646,11 @@ async fn appends_of_one_batch_go_together_and_each_gets_what_it_would_alone() {
                 .collect::<Vec<_>>()
         }
     };
-    assert_eq!(contents(&mine[3]).await.len(), 2, "nothing was written to chat 3");
+    assert_eq!(
+        contents(&mine[3]).await.len(),
+        2,
+        "nothing was written to chat 3"
+    );
     assert_eq!(
         contents(&mine[0]).await[2..],
         [("a1".to_owned(), Role::User, "first of chat 0".to_owned())]
@@ -650,7 +658,11 @@ async fn appends_of_one_batch_go_together_and_each_gets_what_it_would_alone() {
     assert_eq!(
         contents(&mine[1]).await[2..],
         [
-            ("b1".to_owned(), Role::Assistant, "first of chat 1".to_owned()),
+            (
+                "b1".to_owned(),
+                Role::Assistant,
+                "first of chat 1".to_owned()
+            ),
             ("b2".to_owned(), Role::User, "second of chat 1".to_owned()),
         ]
     );
@@ -660,7 +672,11 @@ async fn appends_of_one_batch_go_together_and_each_gets_what_it_would_alone() {
         third[2..],
         [
             ("c1".to_owned(), Role::User, "first of chat 2".to_owned()),
-            ("c2".to_owned(), Role::Assistant, "second of chat 2".to_owned()),
+            (
+                "c2".to_owned(),
+                Role::Assistant,
+                "second of chat 2".to_owned()
+            ),
         ]
     );
     let (_, theirs_now) = chats::chat_with_messages(&app.db, &other, &not_mine)

@@ -737,7 +737,7 @@ impl MemberActor {
         let user_id = self.user_id.clone();
         let (save_chat, message_id, content) =
             (chat_id.clone(), writing.message_id.clone(), text.clone());
-        // Stored: `Some`, with the chat's revision before it when the store says.
+        // Stored: `Some` (after the chat's revision, or already there); not stored: `None`.
         let save = async move {
             let attempts = deps.settings.reply_save_attempts.max(1);
             for attempt in 1..=attempts {
@@ -753,10 +753,9 @@ impl MemberActor {
                 })
                 .await
                 {
-                    Ok(Appended::After { revision }) => return Some(Some(revision)),
-                    Ok(Appended::AlreadyThere) => return Some(None),
                     // The chat was deleted meanwhile: nowhere to keep the reply.
                     Ok(Appended::NoSuchChat) => return None,
+                    Ok(stored) => return Some(stored),
                     Err(_) if attempt < attempts => {
                         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                     }
@@ -791,12 +790,13 @@ impl MemberActor {
     }
 
     /// Keeps a stored reply in the known chat, if it is that chat and nobody wrote in it since
-    /// (`stored`: the chat's revision before the reply, if it was stored); otherwise forgets it.
-    fn remember_reply(&mut self, chat_id: &str, stored: Option<Option<u64>>, text: &str) {
+    /// (`stored`: what became of the reply, if it was stored); otherwise forgets it.
+    fn remember_reply(&mut self, chat_id: &str, stored: Option<Appended>, text: &str) {
         let Some(known) = self.known.take_if(|known| known.id == chat_id) else {
             return;
         };
-        if stored == Some(Some(known.chat.revision)) {
+        let revision = known.chat.revision;
+        if stored == Some(Appended::After { revision }) {
             let keep = self.deps.settings.context_messages;
             self.known = Some(KnownChat {
                 id: known.id,
@@ -899,15 +899,16 @@ fn prepare_chat_reply(
         let user_message = AiMessage::user(text.clone());
         let (chat_id, chat) = match chat_id {
             None => {
+                let title = chat_title(&text);
                 let id = within(settings.store_timeout, async {
                     deps.store
-                        .create_chat(&user_id, &chat_title(&text), &greeting, &message_id, &text)
+                        .create_chat(&user_id, &title, &greeting, &message_id, &text)
                         .await
                         .map_err(unavailable)
                 })
                 .await?;
                 let chat = StoredChat {
-                    title: chat_title(&text),
+                    title,
                     messages: vec![AiMessage::assistant(greeting), user_message],
                     revision: 0,
                 };
