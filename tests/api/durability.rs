@@ -1,111 +1,12 @@
 //! The real binary on an on-disk SurrealKV store: what the API acknowledged survives `kill -9`,
 //! a restart re-applies no migration, and SIGTERM stops the server cleanly.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::json;
 
-use crate::helpers::{Upgrade, project_root, test_settings, websocket_upgrade};
-
-struct Server {
-    child: Child,
-    address: String,
-    /// How many migrations the server applied while it started.
-    migrations_applied: usize,
-    /// Log lines after the start-up line.
-    log: mpsc::Receiver<serde_json::Value>,
-}
-
-fn start(database_url: &str) -> Server {
-    start_with(database_url, &[])
-}
-
-fn start_with(database_url: &str, settings: &[(&str, &str)]) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_helpnow"))
-        .current_dir(project_root())
-        .env("APP_ENV", "test")
-        .env("APP__SERVER__PORT", "0")
-        .env("APP__DATABASE__URL", database_url)
-        .env("APP__LOG__FORMAT", "json")
-        .env("APP__LOG__FILTER", "info")
-        .env_remove("RUST_LOG")
-        .envs(settings.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the helpnow binary starts");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (sender, log) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Ok(entry) = serde_json::from_str::<serde_json::Value>(&line) {
-                let _ = sender.send(entry);
-            }
-        }
-    });
-    let mut migrations_applied = 0;
-    let address = loop {
-        let entry = log
-            .recv_timeout(Duration::from_secs(60))
-            .expect("the server logs its address within a minute");
-        if entry["message"] == "migration applied" {
-            migrations_applied += 1;
-        }
-        if entry["message"] == "HelpNow is listening" {
-            assert_eq!(
-                entry["database"], database_url,
-                "the start-up line names the database"
-            );
-            assert_eq!(entry["level"], "INFO");
-            break entry["address"].as_str().expect("address").to_owned();
-        }
-    };
-    Server {
-        child,
-        address,
-        migrations_applied,
-        log,
-    }
-}
-
-impl Drop for Server {
-    /// A failing test must not leave its server running.
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn kill_hard(mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("reaped");
-    }
-
-    /// Sends SIGTERM, waits for the exit, and returns it with what the server logged meanwhile.
-    fn terminate(mut self) -> (std::process::ExitStatus, Vec<serde_json::Value>) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success());
-        for _ in 0..300 {
-            if let Some(exit) = self.child.try_wait().expect("wait") {
-                // The reader thread ends with the pipe; give it a moment to pass on the last lines.
-                let mut lines = Vec::new();
-                while let Ok(entry) = self.log.recv_timeout(Duration::from_secs(2)) {
-                    lines.push(entry);
-                }
-                return (exit, lines);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("the server did not stop within 30 s of SIGTERM");
-    }
-}
+use crate::helpers::{Upgrade, test_settings, websocket_upgrade};
+use crate::processes::{start, start_with};
 
 #[tokio::test]
 async fn acknowledged_records_survive_kill_9_and_a_restart() {
