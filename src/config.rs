@@ -83,6 +83,8 @@ pub struct Settings {
     pub realtime: RealtimeSettings,
     #[serde(default)]
     pub admin: AdminSettings,
+    #[serde(default)]
+    pub events: EventsSettings,
     pub log: LogSettings,
 }
 
@@ -200,6 +202,15 @@ pub struct MailSettings {
     /// `smtp://user:pass@host:port` — a secret, since it may carry credentials.
     pub smtp_url: Option<SecretString>,
     pub from: String,
+}
+
+/// What several processes share besides the database (src/cluster.rs).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct EventsSettings {
+    /// `redis://host:6379` (`redis://:password@host:6379/0`, `rediss://` for TLS): the Redis
+    /// server through which the processes of one deployment send each other events and count the
+    /// account limits. Unset: one process alone. A secret, since it may carry a password.
+    pub redis_url: Option<SecretString>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

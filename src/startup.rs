@@ -16,6 +16,7 @@ use crate::auth::{AuthThrottle, SessionCookies};
 use crate::billing::demo::DemoProvider;
 use crate::billing::stripe::StripeProvider;
 use crate::billing::{Billing, BillingError, PaymentProvider};
+use crate::cluster::{Cluster, ClusterEvent};
 use crate::config::{PaymentProviderKind, RedactedUrl, Settings};
 use crate::content::Content;
 use crate::funnels;
@@ -64,6 +65,8 @@ pub enum StartupError {
     Payments(#[from] BillingError),
     #[error(transparent)]
     Ai(#[from] crate::ai::AiSetupError),
+    #[error(transparent)]
+    Events(#[from] crate::cluster::ClusterError),
     #[error("metrics: {0}")]
     Metrics(#[from] prometheus::Error),
     #[error("cannot start the HTTP server: {0}")]
@@ -103,7 +106,12 @@ impl Application {
         let ai = crate::ai::provider(&settings.ai, content.help_library.clone(), |provider| {
             Arc::new(crate::metrics::TimedAi::new(provider, &metrics))
         })?;
-        let auth_throttle = Arc::new(AuthThrottle::new());
+        // One process alone, or several that share a Redis server for events and limits.
+        let cluster = match &settings.events.redis_url {
+            Some(url) => Cluster::connect(secrecy::ExposeSecret::expose_secret(url)).await?,
+            None => Cluster::alone(),
+        };
+        let auth_throttle = Arc::new(AuthThrottle::new(cluster.clone()));
         // The live conversations' store calls (conversation loads and saves, visits, funnel
         // events; the member chat's access reads, messages, chat reads and events), committed
         // in groups.
@@ -125,7 +133,29 @@ impl Application {
             live_store.clone(),
             ai.clone(),
             metrics.clone(),
+            &cluster,
         );
+        cluster.listen({
+            let members = member_registry.clone();
+            move |event| match event {
+                ClusterEvent::SignedOut { user_id, session } => {
+                    members.signed_out(&user_id, session);
+                }
+                ClusterEvent::Member {
+                    user_id,
+                    event,
+                    data,
+                    volatile,
+                } => members.from_peer(
+                    &user_id,
+                    helpnow_actors::member::FromPeer {
+                        event,
+                        data,
+                        volatile,
+                    },
+                ),
+            }
+        });
         let realtime = RealtimeServer::builder(realtime_config(&settings))
             .connection_gauge(metrics.realtime_connections.clone())
             .namespace(
@@ -160,6 +190,7 @@ impl Application {
                 ai,
                 auth_throttle,
                 members: member_registry,
+                cluster,
             },
         )
         .map_err(StartupError::Server)?;
@@ -280,6 +311,7 @@ struct Services {
     ai: Arc<dyn helpnow_actors::ports::Ai>,
     auth_throttle: Arc<AuthThrottle>,
     members: helpnow_actors::member::MemberRegistry,
+    cluster: Cluster,
 }
 
 fn run(
@@ -297,6 +329,7 @@ fn run(
         ai,
         auth_throttle,
         members,
+        cluster,
     } = services;
     let billing = web::Data::from(billing);
     let hsts = settings.server.public_url.scheme() == "https";
@@ -317,6 +350,7 @@ fn run(
     let ai = web::Data::new(routes::funnels::AiProvider(ai));
     let help_limiter = web::Data::new(routes::funnels::HelpLimiter::new());
     let members = web::Data::new(members);
+    let cluster = web::Data::new(cluster);
 
     let upgrades = realtime.clone();
     let app = move || {
@@ -333,6 +367,7 @@ fn run(
             .app_data(ai.clone())
             .app_data(help_limiter.clone())
             .app_data(members.clone())
+            .app_data(cluster.clone())
             .app_data(
                 web::JsonConfig::default()
                     .limit(JSON_LIMIT_BYTES)

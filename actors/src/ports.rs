@@ -126,6 +126,32 @@ pub trait Telemetry: Send + Sync + 'static {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoTelemetry;
 
+/// The member's actors on the deployment's other processes (a member's devices may reach
+/// different processes): each passes on to the others what it emits to all of the member's
+/// sockets, and emits theirs to its own. One process alone has no peers (the defaults).
+pub trait MemberPeers: Send + Sync + 'static {
+    /// The actor of `user_id` started here: its peers' events are wanted.
+    fn joined(&self, _user_id: &str) {}
+    /// The actor of `user_id` stopped here.
+    fn left(&self, _user_id: &str) {}
+    /// An event for every socket of the member (`volatile`: a streamed piece, not kept for a
+    /// socket that recovers its connection), in the order they are passed.
+    fn publish(
+        &self,
+        _user_id: &str,
+        _event: &'static str,
+        _data: &serde_json::Value,
+        _volatile: bool,
+    ) {
+    }
+}
+
+/// A process alone.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoPeers;
+
+impl MemberPeers for NoPeers {}
+
 impl Telemetry for NoTelemetry {}
 
 /// Wall-clock time. Stored deadlines are wall-clock instants; tests use a clock that follows

@@ -73,14 +73,12 @@ impl FunnelCheckout for FunnelCheckouts {
         &self,
         request: FunnelCheckoutRequest,
     ) -> BoxFuture<'static, Result<String, CheckoutError>> {
-        if !self.throttle.allow_checkout(request.client_address) {
-            return futures_util::future::ready(Err(CheckoutError(
-                "too many checkouts from this address".into(),
-            )))
-            .boxed();
-        }
         let billing = self.billing.clone();
+        let throttle = self.throttle.clone();
         async move {
+            if !throttle.allow_checkout(request.client_address).await {
+                return Err(CheckoutError("too many checkouts from this address".into()));
+            }
             let attribution = request.attribution;
             let started = billing
                 .start_checkout(StartCheckout {

@@ -10,13 +10,14 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use helpnow_actors::member::{Deps, FunnelBrief, MemberRegistry, MemberSettings};
 use helpnow_actors::ports::{
-    Ai, AiMessage, Analytics, Appended, MemberStore, Role, StoreError, StoredChat, TaskBrief,
-    TaskItemBrief, Telemetry,
+    Ai, AiMessage, Analytics, Appended, MemberPeers, MemberStore, NoPeers, Role, StoreError,
+    StoredChat, TaskBrief, TaskItemBrief, Telemetry,
 };
 
 pub use namespace::MemberNamespace;
 
 use crate::billing::service::SubscriptionCheck;
+use crate::cluster::Cluster;
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::domain::task::TaskId;
@@ -34,7 +35,13 @@ pub fn registry(
     batcher: Batcher,
     ai: Arc<dyn Ai>,
     telemetry: Arc<dyn Telemetry>,
+    cluster: &Cluster,
 ) -> MemberRegistry {
+    let peers: Arc<dyn MemberPeers> = if cluster.is_shared() {
+        Arc::new(ClusterPeers(cluster.clone()))
+    } else {
+        Arc::new(NoPeers)
+    };
     MemberRegistry::new(Deps {
         store: Arc::new(StoredChats {
             db,
@@ -43,8 +50,32 @@ pub fn registry(
         ai,
         analytics: Arc::new(MemberAnalytics(batcher)),
         telemetry,
+        peers,
         settings: MemberSettings::new(&settings.product.assistant_name, &settings.product.name),
     })
+}
+
+/// The member's actors on the other processes, through the deployment's event engine.
+struct ClusterPeers(Cluster);
+
+impl MemberPeers for ClusterPeers {
+    fn joined(&self, user_id: &str) {
+        self.0.member_joined(user_id);
+    }
+
+    fn left(&self, user_id: &str) {
+        self.0.member_left(user_id);
+    }
+
+    fn publish(
+        &self,
+        user_id: &str,
+        event: &'static str,
+        data: &serde_json::Value,
+        volatile: bool,
+    ) {
+        self.0.publish_member(user_id, event, data, volatile);
+    }
 }
 
 /// Whether the user has an active trial or subscription now (DESIGN.md section 6).

@@ -164,10 +164,13 @@ pub async fn setup(
         .ok_or_else(no_session)?;
     let new_hash = match account.password_hash {
         Some(existing) => {
-            if !throttle.allow_login(
-                &email,
-                client_key(&req, settings.server.trust_forwarded_for),
-            ) {
+            if !throttle
+                .allow_login(
+                    &email,
+                    client_key(&req, settings.server.trust_forwarded_for),
+                )
+                .await
+            {
                 return Err(ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,
                     "too_many_requests",

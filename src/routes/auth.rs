@@ -8,11 +8,10 @@ use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use helpnow_actors::member::MemberRegistry;
-
 use crate::auth::{self, AuthThrottle, MaybeUser, SessionCookies, token};
 use crate::billing::Billing;
 use crate::billing::service::SubscriptionCheck;
+use crate::cluster::{Cluster, ClusterEvent};
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::domain::{Email, EmailError, NewPassword, PasswordError};
@@ -75,7 +74,10 @@ pub async fn signup(
     let body = body.into_inner();
     let email = Email::parse(body.email.as_deref().unwrap_or_default()).map_err(email_error)?;
     let password = NewPassword::parse(body.password.unwrap_or_default()).map_err(password_error)?;
-    if !throttle.allow_signup(client_key(&req, settings.server.trust_forwarded_for)) {
+    if !throttle
+        .allow_signup(client_key(&req, settings.server.trust_forwarded_for))
+        .await
+    {
         return Err(too_many("Too many requests. Please try again later."));
     }
     let hash = auth::password::hash_password(password)
@@ -145,10 +147,13 @@ pub async fn login(
     if password.is_empty() {
         return Err(password_error(PasswordError::Missing));
     }
-    if !throttle.allow_login(
-        &email,
-        client_key(&req, settings.server.trust_forwarded_for),
-    ) {
+    if !throttle
+        .allow_login(
+            &email,
+            client_key(&req, settings.server.trust_forwarded_for),
+        )
+        .await
+    {
         return Err(too_many(TOO_MANY_ATTEMPTS));
     }
     let account = store::users::credentials_by_email(&db, &email)
@@ -185,11 +190,14 @@ pub async fn logout(
     req: HttpRequest,
     db: web::Data<Db>,
     cookies: web::Data<SessionCookies>,
-    members: web::Data<MemberRegistry>,
+    cluster: web::Data<Cluster>,
 ) -> Result<HttpResponse, ApiError> {
-    // The chat sockets that came with this session close with it.
+    // The chat sockets that came with this session close with it, on every process.
     if let Some((user_id, session)) = auth::session::end(&db, &req).await? {
-        members.signed_out(&user_id, Some(session));
+        cluster.publish(ClusterEvent::SignedOut {
+            user_id,
+            session: Some(session),
+        });
     }
     Ok(HttpResponse::NoContent()
         .cookie(cookies.signed_out())
@@ -280,10 +288,13 @@ pub async fn request_reset(
                 "Invalid email format. Please enter a valid email address.",
             ),
         })?;
-    if !throttle.allow_reset(
-        &email,
-        client_key(&req, settings.server.trust_forwarded_for),
-    ) {
+    if !throttle
+        .allow_reset(
+            &email,
+            client_key(&req, settings.server.trust_forwarded_for),
+        )
+        .await
+    {
         return Err(too_many(
             "Too many password reset requests. Please wait a few minutes and try again.",
         ));
@@ -387,7 +398,7 @@ pub struct NewPasswordRequest {
 pub async fn confirm_reset(
     db: web::Data<Db>,
     cookies: web::Data<SessionCookies>,
-    members: web::Data<MemberRegistry>,
+    cluster: web::Data<Cluster>,
     body: web::Json<NewPasswordRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.into_inner();
@@ -409,7 +420,10 @@ pub async fn confirm_reset(
     store::sessions::delete_all_of(&db, &user_id)
         .await
         .map_err(|e| ApiError::internal("cannot end sessions", e))?;
-    members.signed_out(&user_id, None);
+    cluster.publish(ClusterEvent::SignedOut {
+        user_id: user_id.clone(),
+        session: None,
+    });
     let email = store::users::email_of(&db, &user_id)
         .await
         .map_err(|e| ApiError::internal("cannot read an account", e))?

@@ -134,10 +134,13 @@ pub async fn create_checkout(
     body: web::Json<CreateCheckoutRequest>,
 ) -> Result<HttpResponse, ApiError> {
     // Every checkout is a call to the payment provider: a client may not spray them.
-    if !throttle.allow_checkout(crate::routes::client::client_key(
-        &req,
-        settings.server.trust_forwarded_for,
-    )) {
+    if !throttle
+        .allow_checkout(crate::routes::client::client_key(
+            &req,
+            settings.server.trust_forwarded_for,
+        ))
+        .await
+    {
         return Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "too_many_requests",

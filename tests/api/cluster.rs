@@ -9,13 +9,21 @@ use std::time::{Duration, Instant};
 use helpnow::loadtest::client::{Client, Target, ack_of, event_of};
 use serde_json::{Value, json};
 
-use crate::processes::{Balancer, Server, SurrealServer, start_with};
+use crate::processes::{Balancer, RedisServer, Server, SurrealServer, start_with};
 
 /// A helpnow process on `surreal`, as a deployment of several runs it (behind the balancer, whose
 /// X-Forwarded-For it trusts).
 fn start_on(surreal: &SurrealServer) -> Server {
+    start_on_with(surreal, None)
+}
+
+/// The same, sharing events and limits with the others through `redis`.
+fn start_on_with(surreal: &SurrealServer, redis: Option<&RedisServer>) -> Server {
     let mut settings = surreal.settings();
     settings.push(("APP__SERVER__TRUST_FORWARDED_FOR", "true".into()));
+    if let Some(redis) = redis {
+        settings.push(("APP__EVENTS__REDIS_URL", redis.url.clone()));
+    }
     let settings: Vec<(&str, &str)> = settings
         .iter()
         .map(|(name, value)| (*name, value.as_str()))
@@ -374,4 +382,478 @@ async fn acknowledged_messages_survive_the_database_server_s_kill_9() {
         "and the replies: {conversation}"
     );
     drop(surreal);
+}
+
+/// A deployment of two processes that share a SurrealDB server and a Redis server.
+struct Pair {
+    surreal: SurrealServer,
+    redis: RedisServer,
+    first: Server,
+    second: Server,
+}
+
+impl Pair {
+    fn start() -> Self {
+        let surreal = SurrealServer::start();
+        let redis = RedisServer::start();
+        let first = start_on_with(&surreal, Some(&redis));
+        let second = start_on_with(&surreal, Some(&redis));
+        Self {
+            surreal,
+            redis,
+            first,
+            second,
+        }
+    }
+}
+
+/// Signs up `email` on `server` and gives the account a trial (as fulfilment would), through the
+/// shared SurrealDB server; returns the session cookie.
+async fn member_on(pair: &Pair, server: &Server, email: &str) -> String {
+    let http = reqwest::Client::new();
+    let response = http
+        .post(format!("{}/api/auth/signup", server.address))
+        .json(&json!({ "email": email, "password": "correct horse battery" }))
+        .send()
+        .await
+        .expect("sign-up");
+    assert_eq!(response.status(), 201);
+    let cookie = crate::helpers::cookie_named(&response, "helpnow_session").expect("a session");
+    let body: Value = response.json().await.expect("JSON");
+    let user_id = body["user"]["id"].as_str().expect("id").to_owned();
+    let mut settings = crate::helpers::test_settings().database;
+    settings.url = pair.surreal.url.clone();
+    settings.username = Some(pair.surreal.username.clone());
+    settings.password = Some(pair.surreal.password.clone().into());
+    let db = helpnow::store::connect(&settings)
+        .await
+        .expect("the shared store");
+    db.query(
+        "UPDATE type::record('user', $id) SET trial_started = true, \
+         trial_start_date = time::now(), trial_end_date = time::now() + 7d",
+    )
+    .bind(("id", user_id))
+    .await
+    .expect("query")
+    .check()
+    .expect("trial set");
+    cookie
+}
+
+/// Signing out on one process closes that session's chat socket on the other one at once (the
+/// event goes through Redis); the member's other session stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signing_out_on_one_process_closes_the_sessions_socket_on_another() {
+    let pair = Pair::start();
+    let cookie = member_on(&pair, &pair.first, "two-places@example.com").await;
+    let http = reqwest::Client::new();
+    let other_session = {
+        let response = http
+            .post(format!("{}/api/auth/login", pair.second.address))
+            .json(
+                &json!({ "email": "two-places@example.com", "password": "correct horse battery" }),
+            )
+            .send()
+            .await
+            .expect("sign-in");
+        assert_eq!(response.status(), 200);
+        crate::helpers::cookie_named(&response, "helpnow_session").expect("a session")
+    };
+    let local = std::net::IpAddr::from([127, 0, 0, 1]);
+    let patience = Duration::from_secs(30);
+    let mut leaving = Client::connect(
+        &target_of(&pair.second),
+        local,
+        "/member",
+        &json!({}),
+        Some(&cookie),
+        patience,
+    )
+    .await
+    .expect("the member joins on the second process");
+    let mut staying = Client::connect(
+        &target_of(&pair.second),
+        local,
+        "/member",
+        &json!({}),
+        Some(&other_session),
+        patience,
+    )
+    .await
+    .expect("the other session joins too");
+    next_event(&mut leaving, "chat:ready").await;
+    next_event(&mut staying, "chat:ready").await;
+
+    let response = http
+        .post(format!("{}/api/auth/logout", pair.first.address))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("sign-out");
+    assert_eq!(response.status(), 204);
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match leaving.next_packet().await {
+                Ok(packet)
+                    if packet.kind == helpnow::realtime::socketio::PacketType::Disconnect =>
+                {
+                    return true;
+                }
+                Ok(_) => {}
+                Err(_) => return true,
+            }
+        }
+    })
+    .await;
+    assert_eq!(
+        closed,
+        Ok(true),
+        "the signed-out session's socket on the other process closed"
+    );
+    let id = staying
+        .emit_with_ack("chat:stop", json!({ "chatId": "none" }))
+        .await
+        .expect("the other session's socket still takes events");
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let packet = staying.next_packet().await.expect("still open");
+            if ack_of(&packet, id).is_some() {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("and answers them");
+}
+
+/// Password guesses at one account spread over both processes meet one limit: ten, then 429,
+/// wherever the eleventh lands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_guesses_spread_over_processes_meet_one_limit() {
+    let pair = Pair::start();
+    let http = reqwest::Client::new();
+    let guess = |server: &Server, n: usize| {
+        http.post(format!("{}/api/auth/login", server.address))
+            .json(&json!({ "email": "guessed@example.com", "password": format!("guess {n}") }))
+            .send()
+    };
+    for n in 0..10 {
+        let server = if n % 2 == 0 {
+            &pair.first
+        } else {
+            &pair.second
+        };
+        let response = guess(server, n).await.expect("a guess");
+        assert_eq!(response.status(), 401, "guess {n}");
+    }
+    for (n, server) in [&pair.first, &pair.second].into_iter().enumerate() {
+        let response = guess(server, 10 + n).await.expect("a guess");
+        assert_eq!(
+            response.status(),
+            429,
+            "past the shared limit, on either process"
+        );
+    }
+}
+
+/// How many processes listen for events on `redis`.
+async fn listeners(redis: &RedisServer) -> i64 {
+    let Ok(client) = redis::Client::open(redis.url.as_str()) else {
+        return 0;
+    };
+    let Ok(mut connection) = client.get_multiplexed_async_connection().await else {
+        return 0;
+    };
+    let answer: redis::RedisResult<(String, i64)> = redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg("helpnow:events")
+        .query_async(&mut connection)
+        .await;
+    answer.map_or(0, |(_, count)| count)
+}
+
+/// Redis dies (`kill -9`) under two processes: the account limits still hold, each process
+/// counting alone (ten guesses, then 429), rather than falling open; once Redis is back, the
+/// processes subscribe again by themselves and a sign-out reaches the other process's sockets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_down_each_process_limits_alone_and_events_resume_when_it_is_back() {
+    let mut pair = Pair::start();
+    let cookie = member_on(&pair, &pair.first, "through-outage@example.com").await;
+    let http = reqwest::Client::new();
+    let guess = |server: &Server, n: usize| {
+        http.post(format!("{}/api/auth/login", server.address))
+            .json(&json!({ "email": "outage-guess@example.com", "password": format!("guess {n}") }))
+            .send()
+    };
+    pair.redis.kill_hard();
+    for n in 0..10 {
+        let response = guess(&pair.first, n).await.expect("a guess");
+        assert_eq!(response.status(), 401, "guess {n}");
+    }
+    let response = guess(&pair.first, 10).await.expect("a guess");
+    assert_eq!(response.status(), 429, "the limit holds without Redis");
+
+    let mut redis = pair.redis;
+    let redis = tokio::task::spawn_blocking(move || {
+        redis.restart();
+        redis
+    })
+    .await
+    .expect("restarted");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while listeners(&redis).await < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "both processes subscribe again within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let local = std::net::IpAddr::from([127, 0, 0, 1]);
+    let mut socket = Client::connect(
+        &target_of(&pair.second),
+        local,
+        "/member",
+        &json!({}),
+        Some(&cookie),
+        Duration::from_secs(30),
+    )
+    .await
+    .expect("the member joins on the second process");
+    next_event(&mut socket, "chat:ready").await;
+    let response = http
+        .post(format!("{}/api/auth/logout", pair.first.address))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("sign-out");
+    assert_eq!(response.status(), 204);
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match socket.next_packet().await {
+                Ok(packet)
+                    if packet.kind == helpnow::realtime::socketio::PacketType::Disconnect =>
+                {
+                    return;
+                }
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the sign-out reached the other process after the outage"
+    );
+}
+
+/// The limit in Redis counts as governor does in one process: `burst` at once, then one more
+/// each `period`, and a key's count is its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_limit_counts_as_governor_does_in_one_process() {
+    use helpnow::cluster::{Cluster, Limit};
+    let redis = RedisServer::start();
+    let shared = Cluster::connect(&redis.url).await.expect("Redis");
+    let alone = Cluster::alone();
+    let limit = Limit {
+        name: "test",
+        burst: 3,
+        period: Duration::from_millis(400),
+    };
+    let mut decisions = (Vec::new(), Vec::new());
+    for step in 0..6 {
+        decisions.0.push(shared.allow(limit, "someone").await);
+        decisions.1.push(alone.allow(limit, "someone").await);
+        if step == 3 {
+            // One period later: one more.
+            tokio::time::sleep(Duration::from_millis(450)).await;
+        }
+    }
+    assert_eq!(decisions.0, [true, true, true, false, true, false]);
+    assert_eq!(decisions.0, decisions.1);
+    assert!(shared.allow(limit, "someone else").await, "another key");
+}
+
+/// A member signed in on two devices that reached two processes: a reply asked for on one is
+/// streamed to both (typing, pieces, the end), and both read one history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_members_reply_streams_to_its_devices_on_both_processes() {
+    let pair = Pair::start();
+    let laptop_cookie = member_on(&pair, &pair.first, "two-devices@example.com").await;
+    let http = reqwest::Client::new();
+    let phone_cookie = {
+        let response = http
+            .post(format!("{}/api/auth/login", pair.second.address))
+            .json(
+                &json!({ "email": "two-devices@example.com", "password": "correct horse battery" }),
+            )
+            .send()
+            .await
+            .expect("sign-in");
+        assert_eq!(response.status(), 200);
+        crate::helpers::cookie_named(&response, "helpnow_session").expect("a session")
+    };
+    let local = std::net::IpAddr::from([127, 0, 0, 1]);
+    let patience = Duration::from_secs(30);
+    let mut laptop = Client::connect(
+        &target_of(&pair.first),
+        local,
+        "/member",
+        &json!({}),
+        Some(&laptop_cookie),
+        patience,
+    )
+    .await
+    .expect("the laptop joins on the first process");
+    let mut phone = Client::connect(
+        &target_of(&pair.second),
+        local,
+        "/member",
+        &json!({}),
+        Some(&phone_cookie),
+        patience,
+    )
+    .await
+    .expect("the phone joins on the second process");
+    next_event(&mut laptop, "chat:ready").await;
+    next_event(&mut phone, "chat:ready").await;
+
+    let id = laptop
+        .emit_with_ack(
+            "chat:send",
+            json!({ "text": "How do I connect my printer to wifi?" }),
+        )
+        .await
+        .expect("sent");
+    let ack = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let packet = laptop.next_packet().await.expect("a packet");
+            if let Some(ack) = ack_of(&packet, id) {
+                return ack.clone();
+            }
+        }
+    })
+    .await
+    .expect("acknowledged");
+    assert_eq!(ack["ok"], true, "{ack}");
+    let chat_id = ack["chatId"].as_str().expect("chat id").to_owned();
+
+    // The phone, on the other process, sees the reply being written and its end.
+    let typing = next_event(&mut phone, "chat:typing").await;
+    assert_eq!(typing["chatId"], chat_id.as_str());
+    let mut streamed = String::new();
+    let done = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let packet = phone.next_packet().await.expect("a packet");
+            match event_of(&packet) {
+                Some(("chat:delta", data)) => {
+                    assert_eq!(data["chatId"], chat_id.as_str());
+                    streamed.push_str(data["text"].as_str().expect("text"));
+                }
+                Some(("chat:done", data)) => return data.clone(),
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("the reply ends on the phone");
+    assert_eq!(done["chatId"], chat_id.as_str());
+    let reply = done["text"].as_str().expect("text");
+    assert!(!reply.is_empty());
+    assert_eq!(streamed, reply, "the pieces make the reply");
+    let on_laptop = next_event(&mut laptop, "chat:done").await;
+    assert_eq!(on_laptop["text"], reply);
+
+    // One history, read through either process.
+    for (server, cookie) in [(&pair.first, &laptop_cookie), (&pair.second, &phone_cookie)] {
+        let chat: Value = http
+            .get(format!("{}/api/chats/{chat_id}", server.address))
+            .header("cookie", cookie)
+            .send()
+            .await
+            .expect("history")
+            .json()
+            .await
+            .expect("JSON");
+        let messages = chat["chat"]["messages"].as_array().expect("messages");
+        assert_eq!(messages.len(), 3, "greeting, question, reply: {chat}");
+        assert_eq!(messages[2]["content"], reply);
+    }
+}
+
+/// `scripts/cluster` (here with two processes and the binaries this test run built) starts the
+/// SurrealDB server, Redis, the processes and HAProxy, says `ready:` once all of it answers,
+/// serves a visitor through the balancer, and stops all of it on SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_cluster_runs_the_whole_set_and_stops_it_on_sigterm() {
+    use std::io::BufRead;
+    let folder = tempfile::tempdir().expect("temp dir");
+    let port = crate::processes::free_port();
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_helpnow"))
+        .parent()
+        .expect("the binaries' folder")
+        .to_owned();
+    let mut child =
+        std::process::Command::new(crate::helpers::project_root().join("scripts/cluster"))
+            .env("CLUSTER_PROCESSES", "2")
+            .env("CLUSTER_PORT", port.to_string())
+            .env("CLUSTER_DATA", folder.path())
+            .env("HELPNOW_BIN_DIR", &bin_dir)
+            .env_remove("APP_ENV")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("scripts/cluster starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let ready = tokio::task::spawn_blocking(move || {
+        std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .find(|line| line.starts_with("ready: "))
+    });
+    let ready = tokio::time::timeout(Duration::from_secs(120), ready)
+        .await
+        .expect("ready within two minutes")
+        .expect("read");
+    let address = format!("http://127.0.0.1:{port}");
+    assert_eq!(ready, Some(format!("ready: {address}")));
+
+    let (mut client, conversation) =
+        join_funnel_at(&target_at(&address), "cluster-script-visitor").await;
+    assert_eq!(texts(&conversation).len(), 1);
+    send(&mut client, "my screen is black").await;
+    drop(client);
+
+    let pid = child.id().to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let exited = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("joined")
+        .expect("waited");
+    assert_eq!(exited.code(), Some(143), "stopped by SIGTERM");
+    let health = format!("{address}/health");
+    let answer = tokio::task::spawn_blocking(move || crate::processes::status_of_get(&health))
+        .await
+        .expect("joined");
+    assert!(
+        answer.is_err(),
+        "nothing answers once it stopped: {answer:?}"
+    );
+    let config = std::fs::read_to_string(folder.path().join("haproxy.cfg")).expect("its config");
+    let processes: Vec<&str> = config
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("server p"))
+        .filter_map(|line| line.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(processes.len(), 2, "{config}");
+    for process in processes {
+        assert!(
+            std::net::TcpStream::connect(process).is_err(),
+            "the helpnow process at {process} stopped too"
+        );
+    }
 }

@@ -298,3 +298,74 @@ fn haproxy() -> &'static str {
         "haproxy"
     }
 }
+
+/// Debian's Redis server on a free loopback port, nothing kept on disk: the event engine that
+/// several helpnow processes share; stopped (SIGKILL) when dropped.
+pub struct RedisServer {
+    child: Child,
+    /// `redis://127.0.0.1:PORT`: `events.redis_url` of the helpnow processes that share it.
+    pub url: String,
+    port: u16,
+}
+
+impl RedisServer {
+    pub fn start() -> Self {
+        let port = free_port();
+        let mut server = Self {
+            child: Self::spawn(port),
+            url: format!("redis://127.0.0.1:{port}"),
+            port,
+        };
+        server.wait_until_listening();
+        server
+    }
+
+    fn spawn(port: u16) -> Child {
+        Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--loglevel",
+                "warning",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("redis-server starts (scripts/test installs Debian's redis-server)")
+    }
+
+    fn wait_until_listening(&mut self) {
+        for _ in 0..300 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("redis-server did not listen within 30 s");
+    }
+
+    /// `kill -9`, then nothing until `restart`.
+    pub fn kill_hard(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reaped");
+    }
+
+    /// Starts it again on the same port (empty: it keeps nothing on disk).
+    pub fn restart(&mut self) {
+        self.child = Self::spawn(self.port);
+        self.wait_until_listening();
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -201,6 +201,19 @@ fn take_ready_pieces(
     None
 }
 
+/// The events the member's actors pass between processes.
+const PEER_EVENTS: [&str; 4] = ["chat:typing", "chat:delta", "chat:done", "chat:error"];
+
+/// An event that the member's actor on another process emitted to all of the member's sockets.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct FromPeer {
+    pub event: String,
+    pub data: Value,
+    /// A streamed piece: not kept for a socket that recovers its connection.
+    pub volatile: bool,
+}
+
 /// The AI's stream ended (or failed).
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -345,9 +358,35 @@ impl MemberActor {
         }
     }
 
+    /// Emits to every socket of the member: here, and through the member's actors on other
+    /// processes. `chat:ready` stays here: it describes this actor's own replies.
     fn broadcast(&self, event: &'static str, data: &Value) {
+        self.emit_here(event, data);
+        if event != "chat:ready" {
+            self.deps.peers.publish(&self.user_id, event, data, false);
+        }
+    }
+
+    fn emit_here(&self, event: &'static str, data: &Value) {
         for client in &self.clients {
             client.client.emit(event, data.clone());
+        }
+    }
+
+    /// An event of the member's actor on another process, for the sockets here.
+    fn on_from_peer(&self, from_peer: FromPeer) {
+        let Some(event) = PEER_EVENTS.iter().find(|known| **known == from_peer.event) else {
+            return;
+        };
+        if from_peer.volatile {
+            if let Some((last, others)) = self.clients.split_last() {
+                for client in others {
+                    client.client.emit_volatile(event, from_peer.data.clone());
+                }
+                last.client.emit_volatile(event, from_peer.data);
+            }
+        } else {
+            self.emit_here(event, &from_peer.data);
         }
     }
 
@@ -656,6 +695,9 @@ impl MemberActor {
         writing.text.push_str(&piece.text);
         let data =
             json!({ "chatId": piece.chat_id, "messageId": piece.message_id, "text": piece.text });
+        self.deps
+            .peers
+            .publish(&self.user_id, "chat:delta", &data, true);
         // The last tab takes the value itself; only the others get copies.
         if let Some((last, others)) = self.clients.split_last() {
             for client in others {
@@ -1020,11 +1062,13 @@ impl Actor for MemberActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         self.deps.telemetry.actor_started(ACTOR_KIND);
+        self.deps.peers.joined(&self.user_id);
         self.arm_idle_timer_if_alone(ctx);
     }
 
     fn stopped(&mut self, ctx: &mut Self::Context) {
         self.deps.telemetry.actor_stopped(ACTOR_KIND);
+        self.deps.peers.left(&self.user_id);
         for writing in self.writing.values() {
             writing.reader.abort();
         }
@@ -1064,6 +1108,14 @@ impl Handler<SignedOut> for MemberActor {
 
     fn handle(&mut self, signed_out: SignedOut, ctx: &mut Self::Context) {
         self.on_signed_out(signed_out.session, ctx);
+    }
+}
+
+impl Handler<FromPeer> for MemberActor {
+    type Result = ();
+
+    fn handle(&mut self, from_peer: FromPeer, _ctx: &mut Self::Context) {
+        self.on_from_peer(from_peer);
     }
 }
 

@@ -14,12 +14,12 @@ mod prompts;
 mod registry;
 
 pub use actor::{
-    CHAT_ERROR, Event, Join, MemberActor, Refusal, SendAck, SignedOut, StopAck, TASK_ERROR,
-    TASK_FALLBACK, TaskHelpAck,
+    CHAT_ERROR, Event, FromPeer, Join, MemberActor, Refusal, SendAck, SignedOut, StopAck,
+    TASK_ERROR, TASK_FALLBACK, TaskHelpAck,
 };
 pub use registry::MemberRegistry;
 
-use crate::ports::{Ai, Analytics, MemberStore, Telemetry};
+use crate::ports::{Ai, Analytics, MemberPeers, MemberStore, Telemetry};
 
 /// What the member brought from a funnel checkout (the funnel record on the account).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +73,8 @@ pub struct Deps {
     pub analytics: Arc<dyn Analytics>,
     /// Actors started and stopped, messages stored, timer lateness (the server's metrics).
     pub telemetry: Arc<dyn Telemetry>,
+    /// The member's actors on other processes.
+    pub peers: Arc<dyn MemberPeers>,
     pub settings: MemberSettings,
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use actix::{Actor, Addr};
 
 use super::Deps;
-use super::actor::{Join, MemberActor, SignedOut};
+use super::actor::{FromPeer, Join, MemberActor, SignedOut};
 use crate::live::LiveActors;
 
 /// A join meets an actor that is just stopping at most this often before giving up.
@@ -64,12 +64,19 @@ impl MemberRegistry {
     }
 
     /// The member signed out of `session` (`None`: of every session, as after a password reset):
-    /// the sockets that came with it are closed. Only this process's sockets: each process of a
-    /// scaled-out deployment is told by its own sign-out request, and the others' sockets of that
-    /// session find it gone at their next connect.
+    /// the sockets that came with it are closed. This process's sockets: the server carries a
+    /// sign-out to the other processes of a deployment (src/cluster.rs), and each calls this.
     pub fn signed_out(&self, user_id: &str, session: Option<String>) {
         if let Some(addr) = self.shared.live.get(&user_id.to_owned()) {
             addr.do_send(SignedOut { session });
+        }
+    }
+
+    /// An event of the member's actor on another process: for this process's sockets of the
+    /// member, if any.
+    pub fn from_peer(&self, user_id: &str, from_peer: FromPeer) {
+        if let Some(addr) = self.shared.live.get(&user_id.to_owned()) {
+            addr.do_send(from_peer);
         }
     }
 

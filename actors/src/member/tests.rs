@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 use futures_util::{FutureExt, StreamExt};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::*;
@@ -341,11 +341,56 @@ impl crate::ports::Ai for DrivenAi {
 // ---------------------------------------------------------------------------------------------
 // Harness
 
+/// What the actors passed to their peers on other processes: (user, event, data, volatile), and
+/// "joined"/"left" with the user.
+#[derive(Default)]
+struct RecordedPeers(Mutex<Vec<(String, String, Value, bool)>>);
+
+impl RecordedPeers {
+    fn events(&self) -> Vec<(String, Value, bool)> {
+        self.0
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(_, event, _, _)| event.starts_with("chat:"))
+            .map(|(_, event, data, volatile)| (event.clone(), data.clone(), *volatile))
+            .collect()
+    }
+
+    fn presence(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(_, event, _, _)| !event.starts_with("chat:"))
+            .map(|(user, event, _, _)| format!("{event} {user}"))
+            .collect()
+    }
+}
+
+impl crate::ports::MemberPeers for RecordedPeers {
+    fn joined(&self, user_id: &str) {
+        let mut seen = self.0.lock().expect("lock");
+        seen.push((user_id.into(), "joined".into(), Value::Null, false));
+    }
+
+    fn left(&self, user_id: &str) {
+        let mut seen = self.0.lock().expect("lock");
+        seen.push((user_id.into(), "left".into(), Value::Null, false));
+    }
+
+    fn publish(&self, user_id: &str, event: &'static str, data: &Value, volatile: bool) {
+        let mut seen = self.0.lock().expect("lock");
+        seen.push((user_id.into(), event.into(), data.clone(), volatile));
+    }
+}
+
 struct Harness {
     store: Arc<MemoryStore>,
     ai: Arc<DrivenAi>,
     analytics: Arc<RecordedAnalytics>,
     telemetry: Arc<RecordedTelemetry>,
+    peers: Arc<RecordedPeers>,
     registry: MemberRegistry,
 }
 
@@ -356,11 +401,13 @@ impl Harness {
         let ai = Arc::new(DrivenAi::default());
         let analytics = Arc::new(RecordedAnalytics::default());
         let telemetry = Arc::new(RecordedTelemetry::default());
+        let peers = Arc::new(RecordedPeers::default());
         let registry = MemberRegistry::new(Deps {
             store: store.clone(),
             ai: ai.clone(),
             analytics: analytics.clone(),
             telemetry: telemetry.clone(),
+            peers: peers.clone(),
             settings: MemberSettings::new("Emma", "HelpNow"),
         });
         Self {
@@ -368,6 +415,7 @@ impl Harness {
             ai,
             analytics,
             telemetry,
+            peers,
             registry,
         }
     }
@@ -522,6 +570,76 @@ async fn the_first_send_saves_a_titled_chat_and_the_reply_streams_in() {
         vec!["chat_message_sent", "new_chat_started"]
     );
     assert!(harness.analytics.subjects().iter().all(|who| who == USER));
+}
+
+/// A member's devices may reach different processes: what the actor emits to every socket goes
+/// to its peers too (the pieces as volatile), but not `chat:ready`, which is its own; and what a
+/// peer emitted reaches the sockets here.
+#[actix::test]
+async fn the_members_events_go_to_and_come_from_its_peers_on_other_processes() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    tab.next_named("chat:ready").await;
+    assert_eq!(harness.peers.presence(), [format!("joined {USER}")]);
+    let chat_id = tab.send_stored(None, "My mouse does not move").await;
+    let call = harness.ai.next_call().await;
+    call.piece("Check the battery.");
+    call.end();
+    tab.next_named("chat:done").await;
+    let passed: Vec<(String, bool)> = harness
+        .peers
+        .events()
+        .into_iter()
+        .map(|(event, _, volatile)| (event, volatile))
+        .collect();
+    assert_eq!(
+        passed,
+        [
+            ("chat:typing".to_owned(), false),
+            ("chat:delta".to_owned(), true),
+            ("chat:done".to_owned(), false),
+        ]
+    );
+    assert_eq!(harness.peers.events()[1].1["text"], "Check the battery.");
+    assert_eq!(harness.peers.events()[1].1["chatId"], chat_id.as_str());
+
+    // The member's other device, on another process, is writing a reply.
+    let elsewhere = json!({ "chatId": "chat-elsewhere", "messageId": "m-1", "text": "Hello" });
+    harness.registry.from_peer(
+        USER,
+        FromPeer {
+            event: "chat:delta".into(),
+            data: elsewhere.clone(),
+            volatile: true,
+        },
+    );
+    assert_eq!(tab.next_named("chat:delta").await, elsewhere);
+    // Only the events actors pass on are taken.
+    harness.registry.from_peer(
+        USER,
+        FromPeer {
+            event: "chat:ready".into(),
+            data: json!({}),
+            volatile: false,
+        },
+    );
+    harness.registry.from_peer(
+        USER,
+        FromPeer {
+            event: "chat:done".into(),
+            data: json!({ "chatId": "chat-elsewhere" }),
+            volatile: false,
+        },
+    );
+    assert_eq!(
+        tab.next_named("chat:done").await["chatId"],
+        "chat-elsewhere"
+    );
+    assert_eq!(
+        harness.peers.events().len(),
+        3,
+        "what came from a peer is not passed on again"
+    );
 }
 
 #[actix::test]

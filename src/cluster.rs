@@ -1,0 +1,473 @@
+//! What the processes of a deployment share besides the database: events that every process must
+//! act on (a session that ended closes its sockets everywhere), a member's events for the
+//! member's sockets on other processes (a reply streamed to every device), and the limits that
+//! protect accounts (sign-in, reset mails, sign-up, checkout), counted once for all processes.
+//!
+//! One process needs nothing: the events are delivered to itself and the limits are governor's
+//! keyed limiters in memory. Several processes share a Redis server (`events.redis_url`): events
+//! go over its pub/sub, and each limit is a GCRA cell in Redis, run as one Lua script (the same
+//! arithmetic as governor's: `burst` at once, then one more every `period`). See
+//! docs/operations.md, "Events between processes".
+
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use serde::{Deserialize, Serialize};
+
+/// The channel every process listens on.
+const CHANNEL: &str = "helpnow:events";
+
+/// A member's channel (`helpnow:member:{user id}`), listened on by the processes that hold an
+/// actor of the member.
+const MEMBER_CHANNEL_PREFIX: &str = "helpnow:member:";
+
+/// At most this many queued events go to Redis in one pipeline.
+const PIPELINE: usize = 256;
+
+/// Keys of the limits in Redis start with this.
+const LIMIT_PREFIX: &str = "helpnow:limit:";
+
+/// How long a lost subscription waits before it connects again.
+const RESUBSCRIBE_AFTER: Duration = Duration::from_secs(1);
+
+/// How long a limit's check or an event waits for Redis: past it the process counts the limit
+/// alone, and the event reaches only this process.
+const ENGINE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Past this many tracked keys, a local limiter forgets the keys whose quota has refilled.
+const CLEANUP_THRESHOLD: usize = 10_000;
+
+/// GCRA (the generic cell rate algorithm, as governor counts): a key's "theoretical arrival
+/// time" moves on by `period` with each allowed attempt and may run ahead of now by at most
+/// `burst` periods. Redis's own clock, so every process counts against one time. Answers 1 when
+/// the attempt is allowed.
+const GCRA: &str = r"
+local period = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local next_tat = tat + period
+if next_tat - now > burst * period then
+  return 0
+end
+redis.call('SET', KEYS[1], tostring(next_tat), 'PX', math.ceil((next_tat - now) / 1000))
+return 1
+";
+
+/// An event every process acts on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ClusterEvent {
+    /// A member signed out of `session` (its hash), or of every session (`None`, after a
+    /// password reset): the sockets that came with it close.
+    SignedOut {
+        user_id: String,
+        session: Option<String>,
+    },
+    /// What a member's actor emitted to all of the member's sockets (`volatile`: a streamed
+    /// piece), for the member's sockets on the other processes. Sent only to the processes that
+    /// hold an actor of the member.
+    Member {
+        user_id: String,
+        event: String,
+        data: serde_json::Value,
+        volatile: bool,
+    },
+}
+
+/// On the wire: the event and the process that sent it (which has acted on it already).
+#[derive(Serialize, Deserialize)]
+struct Envelope {
+    from: String,
+    event: ClusterEvent,
+}
+
+type Handler = Box<dyn Fn(ClusterEvent) + Send + Sync>;
+
+/// What the subscription is told: a member's actor started or stopped here.
+enum Control {
+    Subscribe(String),
+    Unsubscribe(String),
+}
+
+fn member_channel(user_id: &str) -> String {
+    format!("{MEMBER_CHANNEL_PREFIX}{user_id}")
+}
+
+/// A limit: `burst` attempts at once, then one more every `period`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    /// Its name in Redis keys.
+    pub name: &'static str,
+    pub burst: u32,
+    pub period: Duration,
+}
+
+/// The events and limits of this process, shared with the others through Redis when there is
+/// one.
+#[derive(Clone)]
+pub struct Cluster {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// This process's name on the channel.
+    id: String,
+    redis: Option<Redis>,
+    handler: OnceLock<Handler>,
+    /// Each limit counted in this process: alone, or while Redis does not answer.
+    local: std::sync::Mutex<std::collections::HashMap<&'static str, LocalLimiter>>,
+    /// The members that have an actor here: their channels are listened on.
+    members: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+struct Redis {
+    client: redis::Client,
+    commands: redis::aio::ConnectionManager,
+    gcra: redis::Script,
+    /// Members' events in the order their actors passed them, for the publishing task.
+    outbox: tokio::sync::mpsc::UnboundedSender<(String, String)>,
+    control: tokio::sync::mpsc::UnboundedSender<Control>,
+    /// Taken by the subscription task when it starts.
+    control_receiver: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Control>>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot reach the event engine (events.redis_url): {0}")]
+pub struct ClusterError(#[from] redis::RedisError);
+
+impl Cluster {
+    /// One process alone: events stay here, limits are counted here.
+    pub fn alone() -> Self {
+        Self::with(None)
+    }
+
+    /// Several processes that share the Redis server at `url`.
+    pub async fn connect(url: &str) -> Result<Self, ClusterError> {
+        let client = redis::Client::open(url)?;
+        // A lost connection is tried again at least every half second, so the processes are
+        // back soon after Redis is.
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_max_delay(ENGINE_TIMEOUT)
+            .set_connection_timeout(Some(ENGINE_TIMEOUT))
+            .set_response_timeout(Some(Duration::from_secs(1)));
+        let commands =
+            redis::aio::ConnectionManager::new_with_config(client.clone(), config).await?;
+        let (outbox, queued) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(publish_in_order(commands.clone(), queued));
+        let (control, control_receiver) = tokio::sync::mpsc::unbounded_channel();
+        Ok(Self::with(Some(Redis {
+            client,
+            commands,
+            gcra: redis::Script::new(GCRA),
+            outbox,
+            control,
+            control_receiver: std::sync::Mutex::new(Some(control_receiver)),
+        })))
+    }
+
+    fn with(redis: Option<Redis>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                id: format!("{:016x}", rand::random::<u64>()),
+                redis,
+                handler: OnceLock::new(),
+                local: std::sync::Mutex::new(std::collections::HashMap::new()),
+                members: std::sync::Mutex::new(std::collections::HashSet::new()),
+            }),
+        }
+    }
+
+    /// Whether the limits and events are shared with other processes.
+    pub fn is_shared(&self) -> bool {
+        self.inner.redis.is_some()
+    }
+
+    /// Starts acting on events with `handler`: this process's own at once, the others' as they
+    /// arrive (from a task that subscribes again whenever its connection is lost). Once.
+    pub fn listen(&self, handler: impl Fn(ClusterEvent) + Send + Sync + 'static) {
+        if self.inner.handler.set(Box::new(handler)).is_err() {
+            return;
+        }
+        let control = self.inner.redis.as_ref().and_then(|redis| {
+            redis
+                .control_receiver
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+        });
+        if let Some(control) = control {
+            tokio::spawn(subscribe(Arc::downgrade(&self.inner), control));
+        }
+    }
+
+    /// A member's actor started here: the member's events from other processes are wanted.
+    pub fn member_joined(&self, user_id: &str) {
+        let Some(redis) = &self.inner.redis else {
+            return;
+        };
+        self.members().insert(user_id.to_owned());
+        let _ = redis.control.send(Control::Subscribe(user_id.to_owned()));
+    }
+
+    /// A member's actor stopped here.
+    pub fn member_left(&self, user_id: &str) {
+        let Some(redis) = &self.inner.redis else {
+            return;
+        };
+        self.members().remove(user_id);
+        let _ = redis.control.send(Control::Unsubscribe(user_id.to_owned()));
+    }
+
+    fn members(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.inner
+            .members
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Passes what a member's actor emitted to all of the member's sockets to the member's
+    /// actors on other processes, in order, without waiting (a task sends them).
+    pub fn publish_member(
+        &self,
+        user_id: &str,
+        event: &str,
+        data: &serde_json::Value,
+        volatile: bool,
+    ) {
+        if self.inner.redis.is_none() {
+            return;
+        }
+        self.send(
+            member_channel(user_id),
+            ClusterEvent::Member {
+                user_id: user_id.to_owned(),
+                event: event.to_owned(),
+                data: data.clone(),
+                volatile,
+            },
+        );
+    }
+
+    /// Acts on `event` here and tells the other processes (a task sends it, in order with the
+    /// members' events).
+    pub fn publish(&self, event: ClusterEvent) {
+        if let Some(handler) = self.inner.handler.get() {
+            handler(event.clone());
+        }
+        self.send(CHANNEL.to_owned(), event);
+    }
+
+    fn send(&self, channel: String, event: ClusterEvent) {
+        let Some(redis) = &self.inner.redis else {
+            return;
+        };
+        let envelope = Envelope {
+            from: self.inner.id.clone(),
+            event,
+        };
+        if let Ok(message) = serde_json::to_string(&envelope) {
+            let _ = redis.outbox.send((channel, message));
+        }
+    }
+
+    /// Counts one attempt against `limit` for `key`; false when it is over. Shared by every
+    /// process through Redis; when Redis does not answer (within half a second), this process
+    /// counts alone, as a single process would.
+    pub async fn allow(&self, limit: Limit, key: &str) -> bool {
+        if let Some(redis) = &self.inner.redis {
+            let period = u64::try_from(limit.period.as_micros()).unwrap_or(u64::MAX);
+            let mut commands = redis.commands.clone();
+            let mut invocation = redis
+                .gcra
+                .key(format!("{LIMIT_PREFIX}{}:{key}", limit.name));
+            invocation.arg(period).arg(limit.burst.max(1));
+            let shared = tokio::time::timeout(
+                ENGINE_TIMEOUT,
+                invocation.invoke_async::<i64>(&mut commands),
+            )
+            .await;
+            match shared {
+                Ok(Ok(allowed)) => return allowed == 1,
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, limit = limit.name, "a shared limit is counted in this process alone");
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        limit = limit.name,
+                        "a shared limit is counted in this process alone (the event engine is slow)"
+                    );
+                }
+            }
+        }
+        self.allow_here(limit, key)
+    }
+
+    fn allow_here(&self, limit: Limit, key: &str) -> bool {
+        let mut local = self
+            .inner
+            .local
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        local
+            .entry(limit.name)
+            .or_insert_with(|| LocalLimiter::new(limit))
+            .allow(&key.to_owned())
+    }
+
+    /// `allow` for a client address (`None`: unknown, never limited).
+    pub async fn allow_address(&self, limit: Limit, address: Option<IpAddr>) -> bool {
+        match address {
+            Some(address) => self.allow(limit, &address.to_string()).await,
+            None => true,
+        }
+    }
+}
+
+/// Sends the events in the order they were queued: what waits goes in one pipeline. A pipeline
+/// that fails is sent again for up to `RETRY_FOR` (the connection manager reconnects meanwhile,
+/// Redis restarted, say); then it is given up, with whatever queued behind it meanwhile.
+async fn publish_in_order(
+    mut commands: redis::aio::ConnectionManager,
+    mut queued: tokio::sync::mpsc::UnboundedReceiver<(String, String)>,
+) {
+    const RETRY_FOR: Duration = Duration::from_secs(3);
+    const RETRY_AFTER: Duration = Duration::from_millis(100);
+    let mut batch = Vec::with_capacity(PIPELINE);
+    while queued.recv_many(&mut batch, PIPELINE).await > 0 {
+        let mut pipeline = redis::pipe();
+        for (channel, message) in batch.drain(..) {
+            pipeline.cmd("PUBLISH").arg(channel).arg(message).ignore();
+        }
+        let started = tokio::time::Instant::now();
+        loop {
+            let sent =
+                tokio::time::timeout(ENGINE_TIMEOUT, pipeline.query_async::<()>(&mut commands))
+                    .await;
+            if matches!(sent, Ok(Ok(()))) {
+                break;
+            }
+            if started.elapsed() >= RETRY_FOR {
+                let mut dropped = 0;
+                while queued.try_recv().is_ok() {
+                    dropped += 1;
+                }
+                tracing::warn!(
+                    dropped_after = dropped,
+                    "events could not be sent to the other processes"
+                );
+                break;
+            }
+            tokio::time::sleep(RETRY_AFTER).await;
+        }
+    }
+}
+
+/// Receives the other processes' events until the cluster is gone: the shared channel, and the
+/// channels of the members that have an actor here.
+async fn subscribe(
+    inner: std::sync::Weak<Inner>,
+    mut control: tokio::sync::mpsc::UnboundedReceiver<Control>,
+) {
+    loop {
+        let Some(client) = inner
+            .upgrade()
+            .and_then(|inner| inner.redis.as_ref().map(|redis| redis.client.clone()))
+        else {
+            return;
+        };
+        match client.get_async_pubsub().await {
+            Ok(pubsub) => {
+                let (mut sink, mut stream) = pubsub.split();
+                let members: Vec<String> = match inner.upgrade() {
+                    Some(inner) => inner
+                        .members
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .iter()
+                        .map(|user_id| member_channel(user_id))
+                        .collect(),
+                    None => return,
+                };
+                let mut channels = vec![CHANNEL.to_owned()];
+                channels.extend(members);
+                match sink.subscribe(channels).await {
+                    Ok(()) => loop {
+                        tokio::select! {
+                            message = stream.next() => {
+                                let Some(message) = message else {
+                                    tracing::warn!("the event engine's subscription ended; subscribing again");
+                                    break;
+                                };
+                                let Some(inner) = inner.upgrade() else {
+                                    return;
+                                };
+                                deliver(&inner, &message);
+                            }
+                            change = control.recv() => {
+                                let changed = match change {
+                                    Some(Control::Subscribe(user_id)) => {
+                                        sink.subscribe(member_channel(&user_id)).await
+                                    }
+                                    Some(Control::Unsubscribe(user_id)) => {
+                                        sink.unsubscribe(member_channel(&user_id)).await
+                                    }
+                                    None => return,
+                                };
+                                if let Err(error) = changed {
+                                    tracing::warn!(%error, "the event engine's subscription failed; subscribing again");
+                                    break;
+                                }
+                            }
+                        }
+                    },
+                    Err(error) => tracing::warn!(%error, "cannot subscribe to the event engine"),
+                }
+            }
+            Err(error) => tracing::warn!(%error, "cannot reach the event engine"),
+        }
+        tokio::time::sleep(RESUBSCRIBE_AFTER).await;
+    }
+}
+
+/// Acts on another process's event.
+fn deliver(inner: &Inner, message: &redis::Msg) {
+    let Ok(payload) = message.get_payload::<String>() else {
+        return;
+    };
+    let Ok(envelope) = serde_json::from_str::<Envelope>(&payload) else {
+        tracing::warn!("an event from another process could not be read");
+        return;
+    };
+    if envelope.from != inner.id
+        && let Some(handler) = inner.handler.get()
+    {
+        handler(envelope.event);
+    }
+}
+
+/// One limit counted in this process: governor's keyed GCRA.
+struct LocalLimiter(DefaultKeyedRateLimiter<String>);
+
+impl LocalLimiter {
+    fn new(limit: Limit) -> Self {
+        let burst = NonZeroU32::new(limit.burst).unwrap_or(NonZeroU32::MIN);
+        let quota = Quota::with_period(limit.period)
+            .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
+            .allow_burst(burst);
+        Self(RateLimiter::keyed(quota))
+    }
+
+    fn allow(&self, key: &String) -> bool {
+        if self.0.len() > CLEANUP_THRESHOLD {
+            self.0.retain_recent();
+        }
+        self.0.check_key(key).is_ok()
+    }
+}
