@@ -21,6 +21,12 @@ use serde::{Deserialize, Serialize};
 /// The channel every process listens on.
 const CHANNEL: &str = "helpnow:events";
 
+/// A process's sign of life (`helpnow:process:{id}`), set again every `HEARTBEAT_EVERY`, gone
+/// `HEARTBEAT_TTL` after the process stopped setting it.
+const PROCESS_KEY_PREFIX: &str = "helpnow:process:";
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
+const HEARTBEAT_TTL: Duration = Duration::from_secs(5);
+
 /// A member's channel (`helpnow:member:{user id}`), listened on by the processes that hold an
 /// actor of the member.
 const MEMBER_CHANNEL_PREFIX: &str = "helpnow:member:";
@@ -74,6 +80,8 @@ pub enum ClusterEvent {
     /// piece), for the member's sockets on the other processes. Sent only to the processes that
     /// hold an actor of the member.
     Member {
+        /// The process whose actor emitted it.
+        from: String,
         user_id: String,
         event: String,
         data: serde_json::Value,
@@ -161,15 +169,36 @@ impl Cluster {
             redis::aio::ConnectionManager::new_with_config(client.clone(), config).await?;
         let (outbox, queued) = tokio::sync::mpsc::unbounded_channel();
         tokio::spawn(publish_in_order(commands.clone(), queued));
+        let commands_for_heartbeat = commands.clone();
         let (control, control_receiver) = tokio::sync::mpsc::unbounded_channel();
-        Ok(Self::with(Some(Redis {
+        let cluster = Self::with(Some(Redis {
             client,
             commands,
             gcra: redis::Script::new(GCRA),
             outbox,
             control,
             control_receiver: std::sync::Mutex::new(Some(control_receiver)),
-        })))
+        }));
+        tokio::spawn(heartbeat(
+            Arc::downgrade(&cluster.inner),
+            commands_for_heartbeat,
+        ));
+        Ok(cluster)
+    }
+
+    /// Whether the process `id` (an event's `from`) is alive: its heartbeat is in Redis. When
+    /// Redis cannot tell, it is taken to be.
+    pub async fn alive(&self, id: &str) -> bool {
+        let Some(redis) = &self.inner.redis else {
+            return true;
+        };
+        let mut commands = redis.commands.clone();
+        let mut exists = redis::cmd("EXISTS");
+        exists.arg(format!("{PROCESS_KEY_PREFIX}{id}"));
+        !matches!(
+            tokio::time::timeout(ENGINE_TIMEOUT, exists.query_async::<i64>(&mut commands)).await,
+            Ok(Ok(0))
+        )
     }
 
     fn with(redis: Option<Redis>) -> Self {
@@ -247,6 +276,7 @@ impl Cluster {
         self.send(
             member_channel(user_id),
             ClusterEvent::Member {
+                from: self.inner.id.clone(),
                 user_id: user_id.to_owned(),
                 event: event.to_owned(),
                 data: data.clone(),
@@ -327,6 +357,27 @@ impl Cluster {
             Some(address) => self.allow(limit, &address.to_string()).await,
             None => true,
         }
+    }
+}
+
+/// Sets this process's sign of life in Redis every `HEARTBEAT_EVERY` until the cluster is gone.
+async fn heartbeat(inner: std::sync::Weak<Inner>, mut commands: redis::aio::ConnectionManager) {
+    let ttl = u64::try_from(HEARTBEAT_TTL.as_millis()).unwrap_or(u64::MAX);
+    loop {
+        let Some(key) = inner
+            .upgrade()
+            .map(|inner| format!("{PROCESS_KEY_PREFIX}{}", inner.id))
+        else {
+            return;
+        };
+        let mut set = redis::cmd("SET");
+        set.arg(key).arg(1).arg("PX").arg(ttl);
+        if let Ok(Err(error)) =
+            tokio::time::timeout(ENGINE_TIMEOUT, set.query_async::<()>(&mut commands)).await
+        {
+            tracing::debug!(%error, "this process's sign of life could not be set");
+        }
+        tokio::time::sleep(HEARTBEAT_EVERY).await;
     }
 }
 

@@ -142,6 +142,7 @@ impl Application {
                     members.signed_out(&user_id, session);
                 }
                 ClusterEvent::Member {
+                    from,
                     user_id,
                     event,
                     data,
@@ -149,6 +150,7 @@ impl Application {
                 } => members.from_peer(
                     &user_id,
                     helpnow_actors::member::FromPeer {
+                        from,
                         event,
                         data,
                         volatile,

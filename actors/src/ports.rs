@@ -144,6 +144,10 @@ pub trait MemberPeers: Send + Sync + 'static {
         _volatile: bool,
     ) {
     }
+    /// Whether the process named `process` (a peer event's `from`) is still alive.
+    fn alive(&self, _process: &str) -> BoxFuture<'static, bool> {
+        Box::pin(futures_util::future::ready(true))
+    }
 }
 
 /// A process alone.

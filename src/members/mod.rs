@@ -76,6 +76,12 @@ impl MemberPeers for ClusterPeers {
     ) {
         self.0.publish_member(user_id, event, data, volatile);
     }
+
+    fn alive(&self, process: &str) -> BoxFuture<'static, bool> {
+        let cluster = self.0.clone();
+        let process = process.to_owned();
+        async move { cluster.alive(&process).await }.boxed()
+    }
 }
 
 /// Whether the user has an active trial or subscription now (DESIGN.md section 6).

@@ -19,11 +19,20 @@ fn start_on(surreal: &SurrealServer) -> Server {
 
 /// The same, sharing events and limits with the others through `redis`.
 fn start_on_with(surreal: &SurrealServer, redis: Option<&RedisServer>) -> Server {
+    start_on_with_settings(surreal, redis, &[])
+}
+
+fn start_on_with_settings(
+    surreal: &SurrealServer,
+    redis: Option<&RedisServer>,
+    extra: &[(&'static str, String)],
+) -> Server {
     let mut settings = surreal.settings();
     settings.push(("APP__SERVER__TRUST_FORWARDED_FOR", "true".into()));
     if let Some(redis) = redis {
         settings.push(("APP__EVENTS__REDIS_URL", redis.url.clone()));
     }
+    settings.extend(extra.iter().cloned());
     let settings: Vec<(&str, &str)> = settings
         .iter()
         .map(|(name, value)| (*name, value.as_str()))
@@ -394,10 +403,14 @@ struct Pair {
 
 impl Pair {
     fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    fn start_with(extra: &[(&'static str, String)]) -> Self {
         let surreal = SurrealServer::start();
         let redis = RedisServer::start();
-        let first = start_on_with(&surreal, Some(&redis));
-        let second = start_on_with(&surreal, Some(&redis));
+        let first = start_on_with_settings(&surreal, Some(&redis), extra);
+        let second = start_on_with_settings(&surreal, Some(&redis), extra);
         Self {
             surreal,
             redis,
@@ -856,4 +869,88 @@ async fn scripts_cluster_runs_the_whole_set_and_stops_it_on_sigterm() {
             "the helpnow process at {process} stopped too"
         );
     }
+}
+
+/// A member's reply streaming from one process to the member's device on another: the process
+/// dies (`kill -9`) mid-reply, the device gets the spec's error for that chat, and asking again
+/// through the process that lives is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_whose_process_dies_ends_in_the_error_on_the_members_other_device() {
+    let ai = crate::ai_mock::MockAi::start().await;
+    ai.stream_delay(Duration::from_millis(400));
+    let pair = Pair::start_with(&[
+        ("APP__AI__PROVIDER", "openai".into()),
+        ("APP__AI__BASE_URL", ai.base_url()),
+        ("APP__AI__API_KEY", crate::ai_mock::API_KEY.into()),
+        ("APP__AI__MODEL", crate::ai_mock::MODEL.into()),
+    ]);
+    let laptop_cookie = member_on(&pair, &pair.first, "dying-process@example.com").await;
+    let http = reqwest::Client::new();
+    let response = http
+        .post(format!("{}/api/auth/login", pair.second.address))
+        .json(&json!({ "email": "dying-process@example.com", "password": "correct horse battery" }))
+        .send()
+        .await
+        .expect("sign-in");
+    let phone_cookie = crate::helpers::cookie_named(&response, "helpnow_session").expect("session");
+    let local = std::net::IpAddr::from([127, 0, 0, 1]);
+    let patience = Duration::from_secs(30);
+    let mut laptop = Client::connect(
+        &target_of(&pair.first),
+        local,
+        "/member",
+        &json!({}),
+        Some(&laptop_cookie),
+        patience,
+    )
+    .await
+    .expect("the laptop joins on the first process");
+    let mut phone = Client::connect(
+        &target_of(&pair.second),
+        local,
+        "/member",
+        &json!({}),
+        Some(&phone_cookie),
+        patience,
+    )
+    .await
+    .expect("the phone joins on the second process");
+    next_event(&mut laptop, "chat:ready").await;
+    next_event(&mut phone, "chat:ready").await;
+    laptop
+        .emit_with_ack("chat:send", json!({ "text": "Why is my laptop so loud?" }))
+        .await
+        .expect("sent");
+    let typing = next_event(&mut phone, "chat:typing").await;
+    let chat_id = typing["chatId"].as_str().expect("chat id").to_owned();
+    next_event(&mut phone, "chat:delta").await;
+    let Pair { first, second, .. } = pair;
+    first.kill_hard();
+
+    let error = next_event(&mut phone, "chat:error").await;
+    assert_eq!(error["chatId"], chat_id.as_str());
+    assert_eq!(error["text"], helpnow_actors::member::CHAT_ERROR);
+
+    ai.stream_delay(Duration::ZERO);
+    let id = phone
+        .emit_with_ack(
+            "chat:send",
+            json!({ "chatId": chat_id, "text": "Why is my laptop so loud?" }),
+        )
+        .await
+        .expect("sent again");
+    let ack = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let packet = phone.next_packet().await.expect("a packet");
+            if let Some(ack) = ack_of(&packet, id) {
+                return ack.clone();
+            }
+        }
+    })
+    .await
+    .expect("acknowledged");
+    assert_eq!(ack["ok"], true, "the member may ask again: {ack}");
+    let done = next_event(&mut phone, "chat:done").await;
+    assert_eq!(done["chatId"], chat_id.as_str());
+    drop(second);
 }

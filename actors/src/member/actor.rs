@@ -204,10 +204,16 @@ fn take_ready_pieces(
 /// The events the member's actors pass between processes.
 const PEER_EVENTS: [&str; 4] = ["chat:typing", "chat:delta", "chat:done", "chat:error"];
 
+/// How often the processes whose replies the sockets here are following are asked whether they
+/// are still alive.
+const PEER_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// An event that the member's actor on another process emitted to all of the member's sockets.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]
 pub struct FromPeer {
+    /// The process it came from.
+    pub from: String,
     pub event: String,
     pub data: Value,
     /// A streamed piece: not kept for a socket that recovers its connection.
@@ -311,6 +317,11 @@ pub struct MemberActor {
     /// Sends and task-help requests being stored (each will start a reply).
     preparing: usize,
     writing: HashMap<String, Writing>,
+    /// Replies that the member's actor on another process is writing: chat id -> (message id,
+    /// that process).
+    peer_writing: HashMap<String, (String, String)>,
+    /// While `peer_writing` has any: the check that their processes are still alive.
+    peer_check: Option<SpawnHandle>,
     known: Option<KnownChat>,
     idle_timer: Option<SpawnHandle>,
 }
@@ -329,6 +340,8 @@ impl MemberActor {
             stop_requested: HashSet::new(),
             preparing: 0,
             writing: HashMap::new(),
+            peer_writing: HashMap::new(),
+            peer_check: None,
             known: None,
             idle_timer: None,
         }
@@ -367,17 +380,76 @@ impl MemberActor {
         }
     }
 
+    /// Every `PEER_CHECK_EVERY` while the member's actors elsewhere write replies: a reply whose
+    /// process is gone (it died) ends here in the error, so the member can ask again.
+    fn check_peers_while_they_write(&mut self, ctx: &mut Context<Self>) {
+        if self.peer_check.is_some() {
+            return;
+        }
+        self.peer_check = Some(ctx.run_interval(PEER_CHECK_EVERY, |act, ctx| {
+            if act.peer_writing.is_empty() {
+                if let Some(check) = act.peer_check.take() {
+                    ctx.cancel_future(check);
+                }
+                return;
+            }
+            let mut processes: Vec<String> = act
+                .peer_writing
+                .values()
+                .map(|(_, process)| process.clone())
+                .collect();
+            processes.sort();
+            processes.dedup();
+            for process in processes {
+                let alive = act.deps.peers.alive(&process);
+                ctx.spawn(alive.into_actor(act).map(move |alive, act, _| {
+                    if alive {
+                        return;
+                    }
+                    let gone: Vec<String> = act
+                        .peer_writing
+                        .iter()
+                        .filter(|(_, (_, from))| *from == process)
+                        .map(|(chat_id, _)| chat_id.clone())
+                        .collect();
+                    for chat_id in gone {
+                        act.peer_writing.remove(&chat_id);
+                        tracing::warn!(user = %act.user_id, chat = %chat_id, "a reply's process is gone");
+                        act.emit_here(
+                            "chat:error",
+                            &json!({ "chatId": chat_id, "text": CHAT_ERROR }),
+                        );
+                    }
+                }));
+            }
+        }));
+    }
+
     fn emit_here(&self, event: &'static str, data: &Value) {
         for client in &self.clients {
             client.client.emit(event, data.clone());
         }
     }
 
-    /// An event of the member's actor on another process, for the sockets here.
-    fn on_from_peer(&self, from_peer: FromPeer) {
+    /// An event of the member's actor on another process, for the sockets here. A reply it
+    /// begins is followed until it ends, so that the sockets here hear of its end even when that
+    /// process dies first.
+    fn on_from_peer(&mut self, from_peer: FromPeer, ctx: &mut Context<Self>) {
         let Some(event) = PEER_EVENTS.iter().find(|known| **known == from_peer.event) else {
             return;
         };
+        let text_of = |key: &str| from_peer.data[key].as_str().map(str::to_owned);
+        match (*event, text_of("chatId"), text_of("messageId")) {
+            ("chat:typing", Some(chat_id), Some(message_id)) => {
+                self.peer_writing
+                    .insert(chat_id, (message_id, from_peer.from.clone()));
+                self.check_peers_while_they_write(ctx);
+            }
+            ("chat:done" | "chat:error", Some(chat_id), _) => {
+                self.peer_writing.remove(&chat_id);
+            }
+            _ => {}
+        }
         if from_peer.volatile {
             if let Some((last, others)) = self.clients.split_last() {
                 for client in others {
@@ -404,7 +476,12 @@ impl MemberActor {
     /// `chat:ready`: the greeting of a new chat, and the chats whose reply is still being written
     /// (a page that missed their end knows to reload them).
     fn ready(&self) -> Value {
-        let mut writing: Vec<&String> = self.writing.keys().chain(self.saving.iter()).collect();
+        let mut writing: Vec<&String> = self
+            .writing
+            .keys()
+            .chain(self.saving.iter())
+            .chain(self.peer_writing.keys())
+            .collect();
         writing.sort();
         writing.dedup();
         json!({ "greeting": self.greeting(), "writing": writing })
@@ -1114,8 +1191,8 @@ impl Handler<SignedOut> for MemberActor {
 impl Handler<FromPeer> for MemberActor {
     type Result = ();
 
-    fn handle(&mut self, from_peer: FromPeer, _ctx: &mut Self::Context) {
-        self.on_from_peer(from_peer);
+    fn handle(&mut self, from_peer: FromPeer, ctx: &mut Self::Context) {
+        self.on_from_peer(from_peer, ctx);
     }
 }
 

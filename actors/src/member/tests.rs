@@ -344,7 +344,10 @@ impl crate::ports::Ai for DrivenAi {
 /// What the actors passed to their peers on other processes: (user, event, data, volatile), and
 /// "joined"/"left" with the user.
 #[derive(Default)]
-struct RecordedPeers(Mutex<Vec<(String, String, Value, bool)>>);
+struct RecordedPeers(
+    Mutex<Vec<(String, String, Value, bool)>>,
+    Mutex<Vec<String>>,
+);
 
 impl RecordedPeers {
     fn events(&self) -> Vec<(String, Value, bool)> {
@@ -382,6 +385,16 @@ impl crate::ports::MemberPeers for RecordedPeers {
     fn publish(&self, user_id: &str, event: &'static str, data: &Value, volatile: bool) {
         let mut seen = self.0.lock().expect("lock");
         seen.push((user_id.into(), event.into(), data.clone(), volatile));
+    }
+
+    fn alive(&self, process: &str) -> BoxFuture<'static, bool> {
+        let dead = self
+            .1
+            .lock()
+            .expect("lock")
+            .iter()
+            .any(|gone| gone == process);
+        futures_util::future::ready(!dead).boxed()
     }
 }
 
@@ -608,6 +621,7 @@ async fn the_members_events_go_to_and_come_from_its_peers_on_other_processes() {
     harness.registry.from_peer(
         USER,
         FromPeer {
+            from: "process-b".into(),
             event: "chat:delta".into(),
             data: elsewhere.clone(),
             volatile: true,
@@ -618,6 +632,7 @@ async fn the_members_events_go_to_and_come_from_its_peers_on_other_processes() {
     harness.registry.from_peer(
         USER,
         FromPeer {
+            from: "process-b".into(),
             event: "chat:ready".into(),
             data: json!({}),
             volatile: false,
@@ -626,6 +641,7 @@ async fn the_members_events_go_to_and_come_from_its_peers_on_other_processes() {
     harness.registry.from_peer(
         USER,
         FromPeer {
+            from: "process-b".into(),
             event: "chat:done".into(),
             data: json!({ "chatId": "chat-elsewhere" }),
             volatile: false,
@@ -640,6 +656,52 @@ async fn the_members_events_go_to_and_come_from_its_peers_on_other_processes() {
         3,
         "what came from a peer is not passed on again"
     );
+}
+
+/// A reply that the member's actor on another process is writing ends here in the error when
+/// that process dies before its end, so the member can ask again; a later tab hears of it in
+/// `chat:ready` while it is being written.
+#[actix::test]
+async fn a_reply_whose_process_died_ends_in_the_error_on_the_other_processes() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    tab.next_named("chat:ready").await;
+    let typing = |chat: &str| FromPeer {
+        from: "process-b".into(),
+        event: "chat:typing".into(),
+        data: json!({ "chatId": chat, "messageId": format!("m-{chat}") }),
+        volatile: false,
+    };
+    harness.registry.from_peer(USER, typing("chat-1"));
+    harness.registry.from_peer(USER, typing("chat-2"));
+    assert_eq!(tab.next_named("chat:typing").await["chatId"], "chat-1");
+    let mut later = harness.connect("tab-2", None).await;
+    let ready = later.next_named("chat:ready").await;
+    assert_eq!(ready["writing"], json!(["chat-1", "chat-2"]));
+    // chat-2's reply ends normally; the process is alive through a check.
+    harness.registry.from_peer(
+        USER,
+        FromPeer {
+            from: "process-b".into(),
+            event: "chat:done".into(),
+            data: json!({ "chatId": "chat-2", "text": "Done." }),
+            volatile: false,
+        },
+    );
+    tab.next_named("chat:done").await;
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    // Then it dies: chat-1's reply will never end there.
+    harness
+        .peers
+        .1
+        .lock()
+        .expect("lock")
+        .push("process-b".into());
+    let error = tab.next_named("chat:error").await;
+    assert_eq!(error, json!({ "chatId": "chat-1", "text": CHAT_ERROR }));
+    assert_eq!(later.next_named("chat:error").await["chatId"], "chat-1");
+    let mut third = harness.connect("tab-3", None).await;
+    assert_eq!(third.next_named("chat:ready").await["writing"], json!([]));
 }
 
 #[actix::test]
