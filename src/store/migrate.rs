@@ -130,7 +130,7 @@ pub(crate) async fn memory_db() -> Db {
         .and_then(|r| r.check())
         .expect("define ns/db");
     db.use_ns("t").use_db("t").await.expect("use ns/db");
-    db
+    Db::new(db)
 }
 
 /// The same with every migration applied.

@@ -61,8 +61,32 @@ pub async fn in_turn_bounded<T>(
     .await
 }
 
-/// The database handle every repository works with; cheap to clone.
-pub type Db = Surreal<Any>;
+/// The database handle every repository works with; cheap to clone, and every clone shares one
+/// session. (SurrealDB 3's own `Surreal::clone` starts a new session, which against a SurrealDB
+/// server replays the sign-in, an argon2 hash on the server: 62 % of its CPU when each store batch
+/// took a clone; docs/benchmarks.md, "Several processes".)
+#[derive(Clone)]
+pub struct Db(std::sync::Arc<Surreal<Any>>);
+
+impl Db {
+    pub fn new(db: Surreal<Any>) -> Self {
+        Self(std::sync::Arc::new(db))
+    }
+}
+
+impl std::ops::Deref for Db {
+    type Target = Surreal<Any>;
+
+    fn deref(&self) -> &Surreal<Any> {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Db")
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -111,6 +135,7 @@ pub async fn connect(settings: &DatabaseSettings) -> Result<Db, StoreError> {
     db.use_ns(&settings.namespace)
         .use_db(&settings.database)
         .await?;
+    let db = Db::new(db);
     migrate(&db).await?;
     Ok(db)
 }
