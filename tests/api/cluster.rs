@@ -101,17 +101,8 @@ async fn send(client: &mut Client, text: &str) {
         .emit_with_ack("send", json!({ "text": text }))
         .await
         .expect("sent");
-    tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let packet = client.next_packet().await.expect("a packet");
-            if let Some(ack) = ack_of(&packet, id) {
-                assert_eq!(ack["ok"], true, "{ack}");
-                return;
-            }
-        }
-    })
-    .await
-    .expect("acknowledged within 30 s");
+    let answer = ack(client, id).await;
+    assert_eq!(answer["ok"], true, "{answer}");
 }
 
 fn texts(conversation: &Value) -> Vec<(String, String)> {
@@ -426,7 +417,7 @@ async fn member_on(pair: &Pair, server: &Server, email: &str) -> String {
     let http = reqwest::Client::new();
     let response = http
         .post(format!("{}/api/auth/signup", server.address))
-        .json(&json!({ "email": email, "password": "correct horse battery" }))
+        .json(&json!({ "email": email, "password": PASSWORD }))
         .send()
         .await
         .expect("sign-up");
@@ -453,50 +444,81 @@ async fn member_on(pair: &Pair, server: &Server, email: &str) -> String {
     cookie
 }
 
+const PASSWORD: &str = "correct horse battery";
+
+/// Signs `email` in on `server`: the new session's cookie.
+async fn sign_in_on(server: &Server, email: &str) -> String {
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/auth/login", server.address))
+        .json(&json!({ "email": email, "password": PASSWORD }))
+        .send()
+        .await
+        .expect("sign-in");
+    assert_eq!(response.status(), 200);
+    crate::helpers::cookie_named(&response, "helpnow_session").expect("a session")
+}
+
+/// A `/member` socket of the session `cookie` on `server`, once it has its `chat:ready`.
+async fn member_socket(server: &Server, cookie: &str) -> Client {
+    let local = std::net::IpAddr::from([127, 0, 0, 1]);
+    let mut client = Client::connect(
+        &target_of(server),
+        local,
+        "/member",
+        &json!({}),
+        Some(cookie),
+        Duration::from_secs(30),
+    )
+    .await
+    .expect("the member joins");
+    next_event(&mut client, "chat:ready").await;
+    client
+}
+
+/// The answer to the acknowledgement `id`, at most 30 s away.
+async fn ack(client: &mut Client, id: u64) -> Value {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let packet = client.next_packet().await.expect("a packet");
+            if let Some(ack) = ack_of(&packet, id) {
+                return ack.clone();
+            }
+        }
+    })
+    .await
+    .expect("acknowledged within 30 s")
+}
+
+/// Whether the server ends `client`'s socket (a disconnect, or the connection closed) within 10 s.
+async fn closed(client: &mut Client) -> bool {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match client.next_packet().await {
+                Ok(packet)
+                    if packet.kind == helpnow::realtime::socketio::PacketType::Disconnect =>
+                {
+                    return;
+                }
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        }
+    })
+    .await
+    .is_ok()
+}
+
 /// Signing out on one process closes that session's chat socket on the other one at once (the
 /// event goes through Redis); the member's other session stays.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn signing_out_on_one_process_closes_the_sessions_socket_on_another() {
     let pair = Pair::start();
     let cookie = member_on(&pair, &pair.first, "two-places@example.com").await;
-    let http = reqwest::Client::new();
-    let other_session = {
-        let response = http
-            .post(format!("{}/api/auth/login", pair.second.address))
-            .json(
-                &json!({ "email": "two-places@example.com", "password": "correct horse battery" }),
-            )
-            .send()
-            .await
-            .expect("sign-in");
-        assert_eq!(response.status(), 200);
-        crate::helpers::cookie_named(&response, "helpnow_session").expect("a session")
-    };
-    let local = std::net::IpAddr::from([127, 0, 0, 1]);
-    let patience = Duration::from_secs(30);
-    let mut leaving = Client::connect(
-        &target_of(&pair.second),
-        local,
-        "/member",
-        &json!({}),
-        Some(&cookie),
-        patience,
-    )
-    .await
-    .expect("the member joins on the second process");
-    let mut staying = Client::connect(
-        &target_of(&pair.second),
-        local,
-        "/member",
-        &json!({}),
-        Some(&other_session),
-        patience,
-    )
-    .await
-    .expect("the other session joins too");
-    next_event(&mut leaving, "chat:ready").await;
-    next_event(&mut staying, "chat:ready").await;
+    let other_session = sign_in_on(&pair.second, "two-places@example.com").await;
+    let mut leaving = member_socket(&pair.second, &cookie).await;
+    let mut staying = member_socket(&pair.second, &other_session).await;
 
+    let http = reqwest::Client::new();
     let response = http
         .post(format!("{}/api/auth/logout", pair.first.address))
         .header("cookie", &cookie)
@@ -504,39 +526,15 @@ async fn signing_out_on_one_process_closes_the_sessions_socket_on_another() {
         .await
         .expect("sign-out");
     assert_eq!(response.status(), 204);
-    let closed = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            match leaving.next_packet().await {
-                Ok(packet)
-                    if packet.kind == helpnow::realtime::socketio::PacketType::Disconnect =>
-                {
-                    return true;
-                }
-                Ok(_) => {}
-                Err(_) => return true,
-            }
-        }
-    })
-    .await;
-    assert_eq!(
-        closed,
-        Ok(true),
+    assert!(
+        closed(&mut leaving).await,
         "the signed-out session's socket on the other process closed"
     );
     let id = staying
         .emit_with_ack("chat:stop", json!({ "chatId": "none" }))
         .await
         .expect("the other session's socket still takes events");
-    tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            let packet = staying.next_packet().await.expect("still open");
-            if ack_of(&packet, id).is_some() {
-                return;
-            }
-        }
-    })
-    .await
-    .expect("and answers them");
+    ack(&mut staying, id).await;
 }
 
 /// Password guesses at one account spread over both processes meet one limit: ten, then 429,
@@ -621,18 +619,7 @@ async fn with_redis_down_each_process_limits_alone_and_events_resume_when_it_is_
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let local = std::net::IpAddr::from([127, 0, 0, 1]);
-    let mut socket = Client::connect(
-        &target_of(&pair.second),
-        local,
-        "/member",
-        &json!({}),
-        Some(&cookie),
-        Duration::from_secs(30),
-    )
-    .await
-    .expect("the member joins on the second process");
-    next_event(&mut socket, "chat:ready").await;
+    let mut socket = member_socket(&pair.second, &cookie).await;
     let response = http
         .post(format!("{}/api/auth/logout", pair.first.address))
         .header("cookie", &cookie)
@@ -640,22 +627,8 @@ async fn with_redis_down_each_process_limits_alone_and_events_resume_when_it_is_
         .await
         .expect("sign-out");
     assert_eq!(response.status(), 204);
-    let closed = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            match socket.next_packet().await {
-                Ok(packet)
-                    if packet.kind == helpnow::realtime::socketio::PacketType::Disconnect =>
-                {
-                    return;
-                }
-                Ok(_) => {}
-                Err(_) => return,
-            }
-        }
-    })
-    .await;
     assert!(
-        closed.is_ok(),
+        closed(&mut socket).await,
         "the sign-out reached the other process after the outage"
     );
 }
@@ -693,43 +666,9 @@ async fn a_shared_limit_counts_as_governor_does_in_one_process() {
 async fn a_members_reply_streams_to_its_devices_on_both_processes() {
     let pair = Pair::start();
     let laptop_cookie = member_on(&pair, &pair.first, "two-devices@example.com").await;
-    let http = reqwest::Client::new();
-    let phone_cookie = {
-        let response = http
-            .post(format!("{}/api/auth/login", pair.second.address))
-            .json(
-                &json!({ "email": "two-devices@example.com", "password": "correct horse battery" }),
-            )
-            .send()
-            .await
-            .expect("sign-in");
-        assert_eq!(response.status(), 200);
-        crate::helpers::cookie_named(&response, "helpnow_session").expect("a session")
-    };
-    let local = std::net::IpAddr::from([127, 0, 0, 1]);
-    let patience = Duration::from_secs(30);
-    let mut laptop = Client::connect(
-        &target_of(&pair.first),
-        local,
-        "/member",
-        &json!({}),
-        Some(&laptop_cookie),
-        patience,
-    )
-    .await
-    .expect("the laptop joins on the first process");
-    let mut phone = Client::connect(
-        &target_of(&pair.second),
-        local,
-        "/member",
-        &json!({}),
-        Some(&phone_cookie),
-        patience,
-    )
-    .await
-    .expect("the phone joins on the second process");
-    next_event(&mut laptop, "chat:ready").await;
-    next_event(&mut phone, "chat:ready").await;
+    let phone_cookie = sign_in_on(&pair.second, "two-devices@example.com").await;
+    let mut laptop = member_socket(&pair.first, &laptop_cookie).await;
+    let mut phone = member_socket(&pair.second, &phone_cookie).await;
 
     let id = laptop
         .emit_with_ack(
@@ -738,16 +677,7 @@ async fn a_members_reply_streams_to_its_devices_on_both_processes() {
         )
         .await
         .expect("sent");
-    let ack = tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let packet = laptop.next_packet().await.expect("a packet");
-            if let Some(ack) = ack_of(&packet, id) {
-                return ack.clone();
-            }
-        }
-    })
-    .await
-    .expect("acknowledged");
+    let ack = ack(&mut laptop, id).await;
     assert_eq!(ack["ok"], true, "{ack}");
     let chat_id = ack["chatId"].as_str().expect("chat id").to_owned();
 
@@ -778,6 +708,7 @@ async fn a_members_reply_streams_to_its_devices_on_both_processes() {
     assert_eq!(on_laptop["text"], reply);
 
     // One history, read through either process.
+    let http = reqwest::Client::new();
     for (server, cookie) in [(&pair.first, &laptop_cookie), (&pair.second, &phone_cookie)] {
         let chat: Value = http
             .get(format!("{}/api/chats/{chat_id}", server.address))
@@ -885,38 +816,9 @@ async fn a_reply_whose_process_dies_ends_in_the_error_on_the_members_other_devic
         ("APP__AI__MODEL", crate::ai_mock::MODEL.into()),
     ]);
     let laptop_cookie = member_on(&pair, &pair.first, "dying-process@example.com").await;
-    let http = reqwest::Client::new();
-    let response = http
-        .post(format!("{}/api/auth/login", pair.second.address))
-        .json(&json!({ "email": "dying-process@example.com", "password": "correct horse battery" }))
-        .send()
-        .await
-        .expect("sign-in");
-    let phone_cookie = crate::helpers::cookie_named(&response, "helpnow_session").expect("session");
-    let local = std::net::IpAddr::from([127, 0, 0, 1]);
-    let patience = Duration::from_secs(30);
-    let mut laptop = Client::connect(
-        &target_of(&pair.first),
-        local,
-        "/member",
-        &json!({}),
-        Some(&laptop_cookie),
-        patience,
-    )
-    .await
-    .expect("the laptop joins on the first process");
-    let mut phone = Client::connect(
-        &target_of(&pair.second),
-        local,
-        "/member",
-        &json!({}),
-        Some(&phone_cookie),
-        patience,
-    )
-    .await
-    .expect("the phone joins on the second process");
-    next_event(&mut laptop, "chat:ready").await;
-    next_event(&mut phone, "chat:ready").await;
+    let phone_cookie = sign_in_on(&pair.second, "dying-process@example.com").await;
+    let mut laptop = member_socket(&pair.first, &laptop_cookie).await;
+    let mut phone = member_socket(&pair.second, &phone_cookie).await;
     laptop
         .emit_with_ack("chat:send", json!({ "text": "Why is my laptop so loud?" }))
         .await
@@ -939,16 +841,7 @@ async fn a_reply_whose_process_dies_ends_in_the_error_on_the_members_other_devic
         )
         .await
         .expect("sent again");
-    let ack = tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let packet = phone.next_packet().await.expect("a packet");
-            if let Some(ack) = ack_of(&packet, id) {
-                return ack.clone();
-            }
-        }
-    })
-    .await
-    .expect("acknowledged");
+    let ack = ack(&mut phone, id).await;
     assert_eq!(ack["ok"], true, "the member may ask again: {ack}");
     let done = next_event(&mut phone, "chat:done").await;
     assert_eq!(done["chatId"], chat_id.as_str());
