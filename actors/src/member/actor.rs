@@ -425,6 +425,19 @@ impl MemberActor {
         }));
     }
 
+    /// A volatile event for the sockets here: the last tab takes the value itself, only the
+    /// others get copies. False when there is no socket here.
+    fn emit_volatile_here(&self, event: &'static str, data: Value) -> bool {
+        let Some((last, others)) = self.clients.split_last() else {
+            return false;
+        };
+        for client in others {
+            client.client.emit_volatile(event, data.clone());
+        }
+        last.client.emit_volatile(event, data);
+        true
+    }
+
     fn emit_here(&self, event: &'static str, data: &Value) {
         for client in &self.clients {
             client.client.emit(event, data.clone());
@@ -451,12 +464,7 @@ impl MemberActor {
             _ => {}
         }
         if from_peer.volatile {
-            if let Some((last, others)) = self.clients.split_last() {
-                for client in others {
-                    client.client.emit_volatile(event, from_peer.data.clone());
-                }
-                last.client.emit_volatile(event, from_peer.data);
-            }
+            self.emit_volatile_here(event, from_peer.data);
         } else {
             self.emit_here(event, &from_peer.data);
         }
@@ -775,12 +783,7 @@ impl MemberActor {
         self.deps
             .peers
             .publish(&self.user_id, "chat:delta", &data, true);
-        // The last tab takes the value itself; only the others get copies.
-        if let Some((last, others)) = self.clients.split_last() {
-            for client in others {
-                client.client.emit_volatile("chat:delta", data.clone());
-            }
-            last.client.emit_volatile("chat:delta", data);
+        if self.emit_volatile_here("chat:delta", data) {
             self.deps.telemetry.piece_forwarded(piece.read_at.elapsed());
         }
     }
