@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use helpnow_actors::ports::Holder;
 use serde::{Deserialize, Serialize};
 
 /// The channel every process listens on.
@@ -30,6 +31,38 @@ const HEARTBEAT_TTL: Duration = Duration::from_secs(5);
 /// A member's channel (`helpnow:member:{user id}`), listened on by the processes that hold an
 /// actor of the member.
 const MEMBER_CHANNEL_PREFIX: &str = "helpnow:member:";
+
+/// A process's own channel (`helpnow:inbox:{id}`): what another process sends it alone (a
+/// funnel conversation's events between the process a visitor's socket is on and the one that
+/// holds the conversation).
+const INBOX_CHANNEL_PREFIX: &str = "helpnow:inbox:";
+
+/// Which process holds a funnel conversation's live actor (`helpnow:claim:{conversation id}`):
+/// valid while that process's sign of life is, set again by the holder every `CLAIM_RENEW_EVERY`,
+/// gone `CLAIM_TTL` after it stopped.
+const CLAIM_PREFIX: &str = "helpnow:claim:";
+pub const CLAIM_RENEW_EVERY: Duration = Duration::from_secs(10);
+const CLAIM_TTL: Duration = Duration::from_secs(30);
+
+/// Claims KEYS[1] for ARGV[1] unless another process holds it and lives (its sign of life,
+/// ARGV[2] followed by its id, is there); answers the holder. Run again by the holder, it
+/// renews the claim.
+const CLAIM: &str = r"
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] and redis.call('EXISTS', ARGV[2] .. holder) == 1 then
+  return holder
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+return ARGV[1]
+";
+
+/// Gives up KEYS[1] if ARGV[1] holds it.
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+";
 
 /// At most this many queued events go to Redis in one pipeline.
 const PIPELINE: usize = 256;
@@ -80,13 +113,14 @@ pub enum ClusterEvent {
     /// piece), for the member's sockets on the other processes. Sent only to the processes that
     /// hold an actor of the member.
     Member {
-        /// The process whose actor emitted it.
-        from: String,
         user_id: String,
         event: String,
         data: serde_json::Value,
         volatile: bool,
     },
+    /// A funnel conversation's event between the process of a visitor's socket and the process
+    /// that holds the conversation (to one process's inbox).
+    Funnel(crate::funnels::relay::RelayMessage),
 }
 
 /// On the wire: the event and the process that sent it (which has acted on it already).
@@ -96,7 +130,8 @@ struct Envelope {
     event: ClusterEvent,
 }
 
-type Handler = Box<dyn Fn(ClusterEvent) + Send + Sync>;
+/// Acts on an event from the process `from` (this process's own id for its own events).
+type Handler = Box<dyn Fn(&str, ClusterEvent) + Send + Sync>;
 
 /// What the subscription is told: a member's actor started or stopped here.
 enum Control {
@@ -106,6 +141,10 @@ enum Control {
 
 fn member_channel(user_id: &str) -> String {
     format!("{MEMBER_CHANNEL_PREFIX}{user_id}")
+}
+
+fn inbox_channel(process: &str) -> String {
+    format!("{INBOX_CHANNEL_PREFIX}{process}")
 }
 
 /// A limit: `burst` attempts at once, then one more every `period`.
@@ -139,6 +178,8 @@ struct Redis {
     client: redis::Client,
     commands: redis::aio::ConnectionManager,
     gcra: redis::Script,
+    claim: redis::Script,
+    release: redis::Script,
     /// Members' events in the order their actors passed them, for the publishing task.
     outbox: tokio::sync::mpsc::UnboundedSender<(String, String)>,
     control: tokio::sync::mpsc::UnboundedSender<Control>,
@@ -175,6 +216,8 @@ impl Cluster {
             client,
             commands,
             gcra: redis::Script::new(GCRA),
+            claim: redis::Script::new(CLAIM),
+            release: redis::Script::new(RELEASE),
             outbox,
             control,
             control_receiver: std::sync::Mutex::new(Some(control_receiver)),
@@ -201,6 +244,70 @@ impl Cluster {
         )
     }
 
+    /// Claims the funnel conversation `conversation` for this process, or renews its claim:
+    /// `Elsewhere` when a living process holds it. Alone, or when Redis does not answer within
+    /// half a second, the answer is `Here` (with a warning): a conversation is then served
+    /// rather than refused, and the versioned saves keep it whole should another process serve
+    /// it meanwhile.
+    pub async fn claim(&self, conversation: &str) -> Holder {
+        let Some(redis) = &self.inner.redis else {
+            return Holder::Here;
+        };
+        let mut commands = redis.commands.clone();
+        let mut invocation = redis.claim.key(format!("{CLAIM_PREFIX}{conversation}"));
+        invocation
+            .arg(&self.inner.id)
+            .arg(PROCESS_KEY_PREFIX)
+            .arg(u64::try_from(CLAIM_TTL.as_millis()).unwrap_or(u64::MAX));
+        match tokio::time::timeout(
+            ENGINE_TIMEOUT,
+            invocation.invoke_async::<String>(&mut commands),
+        )
+        .await
+        {
+            Ok(Ok(holder)) if holder == self.inner.id => Holder::Here,
+            Ok(Ok(holder)) => Holder::Elsewhere(holder),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "a funnel conversation is served here unclaimed");
+                Holder::Here
+            }
+            Err(_) => {
+                tracing::warn!(
+                    "a funnel conversation is served here unclaimed (the event engine is slow)"
+                );
+                Holder::Here
+            }
+        }
+    }
+
+    /// Gives up this process's claim on `conversation` (its actor stopped), without waiting.
+    pub fn release(&self, conversation: &str) {
+        let Some(redis) = &self.inner.redis else {
+            return;
+        };
+        let mut commands = redis.commands.clone();
+        let script = redis.release.clone();
+        let key = format!("{CLAIM_PREFIX}{conversation}");
+        let me = self.inner.id.clone();
+        tokio::spawn(async move {
+            let mut invocation = script.key(key);
+            invocation.arg(me);
+            // Not released (Redis away): the claim lapses with its holder's sign of life or its
+            // time to live.
+            let _ = tokio::time::timeout(
+                ENGINE_TIMEOUT,
+                invocation.invoke_async::<i64>(&mut commands),
+            )
+            .await;
+        });
+    }
+
+    /// Sends `event` to the process `process` alone (its inbox), in order with this process's
+    /// other events, without waiting.
+    pub fn send_to(&self, process: &str, event: ClusterEvent) {
+        self.send(inbox_channel(process), event);
+    }
+
     fn with(redis: Option<Redis>) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -220,7 +327,7 @@ impl Cluster {
 
     /// Starts acting on events with `handler`: this process's own at once, the others' as they
     /// arrive (from a task that subscribes again whenever its connection is lost). Once.
-    pub fn listen(&self, handler: impl Fn(ClusterEvent) + Send + Sync + 'static) {
+    pub fn listen(&self, handler: impl Fn(&str, ClusterEvent) + Send + Sync + 'static) {
         if self.inner.handler.set(Box::new(handler)).is_err() {
             return;
         }
@@ -276,7 +383,6 @@ impl Cluster {
         self.send(
             member_channel(user_id),
             ClusterEvent::Member {
-                from: self.inner.id.clone(),
                 user_id: user_id.to_owned(),
                 event: event.to_owned(),
                 data: data.clone(),
@@ -289,7 +395,7 @@ impl Cluster {
     /// members' events).
     pub fn publish(&self, event: ClusterEvent) {
         if let Some(handler) = self.inner.handler.get() {
-            handler(event.clone());
+            handler(&self.inner.id, event.clone());
         }
         self.send(CHANNEL.to_owned(), event);
     }
@@ -436,18 +542,18 @@ async fn subscribe(
         match client.get_async_pubsub().await {
             Ok(pubsub) => {
                 let (mut sink, mut stream) = pubsub.split();
-                let members: Vec<String> = match inner.upgrade() {
-                    Some(inner) => inner
-                        .members
+                let Some(here) = inner.upgrade() else {
+                    return;
+                };
+                let mut channels = vec![CHANNEL.to_owned(), inbox_channel(&here.id)];
+                channels.extend(
+                    here.members
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner)
                         .iter()
-                        .map(|user_id| member_channel(user_id))
-                        .collect(),
-                    None => return,
-                };
-                let mut channels = vec![CHANNEL.to_owned()];
-                channels.extend(members);
+                        .map(|user_id| member_channel(user_id)),
+                );
+                drop(here);
                 match sink.subscribe(channels).await {
                     Ok(()) => loop {
                         tokio::select! {
@@ -499,7 +605,7 @@ fn deliver(inner: &Inner, message: &redis::Msg) {
     if envelope.from != inner.id
         && let Some(handler) = inner.handler.get()
     {
-        handler(envelope.event);
+        handler(&envelope.from, envelope.event);
     }
 }
 

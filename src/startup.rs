@@ -126,7 +126,10 @@ impl Application {
             },
             content.funnel_scripts.clone(),
             metrics.clone(),
+            &cluster,
         );
+        let funnel_relay =
+            funnels::relay::FunnelRelay::new(cluster.clone(), funnel_registry.clone());
         let member_registry = members::registry(
             &settings,
             db.clone(),
@@ -137,12 +140,12 @@ impl Application {
         );
         cluster.listen({
             let members = member_registry.clone();
-            move |event| match event {
+            let funnel_relay = funnel_relay.clone();
+            move |from, event| match event {
                 ClusterEvent::SignedOut { user_id, session } => {
                     members.signed_out(&user_id, session);
                 }
                 ClusterEvent::Member {
-                    from,
                     user_id,
                     event,
                     data,
@@ -150,12 +153,13 @@ impl Application {
                 } => members.from_peer(
                     &user_id,
                     helpnow_actors::member::FromPeer {
-                        from,
+                        from: from.to_owned(),
                         event,
                         data,
                         volatile,
                     },
                 ),
+                ClusterEvent::Funnel(message) => funnel_relay.receive(from, message),
             }
         });
         let realtime = RealtimeServer::builder(realtime_config(&settings))
@@ -164,6 +168,7 @@ impl Application {
                 "/funnel",
                 funnels::FunnelNamespace::new(
                     funnel_registry,
+                    funnel_relay,
                     live_store,
                     settings.realtime.funnel_joins_per_minute,
                 ),

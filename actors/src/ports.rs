@@ -156,6 +156,39 @@ pub struct NoPeers;
 
 impl MemberPeers for NoPeers {}
 
+/// Which process holds a funnel conversation's live actor, when several serve one deployment:
+/// one at a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Holder {
+    /// This process.
+    Here,
+    /// Another process, which lives: the conversation is served there.
+    Elsewhere(String),
+}
+
+/// The claims on funnel conversations shared by the processes of a deployment. A funnel actor
+/// claims its conversation before it loads it, claims it again every `renew_every` while it
+/// lives, and releases it when it stops. One process alone holds every conversation (the
+/// defaults).
+pub trait FunnelClaims: Send + Sync + 'static {
+    /// Claims (or renews the claim on) the conversation of this id for this process.
+    fn claim(&self, _conversation_id: &str) -> BoxFuture<'static, Holder> {
+        Box::pin(futures_util::future::ready(Holder::Here))
+    }
+    /// Gives up this process's claim, without waiting.
+    fn release(&self, _conversation_id: &str) {}
+    /// How often a held claim is renewed (none: it never lapses).
+    fn renew_every(&self) -> Option<std::time::Duration> {
+        None
+    }
+}
+
+/// A process alone.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoClaims;
+
+impl FunnelClaims for NoClaims {}
+
 impl Telemetry for NoTelemetry {}
 
 /// Wall-clock time. Stored deadlines are wall-clock instants; tests use a clock that follows
@@ -266,6 +299,9 @@ pub trait FunnelClient: Send + Sync + 'static {
     }
     /// Closes the client's connection (its member signed out).
     fn disconnect(&self) {}
+    /// Closes the client's connection so that it connects again by itself (its conversation is
+    /// served by another process now).
+    fn reconnect(&self) {}
 }
 
 /// A member's saved chat as the member actor needs it for the next reply.

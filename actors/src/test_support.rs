@@ -9,7 +9,8 @@ use tokio::sync::mpsc;
 
 use crate::ports::{Analytics, FunnelClient};
 
-/// A connected client whose events (and its disconnection, as `("(disconnected)", null)`) arrive
+/// A connected client whose events (and its disconnection, as `("(disconnected)", null)`, or
+/// `("(reconnect)", null)` when it is to connect again) arrive
 /// at the test's `Events`.
 pub(crate) struct TestClient {
     id: String,
@@ -42,6 +43,10 @@ impl FunnelClient for TestClient {
 
     fn disconnect(&self) {
         let _ = self.events.send(("(disconnected)".to_owned(), Value::Null));
+    }
+
+    fn reconnect(&self) {
+        let _ = self.events.send(("(reconnect)".to_owned(), Value::Null));
     }
 }
 

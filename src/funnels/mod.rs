@@ -4,6 +4,7 @@
 
 pub mod help;
 mod namespace;
+pub mod relay;
 
 use std::sync::Arc;
 
@@ -11,7 +12,8 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use helpnow_actors::funnel::{Deps, FunnelRegistry, FunnelSettings};
 use helpnow_actors::ports::{
-    Ai, Analytics, CheckoutError, FunnelCheckout, FunnelCheckoutRequest, SystemClock, Telemetry,
+    Ai, Analytics, CheckoutError, FunnelCheckout, FunnelCheckoutRequest, FunnelClaims, Holder,
+    NoClaims, SystemClock, Telemetry,
 };
 use helpnow_actors::rules::FunnelKind;
 use helpnow_actors::rules::scripts::FunnelScripts;
@@ -23,6 +25,7 @@ use crate::auth::AuthThrottle;
 use crate::billing::Billing;
 use crate::billing::model::{Attribution, CheckoutSource};
 use crate::billing::service::{FunnelLink, StartCheckout};
+use crate::cluster::Cluster;
 use crate::config::Settings;
 use crate::store::batch::{Batcher, Statement};
 use crate::store::{self, Db};
@@ -46,7 +49,13 @@ pub fn registry(
     checkouts: FunnelCheckouts,
     scripts: Arc<FunnelScripts>,
     telemetry: Arc<dyn Telemetry>,
+    cluster: &Cluster,
 ) -> FunnelRegistry {
+    let claims: Arc<dyn FunnelClaims> = if cluster.is_shared() {
+        Arc::new(ClusterClaims(cluster.clone()))
+    } else {
+        Arc::new(NoClaims)
+    };
     FunnelRegistry::new(Deps {
         store: Arc::new(store::funnels::ConversationStore::new(batcher.clone())),
         ai,
@@ -55,8 +64,28 @@ pub fn registry(
         clock: Arc::new(SystemClock),
         scripts,
         telemetry,
+        claims,
         settings: FunnelSettings::new(&settings.product.assistant_name, &settings.product.name),
     })
+}
+
+/// The conversations' claims, shared by the processes through the event engine.
+struct ClusterClaims(Cluster);
+
+impl FunnelClaims for ClusterClaims {
+    fn claim(&self, conversation_id: &str) -> BoxFuture<'static, Holder> {
+        let cluster = self.0.clone();
+        let conversation_id = conversation_id.to_owned();
+        async move { cluster.claim(&conversation_id).await }.boxed()
+    }
+
+    fn release(&self, conversation_id: &str) {
+        self.0.release(conversation_id);
+    }
+
+    fn renew_every(&self) -> Option<std::time::Duration> {
+        Some(crate::cluster::CLAIM_RENEW_EVERY)
+    }
 }
 
 pub fn checkout_source(funnel: FunnelKind) -> CheckoutSource {

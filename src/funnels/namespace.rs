@@ -9,7 +9,7 @@ use actix::{Handler, Recipient};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use helpnow_actors::funnel::{
-    Attribution, CheckoutAck, ClientEvent, ConversationKey, FunnelActor, FunnelRegistry,
+    Attribution, CheckoutAck, ClientEvent, ConversationKey, FunnelActor, FunnelRegistry, JoinError,
     NewConversation, Reply, SendAck,
 };
 use helpnow_actors::ports::FunnelClient;
@@ -17,6 +17,7 @@ use helpnow_actors::rules::FunnelKind;
 use helpnow_actors::rules::text::clean_query_value;
 use serde_json::{Map, Value, json};
 
+use super::relay::FunnelRelay;
 use crate::realtime::{AckSender, ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
 use crate::routes::client::AddressLimiter;
 use crate::store;
@@ -35,6 +36,8 @@ pub fn valid_visitor_id(value: &str) -> bool {
 
 pub struct FunnelNamespace {
     registry: FunnelRegistry,
+    /// Sockets whose conversation another process holds are served through it.
+    relay: FunnelRelay,
     batcher: Batcher,
     /// Conversations (and rejoins) per address and minute (`realtime.funnel_joins_per_minute`):
     /// a tab's reconnects fit easily, a script opening conversation after conversation (each a
@@ -43,9 +46,15 @@ pub struct FunnelNamespace {
 }
 
 impl FunnelNamespace {
-    pub fn new(registry: FunnelRegistry, batcher: Batcher, joins_per_minute: u32) -> Self {
+    pub fn new(
+        registry: FunnelRegistry,
+        relay: FunnelRelay,
+        batcher: Batcher,
+        joins_per_minute: u32,
+    ) -> Self {
         Self {
             registry,
+            relay,
             batcher,
             joins: (joins_per_minute > 0)
                 .then(|| AddressLimiter::per_minute(joins_per_minute, joins_per_minute)),
@@ -119,6 +128,7 @@ impl Namespace for FunnelNamespace {
         };
         let attribution = attribution(&request.auth);
         let registry = self.registry.clone();
+        let relay = self.relay.clone();
         // The visit is noted beside the join, not before it: nothing in the conversation waits
         // for it.
         let visit = store::funnels::visit(&visitor_id, &attribution);
@@ -130,17 +140,22 @@ impl Namespace for FunnelNamespace {
         });
         async move {
             let key = ConversationKey { visitor_id, funnel };
-            let client: Arc<dyn FunnelClient> = Arc::new(SocketClient { socket, address });
-            registry
-                .join(key, NewConversation { attribution }, client)
-                .await
-                .map(|actor| actor.recipient())
-                .map_err(|_| {
-                    ConnectError::new(
-                        "We could not open your chat just now. Please try again in a moment.",
-                    )
-                    .with_data(json!({ "code": "unavailable" }))
-                })
+            let start = NewConversation { attribution };
+            let client: Arc<dyn FunnelClient> = Arc::new(SocketClient {
+                socket: socket.clone(),
+                address,
+            });
+            match registry.join(key.clone(), start.clone(), client).await {
+                Ok(actor) => Ok(actor.recipient()),
+                // Another process holds the conversation (the visitor's other tab is there).
+                Err(JoinError::Elsewhere(holder)) => {
+                    Ok(relay.open(holder, key, start, socket, address))
+                }
+                Err(JoinError::Unavailable) => Err(ConnectError::new(
+                    "We could not open your chat just now. Please try again in a moment.",
+                )
+                .with_data(json!({ "code": "unavailable" }))),
+            }
         }
         .boxed()
     }
@@ -171,6 +186,10 @@ impl FunnelClient for SocketClient {
 
     fn disconnect(&self) {
         self.socket.disconnect();
+    }
+
+    fn reconnect(&self) {
+        self.socket.close_connection();
     }
 }
 

@@ -137,6 +137,8 @@ pub enum DisconnectReason {
     ClientNamespaceDisconnect,
     ServerNamespaceDisconnect,
     RateLimited,
+    /// The server closed the connection for the client to connect again.
+    ForcedClose,
 }
 
 impl DisconnectReason {
@@ -150,6 +152,7 @@ impl DisconnectReason {
             Self::ClientNamespaceDisconnect => "client namespace disconnect",
             Self::ServerNamespaceDisconnect => "server namespace disconnect",
             Self::RateLimited => "rate limited",
+            Self::ForcedClose => "forced close",
         }
     }
 
@@ -162,6 +165,7 @@ impl DisconnectReason {
                 | Self::TransportError
                 | Self::PingTimeout
                 | Self::ServerShuttingDown
+                | Self::ForcedClose
         )
     }
 }
@@ -545,6 +549,15 @@ impl SocketRef {
             }
             Target::Closed => {}
             _ => Self::route(&mut state, Outbound::Disconnect { namespace }),
+        }
+    }
+
+    /// Closes the whole connection this socket came on (every namespace of it), as a lost
+    /// connection: the client connects again by itself, and may recover its sessions.
+    pub fn close_connection(&self) {
+        let mut state = lock(&self.0.state);
+        if matches!(state.target, Target::Attached(_) | Target::Connecting(_)) {
+            Self::route(&mut state, Outbound::Close(DisconnectReason::ForcedClose));
         }
     }
 

@@ -847,3 +847,98 @@ async fn a_reply_whose_process_dies_ends_in_the_error_on_the_members_other_devic
     assert_eq!(done["chatId"], chat_id.as_str());
     drop(second);
 }
+
+/// The funnel actors alive on `server` (its metrics).
+async fn live_funnel_actors(server: &Server) -> i64 {
+    let metrics = reqwest::get(format!("{}/metrics", server.address))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("helpnow_actors_live{kind=\"funnel\"} "))
+        .map_or(0, |value| value.trim().parse().expect("a number"))
+}
+
+/// A visitor's two tabs that reached two processes share one conversation, held by one live
+/// actor: the second process relays its tab to the first. When the holder dies, the relayed tab
+/// is closed, connects again, and its own process takes the conversation over from the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_visitors_tabs_on_two_processes_share_one_conversation_held_by_one_actor() {
+    let pair = Pair::start();
+    let visitor = "cluster-visitor-two-tabs-01";
+    let (mut first_tab, conversation) = join_funnel(&pair.first, visitor).await;
+    let (mut second_tab, relayed) = join_funnel(&pair.second, visitor).await;
+    assert_eq!(relayed["id"], conversation["id"]);
+    assert_eq!(texts(&relayed), texts(&conversation));
+    assert_eq!(live_funnel_actors(&pair.first).await, 1);
+    assert_eq!(
+        live_funnel_actors(&pair.second).await,
+        0,
+        "no second actor for the conversation"
+    );
+
+    // A message sent on the relayed tab is acknowledged once stored, shown on the other tab,
+    // and answered on both.
+    send(&mut second_tab, "my printer will not print").await;
+    let echoed = next_event(&mut first_tab, "message").await;
+    assert_eq!(
+        (echoed["role"].as_str(), echoed["text"].as_str()),
+        (Some("user"), Some("my printer will not print"))
+    );
+    let reply = next_event(&mut first_tab, "message").await;
+    assert_eq!(reply["role"], "assistant");
+    assert_eq!(next_event(&mut second_tab, "message").await, reply);
+
+    // The holder dies: the relayed tab's connection closes, and connecting again (to its own
+    // process) it gets the whole conversation from a new actor there, which answers.
+    pair.first.kill_hard();
+    drop(first_tab);
+    assert!(closed(&mut second_tab).await, "the relayed tab was closed");
+    let (mut second_tab, taken_over) = join_funnel(&pair.second, visitor).await;
+    assert_eq!(texts(&taken_over).len(), 3, "{taken_over}");
+    assert_eq!(live_funnel_actors(&pair.second).await, 1);
+    send(
+        &mut second_tab,
+        "I restarted it and it still does not print",
+    )
+    .await;
+    assert_eq!(
+        next_event(&mut second_tab, "message").await["role"],
+        "assistant"
+    );
+}
+
+/// Through the balancer, the official socket.io-client whose transport drops recovers its
+/// connection on the same process (the balancer's cookie) and gets the reply it missed, exactly
+/// once: over WebSocket after the upgrade, and long-polling only (a client that cannot upgrade).
+/// `web/conformance/recovering-visitor.mjs` is the client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_transport_recovers_through_the_balancer() {
+    let pair = Pair::start();
+    let balancer = Balancer::start(&[&pair.first, &pair.second]);
+    let runs = ["websocket", "polling"].map(|transport| {
+        let address = balancer.address.clone();
+        let visitor = format!("recovering-visitor-{transport}-01");
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new("node")
+                .current_dir(crate::helpers::project_root().join("web"))
+                .arg("conformance/recovering-visitor.mjs")
+                .args([address.as_str(), visitor.as_str(), transport])
+                .output()
+                .expect("node runs (scripts/test installs web/node_modules)")
+        })
+    });
+    for (transport, run) in ["websocket", "polling"].into_iter().zip(runs) {
+        let output = run.await.expect("the client ran");
+        assert!(
+            output.status.success(),
+            "{transport}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    drop(balancer);
+}

@@ -37,8 +37,13 @@ pub fn start_with(database_url: &str, settings: &[(&str, &str)]) -> Server {
         .expect("the helpnow binary starts");
     let stdout = child.stdout.take().expect("piped stdout");
     let (sender, log) = mpsc::channel();
+    let show_log = std::env::var_os("HELPNOW_TEST_SERVER_LOG").is_some();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            // HELPNOW_TEST_SERVER_LOG=1 shows what the servers log, to see why a test failed.
+            if show_log {
+                eprintln!("server: {line}");
+            }
             if let Ok(entry) = serde_json::from_str::<serde_json::Value>(&line) {
                 let _ = sender.send(entry);
             }

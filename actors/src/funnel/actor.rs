@@ -16,7 +16,7 @@ use super::prompts;
 use super::registry::RegistryShared;
 use crate::funnel::Attribution;
 use crate::ports::{
-    AiError, AiPurpose, AiRequest, ConversationChange, FunnelCheckoutRequest, FunnelClient,
+    AiError, AiPurpose, AiRequest, ConversationChange, FunnelCheckoutRequest, FunnelClient, Holder,
     StoreError,
 };
 use crate::reply::Reply;
@@ -135,10 +135,13 @@ pub struct NewConversation {
     pub attribution: Attribution,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum JoinError {
     #[error("the conversation could not be loaded")]
     Unavailable,
+    /// Another process holds the conversation (its id): the client is to be served there.
+    #[error("the conversation is held by another process")]
+    Elsewhere(String),
 }
 
 /// A client joins (or rejoins) the conversation: it gets the `conversation` event.
@@ -173,6 +176,8 @@ pub struct FunnelActor {
     /// provider, and a visitor pressing the button again wants the same checkout.
     recent_checkout: Option<(String, tokio::time::Instant)>,
     idle_timer: Option<SpawnHandle>,
+    /// This process holds the conversation's claim (released when the actor stops).
+    claimed: bool,
 }
 
 impl FunnelActor {
@@ -196,6 +201,7 @@ impl FunnelActor {
             checkout_waiters: Vec::new(),
             recent_checkout: None,
             idle_timer: None,
+            claimed: false,
         }
     }
 
@@ -738,6 +744,35 @@ impl FunnelActor {
         }
     }
 
+    /// Claims the conversation again every so often while the actor lives (with several
+    /// processes): a claim found taken by another process (it lapsed: this process's sign of
+    /// life was not seen for a while) ends this actor.
+    fn renew_claim_regularly(&mut self, ctx: &mut Context<Self>) {
+        let Some(every) = self.deps.claims.renew_every() else {
+            return;
+        };
+        ctx.run_interval(every, |act, ctx| {
+            let renew = act.deps.claims.claim(&act.key.conversation_id());
+            ctx.spawn(renew.into_actor(act).map(|holder, act, ctx| {
+                if let Holder::Elsewhere(process) = holder {
+                    act.give_up(&process, ctx);
+                }
+            }));
+        });
+    }
+
+    /// Another process holds the conversation now: its clients connect again (and are served
+    /// there), and this actor stops without saving anything more. What it had stored stays;
+    /// a reply it owed is written by the holder.
+    fn give_up(&mut self, holder: &str, ctx: &mut Context<Self>) {
+        tracing::warn!(visitor = %self.key.visitor_id, holder, "a funnel conversation is held by another process now; handing it over");
+        self.claimed = false;
+        for client in self.clients.drain(..) {
+            client.reconnect();
+        }
+        ctx.stop();
+    }
+
     /// Nobody is connected: the actor stops after a while and frees its memory; the store keeps
     /// the conversation and the next join rebuilds it.
     fn arm_idle_timer(&mut self, ctx: &mut Context<Self>) {
@@ -770,6 +805,9 @@ impl Actor for FunnelActor {
 
     fn stopped(&mut self, ctx: &mut Self::Context) {
         self.deps.telemetry.actor_stopped(ACTOR_KIND);
+        if self.claimed {
+            self.deps.claims.release(&self.key.conversation_id());
+        }
         if let Some(registry) = self.registry.upgrade() {
             registry.forget(&self.key, &ctx.address());
         }
@@ -791,35 +829,19 @@ impl Handler<Join> for FunnelActor {
         let start = join.start;
         let client = join.client;
         let load = async move {
-            let stored = deps.store.load(&key).await?;
-            let lifetime = chrono_duration(deps.settings.conversation_lifetime);
-            let mut fresh = FunnelActor::new_conversation(&deps, &key, start);
-            match stored {
-                Some(conversation) if deps.clock.now() - conversation.updated_at < lifetime => {
-                    return Ok(conversation);
-                }
-                // The spec keeps funnel data for an hour: a visitor back later (perhaps from
-                // another ad) starts over, in the same record.
-                Some(expired) => {
-                    fresh.id = expired.id;
-                    fresh.version = expired.version + 1;
-                }
-                None => {}
+            match deps.claims.claim(&key.conversation_id()).await {
+                Holder::Here => {}
+                Holder::Elsewhere(process) => return Err(Loaded::Elsewhere(process)),
             }
-            match deps.store.save(&fresh, ConversationChange::Started).await {
-                Ok(()) => Ok(fresh),
-                // Another process started it at the same moment: take theirs.
-                Err(StoreError::Conflict) => deps
-                    .store
-                    .load(&key)
-                    .await?
-                    .ok_or_else(|| StoreError::Failed("the conversation vanished".into())),
-                Err(error) => Err(error),
-            }
+            load_or_start(&deps, &key, start)
+                .await
+                .map_err(Loaded::Failed)
         };
         AtomicResponse::new(Box::pin(load.into_actor(self).map(
-            move |loaded: Result<Conversation, StoreError>, act, ctx| match loaded {
+            move |loaded: Result<Conversation, Loaded>, act, ctx| match loaded {
                 Ok(conversation) => {
+                    act.claimed = true;
+                    act.renew_claim_regularly(ctx);
                     if act.conversation.is_none() {
                         act.conversation = Some(conversation);
                     }
@@ -827,12 +849,57 @@ impl Handler<Join> for FunnelActor {
                     act.resume(ctx);
                     Ok(())
                 }
-                Err(error) => {
+                Err(Loaded::Elsewhere(process)) => {
+                    // Held by a process that lives: this actor has nothing to serve.
+                    ctx.stop();
+                    Err(JoinError::Elsewhere(process))
+                }
+                Err(Loaded::Failed(error)) => {
+                    act.claimed = true;
                     tracing::warn!(visitor = %act.key.visitor_id, %error, "a funnel conversation could not be loaded");
                     Err(JoinError::Unavailable)
                 }
             },
         )))
+    }
+}
+
+/// Why a first join found no conversation to serve here.
+enum Loaded {
+    Elsewhere(String),
+    Failed(StoreError),
+}
+
+/// The stored conversation of `key`, or a new one started from `start` (and stored).
+async fn load_or_start(
+    deps: &Deps,
+    key: &ConversationKey,
+    start: NewConversation,
+) -> Result<Conversation, StoreError> {
+    let stored = deps.store.load(key).await?;
+    let lifetime = chrono_duration(deps.settings.conversation_lifetime);
+    let mut fresh = FunnelActor::new_conversation(deps, key, start);
+    match stored {
+        Some(conversation) if deps.clock.now() - conversation.updated_at < lifetime => {
+            return Ok(conversation);
+        }
+        // The spec keeps funnel data for an hour: a visitor back later (perhaps from
+        // another ad) starts over, in the same record.
+        Some(expired) => {
+            fresh.id = expired.id;
+            fresh.version = expired.version + 1;
+        }
+        None => {}
+    }
+    match deps.store.save(&fresh, ConversationChange::Started).await {
+        Ok(()) => Ok(fresh),
+        // Another process started it at the same moment: take theirs.
+        Err(StoreError::Conflict) => deps
+            .store
+            .load(key)
+            .await?
+            .ok_or_else(|| StoreError::Failed("the conversation vanished".into())),
+        Err(error) => Err(error),
     }
 }
 

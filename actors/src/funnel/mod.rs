@@ -27,7 +27,7 @@ pub use model::{
 pub use prompts::follow_up_system_prompt;
 pub use registry::FunnelRegistry;
 
-use crate::ports::{Ai, Analytics, Clock, FunnelCheckout, FunnelStore, Telemetry};
+use crate::ports::{Ai, Analytics, Clock, FunnelCheckout, FunnelClaims, FunnelStore, Telemetry};
 use crate::rules::scripts::FunnelScripts;
 
 /// The funnel's numbers (the spec's, unless configured otherwise).
@@ -74,6 +74,8 @@ pub struct Deps {
     pub scripts: Arc<FunnelScripts>,
     /// Actors started and stopped, messages stored, timer lateness (the server's metrics).
     pub telemetry: Arc<dyn Telemetry>,
+    /// Which process holds each conversation (`NoClaims` for one process alone).
+    pub claims: Arc<dyn FunnelClaims>,
     pub settings: FunnelSettings,
 }
 

@@ -149,6 +149,62 @@ impl crate::ports::FunnelCheckout for FakeCheckout {
     }
 }
 
+/// The claims of the processes that share a store (Redis's, in production): a conversation is
+/// held by one process at a time, until it releases it or a test takes it away.
+#[derive(Default)]
+struct SharedClaims {
+    holders: Mutex<HashMap<String, String>>,
+}
+
+impl SharedClaims {
+    fn holder(&self, conversation_id: &str) -> Option<String> {
+        self.holders
+            .lock()
+            .expect("lock")
+            .get(conversation_id)
+            .cloned()
+    }
+
+    fn set_holder(&self, conversation_id: &str, process: &str) {
+        self.holders
+            .lock()
+            .expect("lock")
+            .insert(conversation_id.into(), process.into());
+    }
+}
+
+/// One process's view of the shared claims.
+struct ProcessClaims {
+    process: String,
+    shared: Arc<SharedClaims>,
+}
+
+impl crate::ports::FunnelClaims for ProcessClaims {
+    fn claim(&self, conversation_id: &str) -> BoxFuture<'static, crate::ports::Holder> {
+        let mut holders = self.shared.holders.lock().expect("lock");
+        let holder = holders
+            .entry(conversation_id.into())
+            .or_insert_with(|| self.process.clone());
+        let answer = if *holder == self.process {
+            crate::ports::Holder::Here
+        } else {
+            crate::ports::Holder::Elsewhere(holder.clone())
+        };
+        futures_util::future::ready(answer).boxed()
+    }
+
+    fn release(&self, conversation_id: &str) {
+        let mut holders = self.shared.holders.lock().expect("lock");
+        if holders.get(conversation_id) == Some(&self.process) {
+            holders.remove(conversation_id);
+        }
+    }
+
+    fn renew_every(&self) -> Option<Duration> {
+        Some(Duration::from_secs(10))
+    }
+}
+
 /// Wall-clock time that follows tokio's (paused) clock.
 struct PausedClock {
     base: DateTime<Utc>,
@@ -171,6 +227,7 @@ struct Harness {
     analytics: Arc<RecordedAnalytics>,
     telemetry: Arc<RecordedTelemetry>,
     registry: FunnelRegistry,
+    claims: Arc<SharedClaims>,
     base: DateTime<Utc>,
     start: Instant,
 }
@@ -179,10 +236,17 @@ impl Harness {
     fn new() -> Self {
         tokio::time::pause();
         let store = Arc::new(MemoryStore::default());
-        Self::with_store(store, Utc::now(), Instant::now())
+        let claims = Arc::new(SharedClaims::default());
+        Self::with_store(store, claims, "p1", Utc::now(), Instant::now())
     }
 
-    fn with_store(store: Arc<MemoryStore>, base: DateTime<Utc>, start: Instant) -> Self {
+    fn with_store(
+        store: Arc<MemoryStore>,
+        claims: Arc<SharedClaims>,
+        process: &str,
+        base: DateTime<Utc>,
+        start: Instant,
+    ) -> Self {
         let ai = Arc::new(ScriptedAi::default());
         let checkout = Arc::new(FakeCheckout::default());
         let analytics = Arc::new(RecordedAnalytics::default());
@@ -196,6 +260,10 @@ impl Harness {
             clock: Arc::new(PausedClock { base, start }),
             scripts: Arc::new(scripts),
             telemetry: telemetry.clone(),
+            claims: Arc::new(ProcessClaims {
+                process: process.into(),
+                shared: claims.clone(),
+            }),
             settings: FunnelSettings::new("Emma", "HelpNow"),
         });
         Self {
@@ -205,14 +273,21 @@ impl Harness {
             analytics,
             telemetry,
             registry,
+            claims,
             base,
             start,
         }
     }
 
-    /// Another process on the same store (same wall clock).
+    /// Another process on the same store and claims (same wall clock).
     fn another_process(&self) -> Self {
-        Self::with_store(self.store.clone(), self.base, self.start)
+        Self::with_store(
+            self.store.clone(),
+            self.claims.clone(),
+            "p2",
+            self.base,
+            self.start,
+        )
     }
 
     fn key(funnel: FunnelKind) -> ConversationKey {
@@ -801,6 +876,56 @@ async fn a_reply_owed_by_a_dead_process_is_written_by_the_next_one() {
     assert_eq!(resumed.next_named("typing").await["active"], true);
     let reply = resumed.next_named("message").await;
     assert_eq!(reply["role"], "assistant");
+}
+
+#[actix::test]
+async fn a_conversation_held_by_another_process_is_not_served_here_until_released() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    let id = Harness::key(FunnelKind::Chat).conversation_id();
+    assert_eq!(harness.claims.holder(&id).as_deref(), Some("p1"));
+
+    let other = harness.another_process();
+    let (tab, _events) = TestClient::new("b");
+    let refused = other
+        .registry
+        .join(
+            Harness::key(FunnelKind::Chat),
+            NewConversation::default(),
+            tab,
+        )
+        .await;
+    assert_eq!(refused.err(), Some(JoinError::Elsewhere("p1".into())));
+    tokio::task::yield_now().await;
+    assert_eq!(other.registry.live_count(), 0, "no second actor");
+    assert_eq!(harness.claims.holder(&id).as_deref(), Some("p1"));
+
+    // The holder's actor stops (idle): its claim is released and the other process serves it.
+    client.leave();
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    assert_eq!(harness.claims.holder(&id), None);
+    let mut served = other.connect(FunnelKind::Chat, "b").await;
+    served.next_named("conversation").await;
+    assert_eq!(harness.claims.holder(&id).as_deref(), Some("p2"));
+}
+
+#[actix::test]
+async fn an_actor_whose_claim_was_taken_hands_the_conversation_over() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    let id = Harness::key(FunnelKind::Chat).conversation_id();
+    // This process's claim lapsed (its sign of life was not seen) and another took it.
+    harness.claims.set_holder(&id, "p2");
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert_eq!(client.next_named("(reconnect)").await, Value::Null);
+    assert_eq!(harness.registry.live_count(), 0, "the actor stopped");
+    assert_eq!(
+        harness.claims.holder(&id).as_deref(),
+        Some("p2"),
+        "the other process's claim is left alone"
+    );
 }
 
 #[actix::test]

@@ -1,0 +1,544 @@
+//! A funnel conversation is held by one live actor among all the processes (its claim, see
+//! `Cluster::claim`). A visitor's socket that reaches another process (a second tab that the
+//! balancer sent elsewhere) is relayed to the holder: the socket's process passes the socket's
+//! events to the holder's inbox, and the holder's actor treats the socket as one of its clients,
+//! whose events and acknowledgements go back to the socket's process. docs/operations.md,
+//! "Several processes".
+//!
+//! Each side watches the other's sign of life: when the holder dies, the relayed socket's
+//! connection is closed, the browser connects again and this process, now free to claim the
+//! conversation, loads it from the store; when the socket's process dies, the holder's actor
+//! forgets the socket.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use actix::prelude::*;
+use helpnow_actors::funnel::{
+    Attribution, CheckoutAck, ClientEvent, ConversationKey, FunnelActor, FunnelRegistry,
+    NewConversation, Reply, SendAck,
+};
+use helpnow_actors::ports::FunnelClient;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::cluster::{Cluster, ClusterEvent};
+use crate::realtime::{AckSender, SocketEvent, SocketRef};
+
+/// How often each side asks whether the other's process lives.
+const CHECK_EVERY: Duration = Duration::from_secs(2);
+
+/// A relayed socket's events between its process and the conversation's holder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Tagged by `relay` (inside the event's own `kind`).
+#[serde(tag = "relay", rename_all = "snake_case")]
+pub enum RelayMessage {
+    /// To the holder: a socket joins the conversation of `key`.
+    Join {
+        socket: String,
+        key: ConversationKey,
+        attribution: Attribution,
+        address: Option<IpAddr>,
+    },
+    /// To the holder: the socket's `send` (`ack`: the number its answer comes back with).
+    Send {
+        socket: String,
+        text: String,
+        ack: Option<u64>,
+    },
+    /// To the holder: the socket's `checkout`.
+    Checkout { socket: String, ack: Option<u64> },
+    /// To the holder: the socket is gone.
+    Left { socket: String },
+    /// To the socket's process: an event for the socket.
+    Emit {
+        socket: String,
+        event: String,
+        data: Value,
+        volatile: bool,
+    },
+    /// To the socket's process: the answer to the socket's event `ack`.
+    Ack {
+        socket: String,
+        ack: u64,
+        data: Value,
+    },
+    /// To the socket's process: the holder will not serve the socket (any more); its
+    /// connection closes so that it connects again.
+    Close { socket: String },
+}
+
+/// The relayed sockets of this process, both ways.
+#[derive(Clone)]
+pub struct FunnelRelay {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    cluster: Cluster,
+    registry: FunnelRegistry,
+    /// Sockets here whose conversation another process holds, by socket id.
+    relayed: Mutex<HashMap<String, Addr<RelayedSocket>>>,
+    /// Sockets of other processes whose conversation is held here, by (process, socket id).
+    remote: Mutex<HashMap<(String, String), Addr<RemoteSocket>>>,
+    /// Where the actors for other processes' sockets run (and the conversation actors they
+    /// start): the events from other processes arrive on a task outside actix's arbiters.
+    arbiter: std::sync::OnceLock<ArbiterHandle>,
+}
+
+/// An arbiter of its own, on its own thread, for the process's lifetime.
+fn start_arbiter() -> ArbiterHandle {
+    let (sender, handle) = std::sync::mpsc::channel();
+    let started = std::thread::Builder::new()
+        .name("helpnow-relay".into())
+        .spawn(move || {
+            System::new().block_on(async move {
+                let _ = sender.send(Arbiter::current());
+                std::future::pending::<()>().await;
+            });
+        });
+    match started.ok().and_then(|_| handle.recv().ok()) {
+        Some(handle) => handle,
+        // No thread to be had: the caller's arbiter (if any) has to do.
+        None => Arbiter::current(),
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl FunnelRelay {
+    pub fn new(cluster: Cluster, registry: FunnelRegistry) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                cluster,
+                registry,
+                relayed: Mutex::new(HashMap::new()),
+                remote: Mutex::new(HashMap::new()),
+                arbiter: std::sync::OnceLock::new(),
+            }),
+        }
+    }
+
+    /// Serves `socket` through the process `holder`, which holds the conversation of `key`:
+    /// the recipient of the socket's events.
+    pub fn open(
+        &self,
+        holder: String,
+        key: ConversationKey,
+        start: NewConversation,
+        socket: SocketRef,
+        address: Option<IpAddr>,
+    ) -> Recipient<SocketEvent> {
+        self.inner.cluster.send_to(
+            &holder,
+            ClusterEvent::Funnel(RelayMessage::Join {
+                socket: socket.id().to_owned(),
+                key,
+                attribution: start.attribution,
+                address,
+            }),
+        );
+        let id = socket.id().to_owned();
+        let addr = RelayedSocket {
+            relay: self.clone(),
+            holder,
+            socket,
+            acks: HashMap::new(),
+            next_ack: 0,
+        }
+        .start();
+        lock(&self.inner.relayed).insert(id, addr.clone());
+        addr.recipient()
+    }
+
+    /// A relay message from the process `from`.
+    pub fn receive(&self, from: &str, message: RelayMessage) {
+        match message {
+            RelayMessage::Join {
+                socket,
+                key,
+                attribution,
+                address,
+            } => {
+                let client = RemoteClient {
+                    cluster: self.inner.cluster.clone(),
+                    process: from.to_owned(),
+                    socket: socket.clone(),
+                    address,
+                };
+                let remote = RemoteSocket {
+                    relay: self.clone(),
+                    client: Arc::new(client),
+                    key,
+                    start: NewConversation { attribution },
+                    actor: None,
+                };
+                let arbiter = self.inner.arbiter.get_or_init(start_arbiter);
+                let addr = RemoteSocket::start_in_arbiter(arbiter, move |_| remote);
+                if let Some(earlier) =
+                    lock(&self.inner.remote).insert((from.to_owned(), socket), addr)
+                {
+                    earlier.do_send(FromSocket(Forward::Replaced));
+                }
+            }
+            RelayMessage::Send { socket, text, ack } => {
+                self.to_remote(from, socket, Forward::Send { text, ack });
+            }
+            RelayMessage::Checkout { socket, ack } => {
+                self.to_remote(from, socket, Forward::Checkout { ack });
+            }
+            RelayMessage::Left { socket } => {
+                if let Some(addr) = lock(&self.inner.remote).remove(&(from.to_owned(), socket)) {
+                    addr.do_send(FromSocket(Forward::Left));
+                }
+            }
+            RelayMessage::Emit { ref socket, .. }
+            | RelayMessage::Ack { ref socket, .. }
+            | RelayMessage::Close { ref socket } => {
+                let addr = lock(&self.inner.relayed).get(socket).cloned();
+                if let Some(addr) = addr {
+                    addr.do_send(FromHolder(message));
+                }
+            }
+        }
+    }
+
+    /// Passes a socket's event to its remote socket here; a socket this process does not
+    /// serve (it lost the conversation's claim, or restarted) is told to connect again.
+    fn to_remote(&self, from: &str, socket: String, forward: Forward) {
+        let addr = lock(&self.inner.remote)
+            .get(&(from.to_owned(), socket.clone()))
+            .cloned();
+        match addr {
+            Some(addr) => addr.do_send(FromSocket(forward)),
+            None => self
+                .inner
+                .cluster
+                .send_to(from, ClusterEvent::Funnel(RelayMessage::Close { socket })),
+        }
+    }
+
+    fn forget_relayed(&self, socket: &str, addr: &Addr<RelayedSocket>) -> bool {
+        let mut relayed = lock(&self.inner.relayed);
+        if relayed.get(socket) == Some(addr) {
+            relayed.remove(socket);
+            true
+        } else {
+            false
+        }
+    }
+
+    fn forget_remote(&self, client: &RemoteClient, addr: &Addr<RemoteSocket>) {
+        let mut remote = lock(&self.inner.remote);
+        let key = (client.process.clone(), client.socket.clone());
+        if remote.get(&key) == Some(addr) {
+            remote.remove(&key);
+        }
+    }
+
+    fn send_to(&self, process: &str, message: RelayMessage) {
+        self.inner
+            .cluster
+            .send_to(process, ClusterEvent::Funnel(message));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The socket's side
+
+/// A socket of this process whose conversation another process holds.
+struct RelayedSocket {
+    relay: FunnelRelay,
+    holder: String,
+    socket: SocketRef,
+    /// The socket's events that wait for the holder's answer, by the number sent with them.
+    acks: HashMap<u64, AckSender>,
+    next_ack: u64,
+}
+
+impl RelayedSocket {
+    fn keep_ack(&mut self, ack: Option<AckSender>) -> Option<u64> {
+        let ack = ack?;
+        let number = self.next_ack;
+        self.next_ack += 1;
+        self.acks.insert(number, ack);
+        Some(number)
+    }
+}
+
+impl Actor for RelayedSocket {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.run_interval(CHECK_EVERY, |act, ctx| {
+            let alive = act.relay.inner.cluster.clone();
+            let holder = act.holder.clone();
+            let check = async move { alive.alive(&holder).await };
+            ctx.spawn(check.into_actor(act).map(|alive, act, _| {
+                if !alive {
+                    // The holder died: connecting again, the browser gets the conversation
+                    // from the store through this process or another.
+                    act.socket.close_connection();
+                }
+            }));
+        });
+    }
+}
+
+impl Handler<SocketEvent> for RelayedSocket {
+    type Result = ();
+
+    fn handle(&mut self, event: SocketEvent, ctx: &mut Self::Context) {
+        let socket_id = self.socket.id().to_owned();
+        match event {
+            SocketEvent::Event {
+                name, payload, ack, ..
+            } => {
+                let message = match name.as_str() {
+                    "send" => RelayMessage::Send {
+                        socket: socket_id,
+                        text: payload
+                            .args
+                            .first()
+                            .and_then(|data| data.get("text"))
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned(),
+                        ack: self.keep_ack(ack),
+                    },
+                    "checkout" => RelayMessage::Checkout {
+                        socket: socket_id,
+                        ack: self.keep_ack(ack),
+                    },
+                    _ => {
+                        if let Some(ack) = ack {
+                            ack.send_json(&json!({ "error": "Unknown event." }));
+                        }
+                        return;
+                    }
+                };
+                self.relay.send_to(&self.holder, message);
+            }
+            SocketEvent::Disconnected { .. } => {
+                // A recovered socket has a newer relay by the same id: this one leaves quietly.
+                if self.relay.forget_relayed(&socket_id, &ctx.address()) {
+                    self.relay
+                        .send_to(&self.holder, RelayMessage::Left { socket: socket_id });
+                }
+                ctx.stop();
+            }
+        }
+    }
+}
+
+/// A relay message from the holder.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct FromHolder(RelayMessage);
+
+impl Handler<FromHolder> for RelayedSocket {
+    type Result = ();
+
+    fn handle(&mut self, FromHolder(message): FromHolder, _ctx: &mut Self::Context) {
+        match message {
+            RelayMessage::Emit {
+                event,
+                data,
+                volatile,
+                ..
+            } => {
+                if volatile {
+                    self.socket.emit_volatile(&event, data);
+                } else {
+                    self.socket.emit(&event, &data);
+                }
+            }
+            RelayMessage::Ack { ack, data, .. } => {
+                if let Some(sender) = self.acks.remove(&ack) {
+                    sender.send_json(&data);
+                }
+            }
+            RelayMessage::Close { .. } => self.socket.close_connection(),
+            _ => {}
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The holder's side
+
+/// A socket of another process, as the conversation actor here sees it.
+struct RemoteClient {
+    cluster: Cluster,
+    process: String,
+    socket: String,
+    address: Option<IpAddr>,
+}
+
+impl RemoteClient {
+    fn send(&self, message: RelayMessage) {
+        self.cluster
+            .send_to(&self.process, ClusterEvent::Funnel(message));
+    }
+}
+
+impl FunnelClient for RemoteClient {
+    fn id(&self) -> &str {
+        &self.socket
+    }
+
+    fn address(&self) -> Option<IpAddr> {
+        self.address
+    }
+
+    fn emit(&self, event: &'static str, data: Value) {
+        self.send(RelayMessage::Emit {
+            socket: self.socket.clone(),
+            event: event.to_owned(),
+            data,
+            volatile: false,
+        });
+    }
+
+    fn emit_volatile(&self, event: &'static str, data: Value) {
+        self.send(RelayMessage::Emit {
+            socket: self.socket.clone(),
+            event: event.to_owned(),
+            data,
+            volatile: true,
+        });
+    }
+
+    fn disconnect(&self) {
+        self.reconnect();
+    }
+
+    fn reconnect(&self) {
+        self.send(RelayMessage::Close {
+            socket: self.socket.clone(),
+        });
+    }
+}
+
+/// What a relayed socket's process passed on, for its remote socket here.
+enum Forward {
+    Send {
+        text: String,
+        ack: Option<u64>,
+    },
+    Checkout {
+        ack: Option<u64>,
+    },
+    Left,
+    /// The same socket joined again (it recovered its connection): this one ends.
+    Replaced,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct FromSocket(Forward);
+
+/// A socket of another process joined to the conversation actor here.
+struct RemoteSocket {
+    relay: FunnelRelay,
+    client: Arc<RemoteClient>,
+    key: ConversationKey,
+    start: NewConversation,
+    /// Set once joined.
+    actor: Option<Addr<FunnelActor>>,
+}
+
+impl RemoteSocket {
+    /// The answer to the socket's event `ack`, sent back to its process.
+    fn reply<T: 'static>(&self, ack: Option<u64>, to_json: fn(&T) -> Value) -> Reply<T> {
+        let Some(ack) = ack else {
+            return Reply::none();
+        };
+        let client = self.client.clone();
+        Reply::new(move |answer: T| {
+            client.send(RelayMessage::Ack {
+                socket: client.socket.clone(),
+                ack,
+                data: to_json(&answer),
+            });
+        })
+    }
+
+    /// The socket is gone: the actor forgets it, and so does this process.
+    fn leave(&mut self, ctx: &mut Context<Self>) {
+        if let Some(actor) = self.actor.take() {
+            actor.do_send(ClientEvent::Left {
+                client_id: self.client.socket.clone(),
+            });
+        }
+        self.relay.forget_remote(&self.client, &ctx.address());
+        ctx.stop();
+    }
+}
+
+impl Actor for RemoteSocket {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // The socket's events wait until it has joined.
+        let registry = self.relay.inner.registry.clone();
+        let (key, start) = (self.key.clone(), self.start.clone());
+        let client: Arc<dyn FunnelClient> = self.client.clone();
+        let join = async move { registry.join(key, start, client).await };
+        ctx.wait(join.into_actor(self).map(|joined, act, ctx| match joined {
+            Ok(actor) => act.actor = Some(actor),
+            Err(error) => {
+                // Not served here (any more, or the store failed): the browser connects again.
+                tracing::debug!(%error, "a relayed funnel socket could not join");
+                act.client.reconnect();
+                act.leave(ctx);
+            }
+        }));
+        ctx.run_interval(CHECK_EVERY, |act, ctx| {
+            let cluster = act.client.cluster.clone();
+            let process = act.client.process.clone();
+            let check = async move { cluster.alive(&process).await };
+            ctx.spawn(check.into_actor(act).map(|alive, act, ctx| {
+                if !alive {
+                    act.leave(ctx);
+                }
+            }));
+        });
+    }
+}
+
+impl Handler<FromSocket> for RemoteSocket {
+    type Result = ();
+
+    fn handle(&mut self, FromSocket(forward): FromSocket, ctx: &mut Self::Context) {
+        let client_id = self.client.socket.clone();
+        let event = match forward {
+            Forward::Send { text, ack } => ClientEvent::Send {
+                client_id,
+                text,
+                reply: self.reply(ack, |answer: &SendAck| answer.to_json()),
+            },
+            Forward::Checkout { ack } => ClientEvent::Checkout {
+                client_id,
+                reply: self.reply(ack, CheckoutAck::to_json),
+            },
+            Forward::Left => return self.leave(ctx),
+            Forward::Replaced => {
+                // The newer remote socket joins the actor with the same client id, which
+                // replaces this one there: only this process's record goes.
+                self.actor = None;
+                return ctx.stop();
+            }
+        };
+        match &self.actor {
+            Some(actor) => actor.do_send(event),
+            None => {
+                // The conversation could not be joined: the socket is connecting again.
+            }
+        }
+    }
+}
