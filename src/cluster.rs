@@ -133,6 +133,14 @@ struct Envelope {
 /// Acts on an event from the process `from` (this process's own id for its own events).
 type Handler = Box<dyn Fn(&str, ClusterEvent) + Send + Sync>;
 
+/// An event on its way to Redis.
+struct Outgoing {
+    channel: String,
+    message: String,
+    /// A member's event whose number of receivers tells whether other processes listen.
+    member: Option<String>,
+}
+
 /// What the subscription is told: a member's actor started or stopped here.
 enum Control {
     Subscribe(String),
@@ -172,6 +180,9 @@ struct Inner {
     local: std::sync::Mutex<std::collections::HashMap<&'static str, LocalLimiter>>,
     /// The members that have an actor here: their channels are listened on.
     members: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Whether another process listened to a member's channel when this process last published
+    /// on it (the number of receivers less this process's own subscription).
+    others_listen: std::sync::Mutex<std::collections::HashMap<String, bool>>,
 }
 
 struct Redis {
@@ -180,8 +191,8 @@ struct Redis {
     gcra: redis::Script,
     claim: redis::Script,
     release: redis::Script,
-    /// Members' events in the order their actors passed them, for the publishing task.
-    outbox: tokio::sync::mpsc::UnboundedSender<(String, String)>,
+    /// Events in the order they were passed, for the publishing task.
+    outbox: tokio::sync::mpsc::UnboundedSender<Outgoing>,
     control: tokio::sync::mpsc::UnboundedSender<Control>,
     /// Taken by the subscription task when it starts.
     control_receiver: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Control>>>,
@@ -209,7 +220,6 @@ impl Cluster {
         let commands =
             redis::aio::ConnectionManager::new_with_config(client.clone(), config).await?;
         let (outbox, queued) = tokio::sync::mpsc::unbounded_channel();
-        tokio::spawn(publish_in_order(commands.clone(), queued));
         let commands_for_heartbeat = commands.clone();
         let (control, control_receiver) = tokio::sync::mpsc::unbounded_channel();
         let cluster = Self::with(Some(Redis {
@@ -222,6 +232,11 @@ impl Cluster {
             control,
             control_receiver: std::sync::Mutex::new(Some(control_receiver)),
         }));
+        tokio::spawn(publish_in_order(
+            Arc::downgrade(&cluster.inner),
+            commands_for_heartbeat.clone(),
+            queued,
+        ));
         tokio::spawn(heartbeat(
             Arc::downgrade(&cluster.inner),
             commands_for_heartbeat,
@@ -316,6 +331,7 @@ impl Cluster {
                 handler: OnceLock::new(),
                 local: std::sync::Mutex::new(std::collections::HashMap::new()),
                 members: std::sync::Mutex::new(std::collections::HashSet::new()),
+                others_listen: std::sync::Mutex::new(std::collections::HashMap::new()),
             }),
         }
     }
@@ -358,6 +374,7 @@ impl Cluster {
             return;
         };
         self.members().remove(user_id);
+        lock(&self.inner.others_listen).remove(user_id);
         let _ = redis.control.send(Control::Unsubscribe(user_id.to_owned()));
     }
 
@@ -369,7 +386,10 @@ impl Cluster {
     }
 
     /// Passes what a member's actor emitted to all of the member's sockets to the member's
-    /// actors on other processes, in order, without waiting (a task sends them).
+    /// actors on other processes, in order, without waiting (a task sends them). A volatile
+    /// event (a streamed piece, which the reply's `chat:done` makes good) is not sent when no
+    /// other process listened to the member's last event (the `chat:typing` that starts each
+    /// reply): most members are on one process.
     pub fn publish_member(
         &self,
         user_id: &str,
@@ -380,8 +400,12 @@ impl Cluster {
         if self.inner.redis.is_none() {
             return;
         }
-        self.send(
+        if volatile && lock(&self.inner.others_listen).get(user_id) == Some(&false) {
+            return;
+        }
+        self.send_counted(
             member_channel(user_id),
+            (!volatile).then(|| user_id.to_owned()),
             ClusterEvent::Member {
                 user_id: user_id.to_owned(),
                 event: event.to_owned(),
@@ -401,6 +425,11 @@ impl Cluster {
     }
 
     fn send(&self, channel: String, event: ClusterEvent) {
+        self.send_counted(channel, None, event);
+    }
+
+    /// `send`, noting for a member's event whether other processes received it.
+    fn send_counted(&self, channel: String, member: Option<String>, event: ClusterEvent) {
         let Some(redis) = &self.inner.redis else {
             return;
         };
@@ -409,7 +438,11 @@ impl Cluster {
             event,
         };
         if let Ok(message) = serde_json::to_string(&envelope) {
-            let _ = redis.outbox.send((channel, message));
+            let _ = redis.outbox.send(Outgoing {
+                channel,
+                message,
+                member,
+            });
         }
     }
 
@@ -489,25 +522,52 @@ async fn heartbeat(inner: std::sync::Weak<Inner>, mut commands: redis::aio::Conn
 
 /// Sends the events in the order they were queued: what waits goes in one pipeline. A pipeline
 /// that fails is sent again for up to `RETRY_FOR` (the connection manager reconnects meanwhile,
-/// Redis restarted, say); then it is given up, with whatever queued behind it meanwhile.
+/// Redis restarted, say); then it is given up, with whatever queued behind it meanwhile. The
+/// number of receivers of each member's event tells whether other processes listen to the
+/// member.
 async fn publish_in_order(
+    inner: std::sync::Weak<Inner>,
     mut commands: redis::aio::ConnectionManager,
-    mut queued: tokio::sync::mpsc::UnboundedReceiver<(String, String)>,
+    mut queued: tokio::sync::mpsc::UnboundedReceiver<Outgoing>,
 ) {
     const RETRY_FOR: Duration = Duration::from_secs(3);
     const RETRY_AFTER: Duration = Duration::from_millis(100);
     let mut batch = Vec::with_capacity(PIPELINE);
     while queued.recv_many(&mut batch, PIPELINE).await > 0 {
         let mut pipeline = redis::pipe();
-        for (channel, message) in batch.drain(..) {
-            pipeline.cmd("PUBLISH").arg(channel).arg(message).ignore();
+        let mut counted = Vec::new();
+        for (index, outgoing) in batch.drain(..).enumerate() {
+            pipeline
+                .cmd("PUBLISH")
+                .arg(outgoing.channel)
+                .arg(outgoing.message);
+            if let Some(member) = outgoing.member {
+                counted.push((index, member));
+            }
         }
         let started = tokio::time::Instant::now();
         loop {
-            let sent =
-                tokio::time::timeout(ENGINE_TIMEOUT, pipeline.query_async::<()>(&mut commands))
-                    .await;
-            if matches!(sent, Ok(Ok(()))) {
+            let sent = tokio::time::timeout(
+                ENGINE_TIMEOUT,
+                pipeline.query_async::<Vec<i64>>(&mut commands),
+            )
+            .await;
+            if let Ok(Ok(receivers)) = sent {
+                if let Some(inner) = inner.upgrade()
+                    && !counted.is_empty()
+                {
+                    let members = lock(&inner.members);
+                    let mut others = lock(&inner.others_listen);
+                    for (index, member) in counted.drain(..) {
+                        // This process receives its own events while it holds the member's actor.
+                        let own = i64::from(members.contains(&member));
+                        if let Some(&count) = receivers.get(index)
+                            && own == 1
+                        {
+                            others.insert(member, count > own);
+                        }
+                    }
+                }
                 break;
             }
             if started.elapsed() >= RETRY_FOR {
@@ -524,6 +584,12 @@ async fn publish_in_order(
             tokio::time::sleep(RETRY_AFTER).await;
         }
     }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Receives the other processes' events until the cluster is gone: the shared channel, and the

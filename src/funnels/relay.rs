@@ -30,6 +30,10 @@ use crate::realtime::{AckSender, SocketEvent, SocketRef};
 /// How often each side asks whether the other's process lives.
 const CHECK_EVERY: Duration = Duration::from_secs(2);
 
+/// A relayed socket that hears nothing from the holder this long after its join (the join was
+/// lost: the holder was resubscribing to Redis, say) connects again.
+const JOIN_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A relayed socket's events between its process and the conversation's holder.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 /// Tagged by `relay` (inside the event's own `kind`).
@@ -149,6 +153,7 @@ impl FunnelRelay {
             socket,
             acks: HashMap::new(),
             next_ack: 0,
+            heard: false,
         }
         .start();
         lock(&self.inner.relayed).insert(id, addr.clone());
@@ -258,6 +263,8 @@ struct RelayedSocket {
     /// The socket's events that wait for the holder's answer, by the number sent with them.
     acks: HashMap<u64, AckSender>,
     next_ack: u64,
+    /// The holder has sent something (the conversation, at least).
+    heard: bool,
 }
 
 impl RelayedSocket {
@@ -274,6 +281,11 @@ impl Actor for RelayedSocket {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.run_later(JOIN_TIMEOUT, |act, _| {
+            if !act.heard {
+                act.socket.close_connection();
+            }
+        });
         ctx.run_interval(CHECK_EVERY, |act, ctx| {
             let alive = act.relay.inner.cluster.clone();
             let holder = act.holder.clone();
@@ -344,6 +356,7 @@ impl Handler<FromHolder> for RelayedSocket {
     type Result = ();
 
     fn handle(&mut self, FromHolder(message): FromHolder, _ctx: &mut Self::Context) {
+        self.heard = true;
         match message {
             RelayMessage::Emit {
                 event,
