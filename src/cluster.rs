@@ -44,19 +44,23 @@ const CLAIM_PREFIX: &str = "helpnow:claim:";
 pub const CLAIM_RENEW_EVERY: Duration = Duration::from_secs(10);
 const CLAIM_TTL: Duration = Duration::from_secs(30);
 
-/// Claims KEYS[1] for ARGV[1] unless another process holds it and lives (its sign of life,
-/// ARGV[2] followed by its id, is there); answers the holder. Run again by the holder, it
-/// renews the claim.
+/// Claims KEYS[1] for the actor ARGV[1] (`{process}/{actor}`) of the process ARGV[4] unless
+/// another process holds it and lives (its sign of life, ARGV[2] followed by its id, is there);
+/// answers the holding process. Run again by the holder, it renews the claim; an actor of the
+/// same process takes it over.
 const CLAIM: &str = r"
 local holder = redis.call('GET', KEYS[1])
-if holder and holder ~= ARGV[1] and redis.call('EXISTS', ARGV[2] .. holder) == 1 then
-  return holder
+if holder and holder ~= ARGV[1] then
+  local process = string.match(holder, '^[^/]*')
+  if process ~= ARGV[4] and redis.call('EXISTS', ARGV[2] .. process) == 1 then
+    return process
+  end
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
-return ARGV[1]
+return ARGV[4]
 ";
 
-/// Gives up KEYS[1] if ARGV[1] holds it.
+/// Gives up KEYS[1] if the actor ARGV[1] (`{process}/{actor}`) holds it.
 const RELEASE: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
@@ -180,6 +184,8 @@ struct Inner {
     local: std::sync::Mutex<std::collections::HashMap<&'static str, LocalLimiter>>,
     /// The members that have an actor here: their channels are listened on.
     members: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// The members whose channel this process's subscription has confirmed.
+    subscribed: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Whether another process listened to a member's channel when this process last published
     /// on it (the number of receivers less this process's own subscription).
     others_listen: std::sync::Mutex<std::collections::HashMap<String, bool>>,
@@ -264,16 +270,17 @@ impl Cluster {
     /// half a second, the answer is `Here` (with a warning): a conversation is then served
     /// rather than refused, and the versioned saves keep it whole should another process serve
     /// it meanwhile.
-    pub async fn claim(&self, conversation: &str) -> Holder {
+    pub async fn claim(&self, conversation: &str, actor: u64) -> Holder {
         let Some(redis) = &self.inner.redis else {
             return Holder::Here;
         };
         let mut commands = redis.commands.clone();
         let mut invocation = redis.claim.key(format!("{CLAIM_PREFIX}{conversation}"));
         invocation
-            .arg(&self.inner.id)
+            .arg(format!("{}/{actor}", self.inner.id))
             .arg(PROCESS_KEY_PREFIX)
-            .arg(u64::try_from(CLAIM_TTL.as_millis()).unwrap_or(u64::MAX));
+            .arg(u64::try_from(CLAIM_TTL.as_millis()).unwrap_or(u64::MAX))
+            .arg(&self.inner.id);
         match tokio::time::timeout(
             ENGINE_TIMEOUT,
             invocation.invoke_async::<String>(&mut commands),
@@ -295,15 +302,15 @@ impl Cluster {
         }
     }
 
-    /// Gives up this process's claim on `conversation` (its actor stopped), without waiting.
-    pub fn release(&self, conversation: &str) {
+    /// Gives up `actor`'s claim on `conversation` (it stopped), without waiting.
+    pub fn release(&self, conversation: &str, actor: u64) {
         let Some(redis) = &self.inner.redis else {
             return;
         };
         let mut commands = redis.commands.clone();
         let script = redis.release.clone();
         let key = format!("{CLAIM_PREFIX}{conversation}");
-        let me = self.inner.id.clone();
+        let me = format!("{}/{actor}", self.inner.id);
         tokio::spawn(async move {
             let mut invocation = script.key(key);
             invocation.arg(me);
@@ -331,6 +338,7 @@ impl Cluster {
                 handler: OnceLock::new(),
                 local: std::sync::Mutex::new(std::collections::HashMap::new()),
                 members: std::sync::Mutex::new(std::collections::HashSet::new()),
+                subscribed: std::sync::Mutex::new(std::collections::HashSet::new()),
                 others_listen: std::sync::Mutex::new(std::collections::HashMap::new()),
             }),
         }
@@ -556,14 +564,12 @@ async fn publish_in_order(
                 if let Some(inner) = inner.upgrade()
                     && !counted.is_empty()
                 {
-                    let members = lock(&inner.members);
+                    let subscribed = lock(&inner.subscribed);
                     let mut others = lock(&inner.others_listen);
                     for (index, member) in counted.drain(..) {
-                        // This process receives its own events while it holds the member's actor.
-                        let own = i64::from(members.contains(&member));
-                        if let Some(&count) = receivers.get(index)
-                            && own == 1
-                        {
+                        // Less this process's own subscription, when it is there.
+                        let own = i64::from(subscribed.contains(&member));
+                        if let Some(&count) = receivers.get(index) {
                             others.insert(member, count > own);
                         }
                     }
@@ -611,16 +617,17 @@ async fn subscribe(
                 let Some(here) = inner.upgrade() else {
                     return;
                 };
+                let members: Vec<String> = lock(&here.members).iter().cloned().collect();
                 let mut channels = vec![CHANNEL.to_owned(), inbox_channel(&here.id)];
-                channels.extend(
-                    here.members
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .iter()
-                        .map(|user_id| member_channel(user_id)),
-                );
+                channels.extend(members.iter().map(|user_id| member_channel(user_id)));
                 drop(here);
-                match sink.subscribe(channels).await {
+                let subscribed = sink.subscribe(channels).await;
+                if subscribed.is_ok()
+                    && let Some(here) = inner.upgrade()
+                {
+                    lock(&here.subscribed).extend(members);
+                }
+                match subscribed {
                     Ok(()) => loop {
                         tokio::select! {
                             message = stream.next() => {
@@ -636,9 +643,16 @@ async fn subscribe(
                             change = control.recv() => {
                                 let changed = match change {
                                     Some(Control::Subscribe(user_id)) => {
-                                        sink.subscribe(member_channel(&user_id)).await
+                                        let done = sink.subscribe(member_channel(&user_id)).await;
+                                        if done.is_ok() && let Some(here) = inner.upgrade() {
+                                            lock(&here.subscribed).insert(user_id);
+                                        }
+                                        done
                                     }
                                     Some(Control::Unsubscribe(user_id)) => {
+                                        if let Some(here) = inner.upgrade() {
+                                            lock(&here.subscribed).remove(&user_id);
+                                        }
                                         sink.unsubscribe(member_channel(&user_id)).await
                                     }
                                     None => return,
@@ -654,6 +668,10 @@ async fn subscribe(
                 }
             }
             Err(error) => tracing::warn!(%error, "cannot reach the event engine"),
+        }
+        // Until subscribed again, this process hears none of its members' channels.
+        if let Some(here) = inner.upgrade() {
+            lock(&here.subscribed).clear();
         }
         tokio::time::sleep(RESUBSCRIBE_AFTER).await;
     }

@@ -168,15 +168,17 @@ pub enum Holder {
 
 /// The claims on funnel conversations shared by the processes of a deployment. A funnel actor
 /// claims its conversation before it loads it, claims it again every `renew_every` while it
-/// lives, and releases it when it stops. One process alone holds every conversation (the
-/// defaults).
+/// lives, and releases it when it stops. A claim names the process and the actor (`actor`, a
+/// random number of its own), so an actor that stops releases only its own claim, never that of
+/// the actor that took over on the same process. One process alone holds every conversation
+/// (the defaults).
 pub trait FunnelClaims: Send + Sync + 'static {
-    /// Claims (or renews the claim on) the conversation of this id for this process.
-    fn claim(&self, _conversation_id: &str) -> BoxFuture<'static, Holder> {
+    /// Claims (or renews the claim on) the conversation of this id for this process's `actor`.
+    fn claim(&self, _conversation_id: &str, _actor: u64) -> BoxFuture<'static, Holder> {
         Box::pin(futures_util::future::ready(Holder::Here))
     }
-    /// Gives up this process's claim, without waiting.
-    fn release(&self, _conversation_id: &str) {}
+    /// Gives up `actor`'s claim, if it still holds it, without waiting.
+    fn release(&self, _conversation_id: &str, _actor: u64) {}
     /// How often a held claim is renewed (none: it never lapses).
     fn renew_every(&self) -> Option<std::time::Duration> {
         None

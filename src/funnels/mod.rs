@@ -73,14 +73,14 @@ pub fn registry(
 struct ClusterClaims(Cluster);
 
 impl FunnelClaims for ClusterClaims {
-    fn claim(&self, conversation_id: &str) -> BoxFuture<'static, Holder> {
+    fn claim(&self, conversation_id: &str, actor: u64) -> BoxFuture<'static, Holder> {
         let cluster = self.0.clone();
         let conversation_id = conversation_id.to_owned();
-        async move { cluster.claim(&conversation_id).await }.boxed()
+        async move { cluster.claim(&conversation_id, actor).await }.boxed()
     }
 
-    fn release(&self, conversation_id: &str) {
-        self.0.release(conversation_id);
+    fn release(&self, conversation_id: &str, actor: u64) {
+        self.0.release(conversation_id, actor);
     }
 
     fn renew_every(&self) -> Option<std::time::Duration> {

@@ -18,7 +18,9 @@ use helpnow_actors::rules::text::clean_query_value;
 use serde_json::{Map, Value, json};
 
 use super::relay::FunnelRelay;
-use crate::realtime::{AckSender, ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
+use crate::realtime::{
+    AckSender, ConnectError, ConnectRequest, Namespace, Payload, SocketEvent, SocketRef,
+};
 use crate::routes::client::AddressLimiter;
 use crate::store;
 use crate::store::batch::Batcher;
@@ -201,6 +203,24 @@ pub(crate) fn reply<T: 'static>(ack: Option<AckSender>, to_json: fn(&T) -> Value
     }
 }
 
+/// The text of a `send` event (`{text}`; anything else is empty, which the actor refuses).
+pub(crate) fn sent_text(payload: &Payload) -> String {
+    payload
+        .args
+        .first()
+        .and_then(|data| data.get("text"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Answers an event the funnel does not know, if an answer was asked for.
+pub(crate) fn refuse_unknown(ack: Option<AckSender>) {
+    if let Some(ack) = ack {
+        ack.send_json(&json!({ "error": "Unknown event." }));
+    }
+}
+
 /// The socket's events, as the conversation actor understands them.
 impl Handler<SocketEvent> for FunnelActor {
     type Result = ();
@@ -215,25 +235,14 @@ impl Handler<SocketEvent> for FunnelActor {
             } => match name.as_str() {
                 "send" => ClientEvent::Send {
                     client_id: socket.id().to_owned(),
-                    text: payload
-                        .args
-                        .first()
-                        .and_then(|data| data.get("text"))
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
+                    text: sent_text(&payload),
                     reply: reply(ack, |answer: &SendAck| answer.to_json()),
                 },
                 "checkout" => ClientEvent::Checkout {
                     client_id: socket.id().to_owned(),
                     reply: reply(ack, CheckoutAck::to_json),
                 },
-                _ => {
-                    if let Some(ack) = ack {
-                        ack.send_json(&json!({ "error": "Unknown event." }));
-                    }
-                    return;
-                }
+                _ => return refuse_unknown(ack),
             },
             SocketEvent::Disconnected { socket, .. } => ClientEvent::Left {
                 client_id: socket.id().to_owned(),

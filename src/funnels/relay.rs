@@ -5,10 +5,15 @@
 //! whose events and acknowledgements go back to the socket's process. docs/operations.md,
 //! "Several processes".
 //!
-//! Each side watches the other's sign of life: when the holder dies, the relayed socket's
+//! Each relay (one socket's joining) has a number of its own, so a socket that recovers its
+//! connection (same socket id, a new relay) never takes the answers or the leaving of its earlier
+//! relay. Each side watches the other's sign of life: when the holder dies, the relayed socket's
 //! connection is closed, the browser connects again and this process, now free to claim the
 //! conversation, loads it from the store; when the socket's process dies, the holder's actor
-//! forgets the socket.
+//! forgets the socket. A message for a relay the other side no longer has is answered with its
+//! end (`Left` to the holder, `Close` to the socket's process), so neither keeps a relay the
+//! other lost. Delivery is Redis pub/sub's: in order, at most once while the subscription holds;
+//! what a subscription's gap loses is made good by those ends and the time-outs below.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -22,7 +27,7 @@ use helpnow_actors::funnel::{
 };
 use helpnow_actors::ports::FunnelClient;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::cluster::{Cluster, ClusterEvent};
 use crate::realtime::{AckSender, SocketEvent, SocketRef};
@@ -34,13 +39,19 @@ const CHECK_EVERY: Duration = Duration::from_secs(2);
 /// lost: the holder was resubscribing to Redis, say) connects again.
 const JOIN_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A relayed socket's events between its process and the conversation's holder.
+/// A relayed socket whose event waits this long for the holder's answer (lost on the way)
+/// connects again: the page gets the conversation as stored.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A relayed socket's events between its process and the conversation's holder. `relay` is the
+/// number of one socket's relay, chosen by the socket's process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-/// Tagged by `relay` (inside the event's own `kind`).
-#[serde(tag = "relay", rename_all = "snake_case")]
+/// Tagged by `relay_message` (inside the event's own `kind`).
+#[serde(tag = "relay_message", rename_all = "snake_case")]
 pub enum RelayMessage {
     /// To the holder: a socket joins the conversation of `key`.
     Join {
+        relay: u64,
         socket: String,
         key: ConversationKey,
         attribution: Attribution,
@@ -48,30 +59,26 @@ pub enum RelayMessage {
     },
     /// To the holder: the socket's `send` (`ack`: the number its answer comes back with).
     Send {
-        socket: String,
+        relay: u64,
         text: String,
         ack: Option<u64>,
     },
     /// To the holder: the socket's `checkout`.
-    Checkout { socket: String, ack: Option<u64> },
-    /// To the holder: the socket is gone.
-    Left { socket: String },
+    Checkout { relay: u64, ack: Option<u64> },
+    /// To the holder: the socket is gone (or this process has no such relay).
+    Left { relay: u64 },
     /// To the socket's process: an event for the socket.
     Emit {
-        socket: String,
+        relay: u64,
         event: String,
         data: Value,
         volatile: bool,
     },
     /// To the socket's process: the answer to the socket's event `ack`.
-    Ack {
-        socket: String,
-        ack: u64,
-        data: Value,
-    },
+    Ack { relay: u64, ack: u64, data: Value },
     /// To the socket's process: the holder will not serve the socket (any more); its
     /// connection closes so that it connects again.
-    Close { socket: String },
+    Close { relay: u64 },
 }
 
 /// The relayed sockets of this process, both ways.
@@ -83,10 +90,10 @@ pub struct FunnelRelay {
 struct Inner {
     cluster: Cluster,
     registry: FunnelRegistry,
-    /// Sockets here whose conversation another process holds, by socket id.
-    relayed: Mutex<HashMap<String, Addr<RelayedSocket>>>,
-    /// Sockets of other processes whose conversation is held here, by (process, socket id).
-    remote: Mutex<HashMap<(String, String), Addr<RemoteSocket>>>,
+    /// Sockets here whose conversation another process holds, by relay.
+    relayed: Mutex<HashMap<u64, Addr<RelayedSocket>>>,
+    /// Sockets of other processes whose conversation is held here, by (process, relay).
+    remote: Mutex<HashMap<(String, u64), Addr<RemoteSocket>>>,
     /// Where the actors for other processes' sockets run (and the conversation actors they
     /// start): the events from other processes arrive on a task outside actix's arbiters.
     arbiter: std::sync::OnceLock<ArbiterHandle>,
@@ -137,26 +144,27 @@ impl FunnelRelay {
         socket: SocketRef,
         address: Option<IpAddr>,
     ) -> Recipient<SocketEvent> {
-        self.inner.cluster.send_to(
-            &holder,
-            ClusterEvent::Funnel(RelayMessage::Join {
-                socket: socket.id().to_owned(),
-                key,
-                attribution: start.attribution,
-                address,
-            }),
-        );
-        let id = socket.id().to_owned();
+        let relay = rand::random::<u64>();
+        let join = RelayMessage::Join {
+            relay,
+            socket: socket.id().to_owned(),
+            key,
+            attribution: start.attribution,
+            address,
+        };
         let addr = RelayedSocket {
+            relay_id: relay,
             relay: self.clone(),
-            holder,
+            holder: holder.clone(),
             socket,
             acks: HashMap::new(),
             next_ack: 0,
             heard: false,
         }
         .start();
-        lock(&self.inner.relayed).insert(id, addr.clone());
+        // Known before the holder can answer.
+        lock(&self.inner.relayed).insert(relay, addr.clone());
+        self.send_to(&holder, join);
         addr.recipient()
     }
 
@@ -164,15 +172,17 @@ impl FunnelRelay {
     pub fn receive(&self, from: &str, message: RelayMessage) {
         match message {
             RelayMessage::Join {
+                relay,
                 socket,
                 key,
                 attribution,
                 address,
             } => {
                 let client = RemoteClient {
+                    id: format!("{socket}/{relay}"),
                     cluster: self.inner.cluster.clone(),
                     process: from.to_owned(),
-                    socket: socket.clone(),
+                    relay,
                     address,
                 };
                 let remote = RemoteSocket {
@@ -181,32 +191,35 @@ impl FunnelRelay {
                     key,
                     start: NewConversation { attribution },
                     actor: None,
+                    last_ack: None,
                 };
                 let arbiter = self.inner.arbiter.get_or_init(start_arbiter);
                 let addr = RemoteSocket::start_in_arbiter(arbiter, move |_| remote);
-                if let Some(earlier) =
-                    lock(&self.inner.remote).insert((from.to_owned(), socket), addr)
-                {
-                    earlier.do_send(FromSocket(Forward::Replaced));
-                }
+                lock(&self.inner.remote).insert((from.to_owned(), relay), addr);
             }
-            RelayMessage::Send { socket, text, ack } => {
-                self.to_remote(from, socket, Forward::Send { text, ack });
+            RelayMessage::Send { relay, text, ack } => {
+                self.to_remote(from, relay, Forward::Send { text, ack });
             }
-            RelayMessage::Checkout { socket, ack } => {
-                self.to_remote(from, socket, Forward::Checkout { ack });
+            RelayMessage::Checkout { relay, ack } => {
+                self.to_remote(from, relay, Forward::Checkout { ack });
             }
-            RelayMessage::Left { socket } => {
-                if let Some(addr) = lock(&self.inner.remote).remove(&(from.to_owned(), socket)) {
+            RelayMessage::Left { relay } => {
+                let addr = lock(&self.inner.remote).remove(&(from.to_owned(), relay));
+                if let Some(addr) = addr {
                     addr.do_send(FromSocket(Forward::Left));
                 }
             }
-            RelayMessage::Emit { ref socket, .. }
-            | RelayMessage::Ack { ref socket, .. }
-            | RelayMessage::Close { ref socket } => {
-                let addr = lock(&self.inner.relayed).get(socket).cloned();
-                if let Some(addr) = addr {
-                    addr.do_send(FromHolder(message));
+            RelayMessage::Emit { relay, .. }
+            | RelayMessage::Ack { relay, .. }
+            | RelayMessage::Close { relay } => {
+                let addr = lock(&self.inner.relayed).get(&relay).cloned();
+                match addr {
+                    Some(addr) => addr.do_send(FromHolder(message)),
+                    // That socket is gone here: the holder is to forget it.
+                    None if !matches!(message, RelayMessage::Close { .. }) => {
+                        self.send_to(from, RelayMessage::Left { relay });
+                    }
+                    None => {}
                 }
             }
         }
@@ -214,32 +227,26 @@ impl FunnelRelay {
 
     /// Passes a socket's event to its remote socket here; a socket this process does not
     /// serve (it lost the conversation's claim, or restarted) is told to connect again.
-    fn to_remote(&self, from: &str, socket: String, forward: Forward) {
+    fn to_remote(&self, from: &str, relay: u64, forward: Forward) {
         let addr = lock(&self.inner.remote)
-            .get(&(from.to_owned(), socket.clone()))
+            .get(&(from.to_owned(), relay))
             .cloned();
         match addr {
             Some(addr) => addr.do_send(FromSocket(forward)),
-            None => self
-                .inner
-                .cluster
-                .send_to(from, ClusterEvent::Funnel(RelayMessage::Close { socket })),
+            None => self.send_to(from, RelayMessage::Close { relay }),
         }
     }
 
-    fn forget_relayed(&self, socket: &str, addr: &Addr<RelayedSocket>) -> bool {
+    fn forget_relayed(&self, relay: u64, addr: &Addr<RelayedSocket>) {
         let mut relayed = lock(&self.inner.relayed);
-        if relayed.get(socket) == Some(addr) {
-            relayed.remove(socket);
-            true
-        } else {
-            false
+        if relayed.get(&relay) == Some(addr) {
+            relayed.remove(&relay);
         }
     }
 
     fn forget_remote(&self, client: &RemoteClient, addr: &Addr<RemoteSocket>) {
         let mut remote = lock(&self.inner.remote);
-        let key = (client.process.clone(), client.socket.clone());
+        let key = (client.process.clone(), client.relay);
         if remote.get(&key) == Some(addr) {
             remote.remove(&key);
         }
@@ -257,11 +264,13 @@ impl FunnelRelay {
 
 /// A socket of this process whose conversation another process holds.
 struct RelayedSocket {
+    relay_id: u64,
     relay: FunnelRelay,
     holder: String,
     socket: SocketRef,
-    /// The socket's events that wait for the holder's answer, by the number sent with them.
-    acks: HashMap<u64, AckSender>,
+    /// The socket's events that wait for the holder's answer, by the number sent with them,
+    /// and since when.
+    acks: HashMap<u64, (AckSender, tokio::time::Instant)>,
     next_ack: u64,
     /// The holder has sent something (the conversation, at least).
     heard: bool,
@@ -272,7 +281,7 @@ impl RelayedSocket {
         let ack = ack?;
         let number = self.next_ack;
         self.next_ack += 1;
-        self.acks.insert(number, ack);
+        self.acks.insert(number, (ack, tokio::time::Instant::now()));
         Some(number)
     }
 }
@@ -287,6 +296,14 @@ impl Actor for RelayedSocket {
             }
         });
         ctx.run_interval(CHECK_EVERY, |act, ctx| {
+            // An answer lost on the way: the page gets the conversation as stored.
+            if act
+                .acks
+                .values()
+                .any(|(_, since)| since.elapsed() >= ANSWER_TIMEOUT)
+            {
+                act.socket.close_connection();
+            }
             let alive = act.relay.inner.cluster.clone();
             let holder = act.holder.clone();
             let check = async move { alive.alive(&holder).await };
@@ -305,42 +322,29 @@ impl Handler<SocketEvent> for RelayedSocket {
     type Result = ();
 
     fn handle(&mut self, event: SocketEvent, ctx: &mut Self::Context) {
-        let socket_id = self.socket.id().to_owned();
+        let relay = self.relay_id;
         match event {
             SocketEvent::Event {
                 name, payload, ack, ..
             } => {
                 let message = match name.as_str() {
                     "send" => RelayMessage::Send {
-                        socket: socket_id,
-                        text: payload
-                            .args
-                            .first()
-                            .and_then(|data| data.get("text"))
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
+                        relay,
+                        text: super::namespace::sent_text(&payload),
                         ack: self.keep_ack(ack),
                     },
                     "checkout" => RelayMessage::Checkout {
-                        socket: socket_id,
+                        relay,
                         ack: self.keep_ack(ack),
                     },
-                    _ => {
-                        if let Some(ack) = ack {
-                            ack.send_json(&json!({ "error": "Unknown event." }));
-                        }
-                        return;
-                    }
+                    _ => return super::namespace::refuse_unknown(ack),
                 };
                 self.relay.send_to(&self.holder, message);
             }
             SocketEvent::Disconnected { .. } => {
-                // A recovered socket has a newer relay by the same id: this one leaves quietly.
-                if self.relay.forget_relayed(&socket_id, &ctx.address()) {
-                    self.relay
-                        .send_to(&self.holder, RelayMessage::Left { socket: socket_id });
-                }
+                self.relay.forget_relayed(relay, &ctx.address());
+                self.relay
+                    .send_to(&self.holder, RelayMessage::Left { relay });
                 ctx.stop();
             }
         }
@@ -371,7 +375,7 @@ impl Handler<FromHolder> for RelayedSocket {
                 }
             }
             RelayMessage::Ack { ack, data, .. } => {
-                if let Some(sender) = self.acks.remove(&ack) {
+                if let Some((sender, _)) = self.acks.remove(&ack) {
                     sender.send_json(&data);
                 }
             }
@@ -386,9 +390,12 @@ impl Handler<FromHolder> for RelayedSocket {
 
 /// A socket of another process, as the conversation actor here sees it.
 struct RemoteClient {
+    /// Its client id in the actor: the socket's id and the relay's number, so a socket that
+    /// recovered its connection (a new relay) is another client than its earlier relay.
+    id: String,
     cluster: Cluster,
     process: String,
-    socket: String,
+    relay: u64,
     address: Option<IpAddr>,
 }
 
@@ -397,11 +404,21 @@ impl RemoteClient {
         self.cluster
             .send_to(&self.process, ClusterEvent::Funnel(message));
     }
+
+    /// An event for the socket, to its process.
+    fn pass(&self, event: &str, data: Value, volatile: bool) {
+        self.send(RelayMessage::Emit {
+            relay: self.relay,
+            event: event.to_owned(),
+            data,
+            volatile,
+        });
+    }
 }
 
 impl FunnelClient for RemoteClient {
     fn id(&self) -> &str {
-        &self.socket
+        &self.id
     }
 
     fn address(&self) -> Option<IpAddr> {
@@ -409,21 +426,11 @@ impl FunnelClient for RemoteClient {
     }
 
     fn emit(&self, event: &'static str, data: Value) {
-        self.send(RelayMessage::Emit {
-            socket: self.socket.clone(),
-            event: event.to_owned(),
-            data,
-            volatile: false,
-        });
+        self.pass(event, data, false);
     }
 
     fn emit_volatile(&self, event: &'static str, data: Value) {
-        self.send(RelayMessage::Emit {
-            socket: self.socket.clone(),
-            event: event.to_owned(),
-            data,
-            volatile: true,
-        });
+        self.pass(event, data, true);
     }
 
     fn disconnect(&self) {
@@ -431,24 +438,15 @@ impl FunnelClient for RemoteClient {
     }
 
     fn reconnect(&self) {
-        self.send(RelayMessage::Close {
-            socket: self.socket.clone(),
-        });
+        self.send(RelayMessage::Close { relay: self.relay });
     }
 }
 
 /// What a relayed socket's process passed on, for its remote socket here.
 enum Forward {
-    Send {
-        text: String,
-        ack: Option<u64>,
-    },
-    Checkout {
-        ack: Option<u64>,
-    },
+    Send { text: String, ack: Option<u64> },
+    Checkout { ack: Option<u64> },
     Left,
-    /// The same socket joined again (it recovered its connection): this one ends.
-    Replaced,
 }
 
 #[derive(Message)]
@@ -463,6 +461,9 @@ struct RemoteSocket {
     start: NewConversation,
     /// Set once joined.
     actor: Option<Addr<FunnelActor>>,
+    /// The highest answer number seen: an event sent twice (a pipeline that Redis ran but
+    /// answered late, sent again) is passed on once.
+    last_ack: Option<u64>,
 }
 
 impl RemoteSocket {
@@ -474,18 +475,30 @@ impl RemoteSocket {
         let client = self.client.clone();
         Reply::new(move |answer: T| {
             client.send(RelayMessage::Ack {
-                socket: client.socket.clone(),
+                relay: client.relay,
                 ack,
                 data: to_json(&answer),
             });
         })
     }
 
+    /// Whether an event with this answer number was passed on already.
+    fn seen(&mut self, ack: Option<u64>) -> bool {
+        let Some(ack) = ack else {
+            return false;
+        };
+        if self.last_ack.is_some_and(|last| ack <= last) {
+            return true;
+        }
+        self.last_ack = Some(ack);
+        false
+    }
+
     /// The socket is gone: the actor forgets it, and so does this process.
     fn leave(&mut self, ctx: &mut Context<Self>) {
         if let Some(actor) = self.actor.take() {
             actor.do_send(ClientEvent::Left {
-                client_id: self.client.socket.clone(),
+                client_id: self.client.id.clone(),
             });
         }
         self.relay.forget_remote(&self.client, &ctx.address());
@@ -528,8 +541,9 @@ impl Handler<FromSocket> for RemoteSocket {
     type Result = ();
 
     fn handle(&mut self, FromSocket(forward): FromSocket, ctx: &mut Self::Context) {
-        let client_id = self.client.socket.clone();
+        let client_id = self.client.id.clone();
         let event = match forward {
+            Forward::Send { ack, .. } | Forward::Checkout { ack } if self.seen(ack) => return,
             Forward::Send { text, ack } => ClientEvent::Send {
                 client_id,
                 text,
@@ -540,17 +554,14 @@ impl Handler<FromSocket> for RemoteSocket {
                 reply: self.reply(ack, CheckoutAck::to_json),
             },
             Forward::Left => return self.leave(ctx),
-            Forward::Replaced => {
-                // The newer remote socket joins the actor with the same client id, which
-                // replaces this one there: only this process's record goes.
-                self.actor = None;
-                return ctx.stop();
-            }
         };
         match &self.actor {
-            Some(actor) => actor.do_send(event),
-            None => {
-                // The conversation could not be joined: the socket is connecting again.
+            Some(actor) if actor.connected() => actor.do_send(event),
+            // The conversation actor here stopped (it handed the conversation over, and its
+            // word to the socket was lost): the socket connects again.
+            _ => {
+                self.client.reconnect();
+                self.leave(ctx);
             }
         }
     }

@@ -942,3 +942,51 @@ async fn a_dropped_transport_recovers_through_the_balancer() {
     }
     drop(balancer);
 }
+
+/// The claims' script on a real Redis: one process holds a conversation at a time; an actor of
+/// the same process takes a claim over and the stale actor's release leaves it; a released
+/// claim, or one whose process stopped (its sign of life lapsed), is free for another process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_is_claimed_by_one_process_at_a_time() {
+    use helpnow::cluster::Cluster;
+    use helpnow_actors::ports::Holder;
+    let redis = RedisServer::start();
+    let first = Cluster::connect(&redis.url).await.expect("Redis");
+    let second = Cluster::connect(&redis.url).await.expect("Redis");
+    // The signs of life are set as each connects; give them a moment.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    assert_eq!(first.claim("conversation-a", 1).await, Holder::Here);
+    assert_eq!(
+        first.claim("conversation-a", 1).await,
+        Holder::Here,
+        "renewed"
+    );
+    assert!(matches!(
+        second.claim("conversation-a", 9).await,
+        Holder::Elsewhere(_)
+    ));
+    // A new actor of the first process takes over; the old one's release leaves the claim.
+    assert_eq!(first.claim("conversation-a", 2).await, Holder::Here);
+    first.release("conversation-a", 1);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(matches!(
+        second.claim("conversation-a", 9).await,
+        Holder::Elsewhere(_)
+    ));
+    first.release("conversation-a", 2);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(second.claim("conversation-a", 9).await, Holder::Here);
+
+    // A process that stops holding claims: they are free once its sign of life lapses (5 s).
+    let gone = Cluster::connect(&redis.url).await.expect("Redis");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(gone.claim("conversation-b", 1).await, Holder::Here);
+    assert!(matches!(
+        second.claim("conversation-b", 9).await,
+        Holder::Elsewhere(_)
+    ));
+    drop(gone);
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    assert_eq!(second.claim("conversation-b", 9).await, Holder::Here);
+}

@@ -178,6 +178,8 @@ pub struct FunnelActor {
     idle_timer: Option<SpawnHandle>,
     /// This process holds the conversation's claim (released when the actor stops).
     claimed: bool,
+    /// This actor's name in its claim.
+    claim_token: u64,
 }
 
 impl FunnelActor {
@@ -202,6 +204,7 @@ impl FunnelActor {
             recent_checkout: None,
             idle_timer: None,
             claimed: false,
+            claim_token: rand::random(),
         }
     }
 
@@ -752,7 +755,10 @@ impl FunnelActor {
             return;
         };
         ctx.run_interval(every, |act, ctx| {
-            let renew = act.deps.claims.claim(&act.key.conversation_id());
+            let renew = act
+                .deps
+                .claims
+                .claim(&act.key.conversation_id(), act.claim_token);
             ctx.spawn(renew.into_actor(act).map(|holder, act, ctx| {
                 if let Holder::Elsewhere(process) = holder {
                     act.give_up(&process, ctx);
@@ -806,7 +812,9 @@ impl Actor for FunnelActor {
     fn stopped(&mut self, ctx: &mut Self::Context) {
         self.deps.telemetry.actor_stopped(ACTOR_KIND);
         if self.claimed {
-            self.deps.claims.release(&self.key.conversation_id());
+            self.deps
+                .claims
+                .release(&self.key.conversation_id(), self.claim_token);
         }
         if let Some(registry) = self.registry.upgrade() {
             registry.forget(&self.key, &ctx.address());
@@ -828,8 +836,9 @@ impl Handler<Join> for FunnelActor {
         let key = self.key.clone();
         let start = join.start;
         let client = join.client;
+        let token = self.claim_token;
         let load = async move {
-            match deps.claims.claim(&key.conversation_id()).await {
+            match deps.claims.claim(&key.conversation_id(), token).await {
                 Holder::Here => {}
                 Holder::Elsewhere(process) => return Err(Loaded::Elsewhere(process)),
             }

@@ -153,7 +153,8 @@ impl crate::ports::FunnelCheckout for FakeCheckout {
 /// held by one process at a time, until it releases it or a test takes it away.
 #[derive(Default)]
 struct SharedClaims {
-    holders: Mutex<HashMap<String, String>>,
+    /// The process and actor holding each conversation.
+    holders: Mutex<HashMap<String, (String, u64)>>,
 }
 
 impl SharedClaims {
@@ -162,14 +163,14 @@ impl SharedClaims {
             .lock()
             .expect("lock")
             .get(conversation_id)
-            .cloned()
+            .map(|(process, _)| process.clone())
     }
 
     fn set_holder(&self, conversation_id: &str, process: &str) {
         self.holders
             .lock()
             .expect("lock")
-            .insert(conversation_id.into(), process.into());
+            .insert(conversation_id.into(), (process.into(), 0));
     }
 }
 
@@ -180,22 +181,23 @@ struct ProcessClaims {
 }
 
 impl crate::ports::FunnelClaims for ProcessClaims {
-    fn claim(&self, conversation_id: &str) -> BoxFuture<'static, crate::ports::Holder> {
+    fn claim(&self, conversation_id: &str, actor: u64) -> BoxFuture<'static, crate::ports::Holder> {
         let mut holders = self.shared.holders.lock().expect("lock");
-        let holder = holders
-            .entry(conversation_id.into())
-            .or_insert_with(|| self.process.clone());
-        let answer = if *holder == self.process {
-            crate::ports::Holder::Here
-        } else {
-            crate::ports::Holder::Elsewhere(holder.clone())
+        let answer = match holders.get(conversation_id) {
+            Some((process, _)) if *process != self.process => {
+                crate::ports::Holder::Elsewhere(process.clone())
+            }
+            _ => {
+                holders.insert(conversation_id.into(), (self.process.clone(), actor));
+                crate::ports::Holder::Here
+            }
         };
         futures_util::future::ready(answer).boxed()
     }
 
-    fn release(&self, conversation_id: &str) {
+    fn release(&self, conversation_id: &str, actor: u64) {
         let mut holders = self.shared.holders.lock().expect("lock");
-        if holders.get(conversation_id) == Some(&self.process) {
+        if holders.get(conversation_id) == Some(&(self.process.clone(), actor)) {
             holders.remove(conversation_id);
         }
     }
