@@ -15,9 +15,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use governor::Quota;
 use helpnow_actors::ports::Holder;
 use serde::{Deserialize, Serialize};
+
+use crate::client::KeyedLimiter;
 
 /// The channel every process listens on.
 const CHANNEL: &str = "helpnow:events";
@@ -80,9 +82,6 @@ const RESUBSCRIBE_AFTER: Duration = Duration::from_secs(1);
 /// How long a limit's check or an event waits for Redis: past it the process counts the limit
 /// alone, and the event reaches only this process.
 const ENGINE_TIMEOUT: Duration = Duration::from_millis(500);
-
-/// Past this many tracked keys, a local limiter forgets the keys whose quota has refilled.
-const CLEANUP_THRESHOLD: usize = 10_000;
 
 /// GCRA (the generic cell rate algorithm, as governor counts): a key's "theoretical arrival
 /// time" moves on by `period` with each allowed attempt and may run ahead of now by at most
@@ -694,7 +693,7 @@ fn deliver(inner: &Inner, message: &redis::Msg) {
 }
 
 /// One limit counted in this process: governor's keyed GCRA.
-struct LocalLimiter(DefaultKeyedRateLimiter<String>);
+struct LocalLimiter(KeyedLimiter<String>);
 
 impl LocalLimiter {
     fn new(limit: Limit) -> Self {
@@ -702,13 +701,10 @@ impl LocalLimiter {
         let quota = Quota::with_period(limit.period)
             .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
             .allow_burst(burst);
-        Self(RateLimiter::keyed(quota))
+        Self(KeyedLimiter::new(quota))
     }
 
     fn allow(&self, key: &String) -> bool {
-        if self.0.len() > CLEANUP_THRESHOLD {
-            self.0.retain_recent();
-        }
-        self.0.check_key(key).is_ok()
+        self.0.allow(key)
     }
 }

@@ -3,6 +3,7 @@
 pub mod ai;
 pub mod auth;
 pub mod billing;
+pub mod client;
 pub mod cluster;
 pub mod config;
 pub mod content;

@@ -18,10 +18,10 @@ use helpnow_actors::rules::text::clean_query_value;
 use serde_json::{Map, Value, json};
 
 use super::relay::FunnelRelay;
+use crate::client::AddressLimiter;
 use crate::realtime::{
     AckSender, ConnectError, ConnectRequest, Namespace, Payload, SocketEvent, SocketRef,
 };
-use crate::routes::client::AddressLimiter;
 use crate::store;
 use crate::store::batch::Batcher;
 

@@ -13,9 +13,9 @@ use serde_json::{Value, json};
 
 use crate::auth::session::COOKIE_NAME;
 use crate::auth::token;
+use crate::client::AddressLimiter;
 use crate::funnels::{SocketClient, reply};
 use crate::realtime::{ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
-use crate::routes::client::AddressLimiter;
 use crate::store::{self, Db};
 
 pub struct MemberNamespace {

@@ -16,7 +16,7 @@ use prometheus::IntGauge;
 use super::config::RealtimeConfig;
 use super::polling::{self, PollingTransport};
 use super::socket::{DisconnectReason, Handshake, Namespace, Outbound, Route, SocketRef};
-use crate::routes::client::client_key_of;
+use crate::client::client_key_of;
 
 /// Recovery sweeps run at most this often.
 const SWEEP_EVERY: Duration = Duration::from_secs(5);

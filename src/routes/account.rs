@@ -10,12 +10,12 @@ use serde_json::json;
 use crate::auth::{self, AuthThrottle, CurrentUser, MaybeUser, SessionCookies, token};
 use crate::billing::Billing;
 use crate::billing::service::SubscriptionCheck;
+use crate::client::client_key;
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::domain::{Email, NewPassword, PasswordError};
 use crate::routes::ApiError;
 use crate::routes::billing::{CHECKOUT_COOKIE, clear_checkout_cookie};
-use crate::routes::client::client_key;
 use crate::store::{self, Db};
 
 pub const NO_SESSION: &str = "No session information found. Please contact support.";

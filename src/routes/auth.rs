@@ -11,13 +11,13 @@ use serde_json::json;
 use crate::auth::{self, AuthThrottle, MaybeUser, SessionCookies, token};
 use crate::billing::Billing;
 use crate::billing::service::SubscriptionCheck;
+use crate::client::client_key;
 use crate::cluster::{Cluster, ClusterEvent};
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::domain::{Email, EmailError, NewPassword, PasswordError};
 use crate::mail::{MailKind, Mailer, OutgoingMail};
 use crate::routes::ApiError;
-use crate::routes::client::client_key;
 use crate::store::{self, Db};
 
 /// How long a reset link works.

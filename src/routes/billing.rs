@@ -135,7 +135,7 @@ pub async fn create_checkout(
 ) -> Result<HttpResponse, ApiError> {
     // Every checkout is a call to the payment provider: a client may not spray them.
     if !throttle
-        .allow_checkout(crate::routes::client::client_key(
+        .allow_checkout(crate::client::client_key(
             &req,
             settings.server.trust_forwarded_for,
         ))

@@ -6,10 +6,10 @@ use actix_web::{HttpRequest, HttpResponse, post, web};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::client::{AddressLimiter, client_key};
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::routes::ApiError;
-use crate::routes::client::{AddressLimiter, client_key};
 use crate::store::{self, Db};
 
 const MAX_PROPERTIES_BYTES: usize = 4 * 1024;

@@ -14,11 +14,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::{SessionCookies, token};
+use crate::client::{AddressLimiter, client_key};
 use crate::config::Settings;
 use crate::funnels::{VISITOR_COOKIE, help, valid_visitor_id};
 use crate::routes::ApiError;
 use crate::routes::billing::checkout_start_cookie;
-use crate::routes::client::{AddressLimiter, client_key};
 use crate::store::{self, Db};
 
 /// How long a checkout's one-time link works (the provider's sessions last longer).

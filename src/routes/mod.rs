@@ -5,7 +5,6 @@ pub mod admin;
 pub mod auth;
 pub mod billing;
 pub mod chats;
-pub mod client;
 pub mod content;
 pub mod error;
 pub mod events;

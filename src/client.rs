@@ -1,4 +1,6 @@
-//! Who is asking: the client's address, for per-client limits.
+//! Who is asking: the client's address, for per-client limits, and the keyed limiter they and
+//! the account limits counted in one process use. Below the HTTP handlers and the real-time
+//! layer, which both ask.
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::num::NonZeroU32;
@@ -7,31 +9,43 @@ use actix_web::HttpRequest;
 use actix_web::http::header::HeaderMap;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
-/// Past this many tracked addresses, addresses whose quota has refilled are forgotten.
+/// Past this many tracked keys, keys whose quota has refilled are forgotten.
 const LIMITER_CLEANUP_THRESHOLD: usize = 10_000;
 
-/// A per-address rate limit that forgets addresses whose quota refilled once it tracks many.
-pub struct AddressLimiter(DefaultKeyedRateLimiter<IpAddr>);
+/// governor's keyed limiter that forgets the keys whose quota refilled once it tracks many: the
+/// per-address limits here, and the account limits a process counts alone (`cluster.rs`).
+pub struct KeyedLimiter<K: std::hash::Hash + Eq + Clone>(DefaultKeyedRateLimiter<K>);
+
+impl<K: std::hash::Hash + Eq + Clone> KeyedLimiter<K> {
+    pub fn new(quota: Quota) -> Self {
+        Self(RateLimiter::keyed(quota))
+    }
+
+    /// Counts one attempt for `key`; false when it is over the quota.
+    pub fn allow(&self, key: &K) -> bool {
+        if self.0.len() > LIMITER_CLEANUP_THRESHOLD {
+            self.0.retain_recent();
+        }
+        self.0.check_key(key).is_ok()
+    }
+}
+
+/// A per-address rate limit.
+pub struct AddressLimiter(KeyedLimiter<IpAddr>);
 
 impl AddressLimiter {
     /// `per_minute` steadily, with bursts up to `burst` (both at least 1).
     pub fn per_minute(per_minute: u32, burst: u32) -> Self {
         let per_minute = NonZeroU32::new(per_minute).unwrap_or(NonZeroU32::MIN);
         let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
-        Self(RateLimiter::keyed(
+        Self(KeyedLimiter::new(
             Quota::per_minute(per_minute).allow_burst(burst),
         ))
     }
 
     /// Whether `address` may go on now; an unknown address (no peer) is let through.
     pub fn allow(&self, address: Option<IpAddr>) -> bool {
-        let Some(address) = address else {
-            return true;
-        };
-        if self.0.len() > LIMITER_CLEANUP_THRESHOLD {
-            self.0.retain_recent();
-        }
-        self.0.check_key(&address).is_ok()
+        address.is_none_or(|address| self.0.allow(&address))
     }
 }
 
