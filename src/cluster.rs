@@ -20,6 +20,7 @@ use helpnow_actors::ports::Holder;
 use serde::{Deserialize, Serialize};
 
 use crate::client::KeyedLimiter;
+use crate::sync::lock;
 
 /// The channel every process listens on.
 const CHANNEL: &str = "helpnow:events";
@@ -354,13 +355,11 @@ impl Cluster {
         if self.inner.handler.set(Box::new(handler)).is_err() {
             return;
         }
-        let control = self.inner.redis.as_ref().and_then(|redis| {
-            redis
-                .control_receiver
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take()
-        });
+        let control = self
+            .inner
+            .redis
+            .as_ref()
+            .and_then(|redis| lock(&redis.control_receiver).take());
         if let Some(control) = control {
             tokio::spawn(subscribe(Arc::downgrade(&self.inner), control));
         }
@@ -386,10 +385,7 @@ impl Cluster {
     }
 
     fn members(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
-        self.inner
-            .members
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.inner.members)
     }
 
     /// Passes what a member's actor emitted to all of the member's sockets to the member's
@@ -486,11 +482,7 @@ impl Cluster {
     }
 
     fn allow_here(&self, limit: Limit, key: &str) -> bool {
-        let mut local = self
-            .inner
-            .local
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut local = lock(&self.inner.local);
         local
             .entry(limit.name)
             .or_insert_with(|| LocalLimiter::new(limit))
@@ -589,12 +581,6 @@ async fn publish_in_order(
             tokio::time::sleep(RETRY_AFTER).await;
         }
     }
-}
-
-fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Receives the other processes' events until the cluster is gone: the shared channel, and the

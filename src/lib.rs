@@ -17,4 +17,5 @@ pub mod realtime;
 pub mod routes;
 pub mod startup;
 pub mod store;
+mod sync;
 pub mod telemetry;

@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use actix::{Message, Recipient};
@@ -398,12 +398,7 @@ struct Logged {
     packet: Outgoing,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding one of these locks leaves plain data behind; keep serving.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+use crate::sync::lock;
 
 impl SocketRef {
     pub(crate) fn new(namespace: Arc<str>, recovery_window: Option<Duration>) -> Self {

@@ -489,6 +489,17 @@ async fn ack(client: &mut Client, id: u64) -> Value {
     .expect("acknowledged within 30 s")
 }
 
+/// Signs the session of `cookie` out through `server`.
+async fn sign_out_on(http: &reqwest::Client, server: &Server, cookie: &str) {
+    let response = http
+        .post(format!("{}/api/auth/logout", server.address))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .expect("sign-out");
+    assert_eq!(response.status(), 204);
+}
+
 /// Whether the server ends `client`'s socket (a disconnect, or the connection closed) within 10 s.
 async fn closed(client: &mut Client) -> bool {
     tokio::time::timeout(Duration::from_secs(10), async {
@@ -519,13 +530,7 @@ async fn signing_out_on_one_process_closes_the_sessions_socket_on_another() {
     let mut staying = member_socket(&pair.second, &other_session).await;
 
     let http = reqwest::Client::new();
-    let response = http
-        .post(format!("{}/api/auth/logout", pair.first.address))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .expect("sign-out");
-    assert_eq!(response.status(), 204);
+    sign_out_on(&http, &pair.first, &cookie).await;
     assert!(
         closed(&mut leaving).await,
         "the signed-out session's socket on the other process closed"
@@ -620,13 +625,7 @@ async fn with_redis_down_each_process_limits_alone_and_events_resume_when_it_is_
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let mut socket = member_socket(&pair.second, &cookie).await;
-    let response = http
-        .post(format!("{}/api/auth/logout", pair.first.address))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .expect("sign-out");
-    assert_eq!(response.status(), 204);
+    sign_out_on(&http, &pair.first, &cookie).await;
     assert!(
         closed(&mut socket).await,
         "the sign-out reached the other process after the outage"
