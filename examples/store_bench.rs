@@ -16,10 +16,11 @@
 use std::time::Instant;
 
 use chrono::Utc;
+use helpnow::domain::VisitorId;
 use helpnow::store::batch::{Batcher, Statement};
 use helpnow::store::{self, analytics::NewAnalyticsEvent, chats, funnels};
+use helpnow_actors::funnel::ports::ConversationChange;
 use helpnow_actors::funnel::{Attribution, Conversation, ConversationKey, FunnelMessage, Speaker};
-use helpnow_actors::ports::ConversationChange;
 use helpnow_actors::rules::FunnelKind;
 
 /// The process's CPU time so far (user and system), in seconds.
@@ -144,7 +145,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     phase(&batcher, "load (none found)", loads).await;
     let visits = conversations
         .iter()
-        .map(|c| funnels::visit(&c.key.visitor_id, &c.attribution))
+        .map(|c| {
+            let visitor =
+                VisitorId::parse(&c.key.visitor_id).expect("the bench's visitor ids are valid");
+            funnels::visit(&visitor, &c.attribution)
+        })
         .collect();
     phase(&batcher, "visit", visits).await;
     let creates = conversations

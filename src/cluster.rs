@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use governor::Quota;
-use helpnow_actors::ports::Holder;
+use helpnow_actors::funnel::ports::Holder;
 use serde::{Deserialize, Serialize};
 
 use crate::client::KeyedLimiter;
@@ -123,8 +123,9 @@ pub enum ClusterEvent {
         volatile: bool,
     },
     /// A funnel conversation's event between the process of a visitor's socket and the process
-    /// that holds the conversation (to one process's inbox).
-    Funnel(crate::funnels::relay::RelayMessage),
+    /// that holds the conversation (to one process's inbox): a relay message of the funnels'
+    /// (`funnels::relay::RelayMessage`, a JSON object), which this layer carries unread.
+    Funnel(serde_json::Value),
 }
 
 /// On the wire: the event and the process that sent it (which has acted on it already).

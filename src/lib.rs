@@ -1,5 +1,6 @@
 //! The HelpNow server: configuration, store, accounts, HTTP routes and the real-time channel.
 
+pub mod actor_socket;
 pub mod ai;
 pub mod auth;
 pub mod billing;
@@ -8,7 +9,9 @@ pub mod cluster;
 pub mod config;
 pub mod content;
 pub mod domain;
+pub mod error;
 pub mod funnels;
+pub mod ids;
 pub mod loadtest;
 pub mod mail;
 pub mod members;

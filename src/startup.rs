@@ -19,12 +19,13 @@ use crate::billing::{Billing, BillingError, PaymentProvider};
 use crate::cluster::{Cluster, ClusterEvent};
 use crate::config::{PaymentProviderKind, RedactedUrl, Settings};
 use crate::content::Content;
+use crate::error::json_error_handler;
 use crate::funnels;
 use crate::mail::Mailer;
 use crate::members;
 use crate::metrics::{ConnectionGuard, Metrics, track_requests};
 use crate::realtime::{OriginPolicy, RateLimit, RealtimeConfig, RealtimeServer};
-use crate::routes::{self, error::json_error_handler};
+use crate::routes;
 use crate::store::{self, Db};
 
 /// How often the demo provider looks for trials that end within 3 days.
@@ -159,7 +160,7 @@ impl Application {
                         volatile,
                     },
                 ),
-                ClusterEvent::Funnel(message) => funnel_relay.receive(from, message),
+                ClusterEvent::Funnel(message) => funnel_relay.receive_event(from, message),
             }
         });
         let realtime = RealtimeServer::builder(realtime_config(&settings))
@@ -431,7 +432,7 @@ fn run(
                                 .service(routes::billing::cancel_demo_checkout);
                         }
                     })
-                    .default_service(web::to(routes::error::api_not_found)),
+                    .default_service(web::to(routes::api_not_found)),
             )
             .configure(|cfg| routes::web_app::configure(cfg, &static_dir))
     };

@@ -1,11 +1,22 @@
 //! The live actors of one kind in this process, by key: a join finds the live actor or starts
 //! one, and an actor that stops takes itself out (unless a newer one already took its place).
+//! Both kinds of actor keep their registry here (actix chat's registry of addresses); an actor
+//! holds a `Weak` of its registry, so the registries import the actors and not the other way.
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use actix::{Actor, Addr};
+use actix::dev::ToEnvelope;
+use actix::{Actor, Addr, Handler, Message};
+
+/// A join meets an actor that is just stopping at most this often before giving up.
+const JOIN_ATTEMPTS: usize = 3;
+
+/// No live actor took the join (each one found was stopping).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no live actor took the join")]
+pub struct Unavailable;
 
 pub struct LiveActors<K, A: Actor> {
     live: Mutex<HashMap<K, Addr<A>>>,
@@ -66,4 +77,32 @@ impl<K: Eq + Hash + Clone, A: Actor> Default for LiveActors<K, A> {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Sends `join()` to the live actor of `key` (started by `start`, which is given the registry's
+/// `Weak` for the actor to take itself out with): its answer and the actor's address. An actor
+/// that stopped between the lookup and the join is forgotten and a new one started. Must be
+/// called on an actix arbiter (the actor starts there).
+pub async fn join<K, A, M>(
+    live: &Arc<LiveActors<K, A>>,
+    key: &K,
+    start: impl Fn(Weak<LiveActors<K, A>>) -> Addr<A>,
+    join: impl Fn() -> M,
+) -> Result<(Addr<A>, M::Result), Unavailable>
+where
+    K: Eq + Hash + Clone,
+    A: Actor + Handler<M>,
+    A::Context: ToEnvelope<A, M>,
+    M: Message + Send + 'static,
+    M::Result: Send,
+{
+    for _ in 0..JOIN_ATTEMPTS {
+        let addr = live.get_or_start(key, || start(Arc::downgrade(live)));
+        match addr.send(join()).await {
+            Ok(answer) => return Ok((addr, answer)),
+            // The actor stopped between the lookup and the join: start a new one.
+            Err(_) => live.forget(key, &addr),
+        }
+    }
+    Err(Unavailable)
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::ports::{Analytics, FunnelClient};
+use crate::ports::{ActorClient, Analytics};
 
 /// A connected client whose events (and its disconnection, as `("(disconnected)", null)`, or
 /// `("(reconnect)", null)` when it is to connect again) arrive
@@ -28,7 +28,7 @@ impl TestClient {
     }
 }
 
-impl FunnelClient for TestClient {
+impl ActorClient for TestClient {
     fn id(&self) -> &str {
         &self.id
     }

@@ -14,7 +14,7 @@ use actix_web::http::StatusCode;
 use actix_web::{FromRequest, HttpRequest, web};
 
 use super::token;
-use crate::routes::ApiError;
+use crate::error::ApiError;
 use crate::store::{self, Db};
 
 pub const COOKIE_NAME: &str = "helpnow_session";

@@ -1,16 +1,11 @@
 //! Random secrets handed to a client (session cookies, sign-in and reset tokens) and the hash the
 //! store keeps instead: a leaked table holds nothing a client could present.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use rand::RngCore;
 use sha2::{Digest, Sha256};
 
 /// 256 random bits, URL-safe (43 characters).
 pub fn new_secret() -> String {
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    URL_SAFE_NO_PAD.encode(bytes)
+    crate::ids::token(32)
 }
 
 /// The SHA-256 of a secret, hex. A fast hash is right here: the secret has 256 random bits, so

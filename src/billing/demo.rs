@@ -8,8 +8,8 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use surrealdb::types::SurrealValue;
 
-use super::model::{CompletedCheckout, SubscriptionSnapshot, SubscriptionStatus};
 use super::{BillingError, CheckoutRequest, CheckoutStatus, CreatedCheckout, PaymentProvider};
+use crate::domain::billing::{CompletedCheckout, SubscriptionSnapshot, SubscriptionStatus};
 use crate::store::Db;
 use crate::store::billing::StoredCheckout;
 

@@ -3,7 +3,6 @@
 //! events: fulfilment of a paid checkout, subscription changes, and the access rule.
 
 pub mod demo;
-pub mod model;
 pub mod service;
 pub mod stripe;
 
@@ -11,8 +10,8 @@ use std::collections::BTreeMap;
 
 use futures_util::future::BoxFuture;
 
+use crate::domain::billing::{CheckoutSource, CompletedCheckout, SubscriptionSnapshot};
 use crate::store::billing::StoredCheckout;
-use model::{CheckoutSource, CompletedCheckout, SubscriptionSnapshot};
 pub use service::Billing;
 
 /// What the provider needs to open a hosted checkout. Prices are the server's: the request only

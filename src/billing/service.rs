@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::model::{
-    Access, Attribution, BillingEvent, CheckoutSource, CompletedCheckout, SubscriptionSnapshot,
-    trial_end,
-};
 use super::{BillingError, CheckoutRequest, CheckoutStatus, PaymentProvider};
 use crate::auth::token;
 use crate::domain::analytics::EventName;
+use crate::domain::billing::{
+    Access, Attribution, BillingEvent, CheckoutSource, CompletedCheckout, SubscriptionSnapshot,
+    trial_end,
+};
 use crate::mail::{MailKind, Mailer, OutgoingMail};
 use crate::store::billing::{
     self as billing_store, FulfilOutcome, NewCheckout, StoredSubscription,

@@ -38,11 +38,11 @@ use stripe_checkout::{
 use stripe_core::charge::ListCharge;
 use stripe_core::refund::{CreateRefund, CreateRefundReason};
 
-use super::model::{
-    CompletedCheckout, REFUNDABLE_FEE_CENTS, SubscriptionSnapshot, SubscriptionStatus, TRIAL_DAYS,
-};
 use super::{BillingError, CheckoutRequest, CheckoutStatus, CreatedCheckout, PaymentProvider};
 use crate::config::StripeSettings;
+use crate::domain::billing::{
+    CompletedCheckout, REFUNDABLE_FEE_CENTS, SubscriptionSnapshot, SubscriptionStatus, TRIAL_DAYS,
+};
 use crate::store::billing::StoredCheckout;
 
 /// Per attempt. The async client has no timeout of its own, and a checkout redirect that hangs

@@ -1,5 +1,6 @@
-//! `Email`: a trimmed, lower-cased address of a plausible shape. The auth and checkout code only
-//! ever see this type, so one address is always spelled one way.
+//! `Email`: a trimmed, lower-cased address of a plausible shape that the mailer takes (checked by
+//! `lettre::Address` too, so an address that signs up can always be mailed). The auth and checkout
+//! code only ever see this type, so one address is always spelled one way.
 
 use std::fmt;
 
@@ -48,6 +49,7 @@ impl Email {
             || local.len() > 64
             || !domain_ok
             || email.contains(['<', '>', ',', ';'])
+            || email.parse::<lettre::Address>().is_err()
         {
             return Err(EmailError::Invalid);
         }
@@ -104,6 +106,10 @@ mod tests {
             "ann@example..com",
             "<ann@example.com>",
             "a@b.c,d@e.f",
+            // Shapes the mailer refuses: a quote or parenthesis out of place, a bracket domain.
+            "ann\"lee@example.com",
+            "ann(lee)@example.com",
+            "ann@[example].com",
         ] {
             assert_eq!(Email::parse(raw), Err(EmailError::Invalid), "{raw}");
         }

@@ -4,8 +4,6 @@
 
 use std::fmt;
 
-use rand::Rng;
-
 /// The longest task name, in characters.
 pub const MAX_NAME_CHARS: usize = 200;
 /// The longest item text, in characters.
@@ -170,12 +168,7 @@ impl ItemId {
 
     /// A fresh random id (12 characters of 62: 71 bits, no collision within a task).
     pub fn generate() -> Self {
-        let mut rng = rand::rng();
-        Self(
-            (0..ITEM_ID_LEN)
-                .map(|_| char::from(rng.sample(rand::distr::Alphanumeric)))
-                .collect(),
-        )
+        Self(crate::ids::alphanumeric(ITEM_ID_LEN))
     }
 
     pub fn as_str(&self) -> &str {

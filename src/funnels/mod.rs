@@ -2,6 +2,7 @@
 //! conversation actor (`helpnow_actors::funnel`), the ports those actors use (store, AI, checkout,
 //! analytics), and the help funnel's summary and intro.
 
+mod events;
 pub mod help;
 mod namespace;
 pub mod relay;
@@ -10,23 +11,23 @@ use std::sync::Arc;
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use helpnow_actors::funnel::{Deps, FunnelRegistry, FunnelSettings};
-use helpnow_actors::ports::{
-    Ai, Analytics, CheckoutError, FunnelCheckout, FunnelCheckoutRequest, FunnelClaims, Holder,
-    NoClaims, SystemClock, Telemetry,
+use helpnow_actors::funnel::ports::{
+    CheckoutError, FunnelCheckout, FunnelCheckoutRequest, FunnelClaims, Holder, NoClaims,
 };
+use helpnow_actors::funnel::{Deps, FunnelRegistry, FunnelSettings};
+use helpnow_actors::ports::{Ai, Analytics, SystemClock, Telemetry};
 use helpnow_actors::rules::FunnelKind;
 use helpnow_actors::rules::scripts::FunnelScripts;
 
-pub use namespace::{FunnelNamespace, VISITOR_COOKIE, valid_visitor_id};
-pub(crate) use namespace::{SocketClient, reply};
+pub use namespace::{FunnelNamespace, VISITOR_COOKIE};
 
 use crate::auth::AuthThrottle;
 use crate::billing::Billing;
-use crate::billing::model::{Attribution, CheckoutSource};
 use crate::billing::service::{FunnelLink, StartCheckout};
 use crate::cluster::Cluster;
 use crate::config::Settings;
+use crate::domain::VisitorId;
+use crate::domain::billing::{Attribution, CheckoutSource};
 use crate::store::batch::{Batcher, Statement};
 use crate::store::{self, Db};
 
@@ -167,7 +168,7 @@ impl Analytics for StoredAnalytics {
 /// funnel page: the help funnel's record, or the chat conversation's. Other sources carry none.
 pub async fn record_for_checkout(
     db: &Db,
-    visitor_id: &str,
+    visitor_id: &VisitorId,
     source: CheckoutSource,
 ) -> Option<FunnelLink> {
     let funnel = match source {
@@ -177,12 +178,12 @@ pub async fn record_for_checkout(
         CheckoutSource::ChatTrialPrompt | CheckoutSource::DirectSignup => return None,
     };
     let found = if funnel == FunnelKind::Help {
-        store::funnels::help_record(db, visitor_id)
+        store::funnels::help_record(db, visitor_id.as_str())
             .await
             .map_err(|error| error.to_string())
     } else {
         let key = helpnow_actors::funnel::ConversationKey {
-            visitor_id: visitor_id.to_owned(),
+            visitor_id: visitor_id.as_str().to_owned(),
             funnel,
         };
         store::funnels::load_conversation(db, &key)

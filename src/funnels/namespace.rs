@@ -10,31 +10,24 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use helpnow_actors::funnel::{
     Attribution, CheckoutAck, ClientEvent, ConversationKey, FunnelActor, FunnelRegistry, JoinError,
-    NewConversation, Reply, SendAck,
+    NewConversation, SendAck,
 };
-use helpnow_actors::ports::FunnelClient;
+use helpnow_actors::ports::ActorClient;
 use helpnow_actors::rules::FunnelKind;
 use helpnow_actors::rules::text::clean_query_value;
 use serde_json::{Map, Value, json};
 
+use super::events::{refuse_unknown, sent_text};
 use super::relay::FunnelRelay;
+use crate::actor_socket::{SocketClient, reply};
 use crate::client::AddressLimiter;
-use crate::realtime::{
-    AckSender, ConnectError, ConnectRequest, Namespace, Payload, SocketEvent, SocketRef,
-};
+use crate::domain::VisitorId;
+use crate::realtime::{ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
 use crate::store;
 use crate::store::batch::Batcher;
 
 /// The cookie that names a visitor (set with the pages, HttpOnly).
 pub const VISITOR_COOKIE: &str = "vid";
-
-/// Visitor ids are random tokens: letters, digits, `-` and `_`, 16 to 64 of them.
-pub fn valid_visitor_id(value: &str) -> bool {
-    (16..=64).contains(&value.len())
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
 
 pub struct FunnelNamespace {
     registry: FunnelRegistry,
@@ -104,16 +97,8 @@ impl Namespace for FunnelNamespace {
         let visitor = request
             .handshake
             .cookie(VISITOR_COOKIE)
-            .map(str::to_owned)
-            // Taken as sent: a visitor id is a token, not text to tidy up.
-            .or_else(|| {
-                request
-                    .auth
-                    .get("visitorId")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            })
-            .filter(|id| valid_visitor_id(id));
+            .or_else(|| request.auth.get("visitorId").and_then(Value::as_str))
+            .and_then(VisitorId::parse);
         let address = request.handshake.address;
         if !request.recovered && !self.allow_join(address) {
             return futures_util::future::ready(Err(ConnectError::new(
@@ -141,9 +126,12 @@ impl Namespace for FunnelNamespace {
             }
         });
         async move {
-            let key = ConversationKey { visitor_id, funnel };
+            let key = ConversationKey {
+                visitor_id: visitor_id.into_string(),
+                funnel,
+            };
             let start = NewConversation { attribution };
-            let client: Arc<dyn FunnelClient> = Arc::new(SocketClient {
+            let client: Arc<dyn ActorClient> = Arc::new(SocketClient {
                 socket: socket.clone(),
                 address,
             });
@@ -160,64 +148,6 @@ impl Namespace for FunnelNamespace {
             }
         }
         .boxed()
-    }
-}
-
-/// A socket as an actor sees it (the funnel's and the member's).
-pub(crate) struct SocketClient {
-    pub(crate) socket: SocketRef,
-    pub(crate) address: Option<IpAddr>,
-}
-
-impl FunnelClient for SocketClient {
-    fn id(&self) -> &str {
-        self.socket.id()
-    }
-
-    fn address(&self) -> Option<IpAddr> {
-        self.address
-    }
-
-    fn emit(&self, event: &'static str, data: Value) {
-        self.socket.emit(event, &data);
-    }
-
-    fn emit_volatile(&self, event: &'static str, data: Value) {
-        self.socket.emit_volatile(event, data);
-    }
-
-    fn disconnect(&self) {
-        self.socket.disconnect();
-    }
-
-    fn reconnect(&self) {
-        self.socket.close_connection();
-    }
-}
-
-/// The acknowledgement of a client's event as an actor's `Reply` (none when none was asked for).
-pub(crate) fn reply<T: 'static>(ack: Option<AckSender>, to_json: fn(&T) -> Value) -> Reply<T> {
-    match ack {
-        Some(ack) => Reply::new(move |answer: T| ack.send_json(&to_json(&answer))),
-        None => Reply::none(),
-    }
-}
-
-/// The text of a `send` event (`{text}`; anything else is empty, which the actor refuses).
-pub(crate) fn sent_text(payload: &Payload) -> String {
-    payload
-        .args
-        .first()
-        .and_then(|data| data.get("text"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
-}
-
-/// Answers an event the funnel does not know, if an answer was asked for.
-pub(crate) fn refuse_unknown(ack: Option<AckSender>) {
-    if let Some(ack) = ack {
-        ack.send_json(&json!({ "error": "Unknown event." }));
     }
 }
 

@@ -25,7 +25,7 @@ use helpnow_actors::funnel::{
     Attribution, CheckoutAck, ClientEvent, ConversationKey, FunnelActor, FunnelRegistry,
     NewConversation, Reply, SendAck,
 };
-use helpnow_actors::ports::FunnelClient;
+use helpnow_actors::ports::ActorClient;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -42,6 +42,14 @@ const JOIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// A relayed socket whose event waits this long for the holder's answer (lost on the way)
 /// connects again: the page gets the conversation as stored.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A relay message as the cluster carries it.
+fn cluster_event(message: &RelayMessage) -> ClusterEvent {
+    ClusterEvent::Funnel(
+        serde_json::to_value(message)
+            .expect("a relay message is plain JSON (no map with non-string keys)"),
+    )
+}
 
 /// A relayed socket's events between its process and the conversation's holder. `relay` is the
 /// number of one socket's relay, chosen by the socket's process.
@@ -166,8 +174,16 @@ impl FunnelRelay {
         addr.recipient()
     }
 
+    /// A relay message from the process `from`, as the cluster carries it.
+    pub fn receive_event(&self, from: &str, message: serde_json::Value) {
+        match serde_json::from_value(message) {
+            Ok(message) => self.receive(from, message),
+            Err(error) => tracing::warn!(%error, from, "an unreadable relay message"),
+        }
+    }
+
     /// A relay message from the process `from`.
-    pub fn receive(&self, from: &str, message: RelayMessage) {
+    fn receive(&self, from: &str, message: RelayMessage) {
         match message {
             RelayMessage::Join {
                 relay,
@@ -251,9 +267,7 @@ impl FunnelRelay {
     }
 
     fn send_to(&self, process: &str, message: RelayMessage) {
-        self.inner
-            .cluster
-            .send_to(process, ClusterEvent::Funnel(message));
+        self.inner.cluster.send_to(process, cluster_event(&message));
     }
 }
 
@@ -328,14 +342,14 @@ impl Handler<SocketEvent> for RelayedSocket {
                 let message = match name.as_str() {
                     "send" => RelayMessage::Send {
                         relay,
-                        text: super::namespace::sent_text(&payload),
+                        text: super::events::sent_text(&payload),
                         ack: self.keep_ack(ack),
                     },
                     "checkout" => RelayMessage::Checkout {
                         relay,
                         ack: self.keep_ack(ack),
                     },
-                    _ => return super::namespace::refuse_unknown(ack),
+                    _ => return super::events::refuse_unknown(ack),
                 };
                 self.relay.send_to(&self.holder, message);
             }
@@ -399,8 +413,7 @@ struct RemoteClient {
 
 impl RemoteClient {
     fn send(&self, message: RelayMessage) {
-        self.cluster
-            .send_to(&self.process, ClusterEvent::Funnel(message));
+        self.cluster.send_to(&self.process, cluster_event(&message));
     }
 
     /// An event for the socket, to its process.
@@ -414,7 +427,7 @@ impl RemoteClient {
     }
 }
 
-impl FunnelClient for RemoteClient {
+impl ActorClient for RemoteClient {
     fn id(&self) -> &str {
         &self.id
     }
@@ -511,7 +524,7 @@ impl Actor for RemoteSocket {
         // The socket's events wait until it has joined.
         let registry = self.relay.inner.registry.clone();
         let (key, start) = (self.key.clone(), self.start.clone());
-        let client: Arc<dyn FunnelClient> = self.client.clone();
+        let client: Arc<dyn ActorClient> = self.client.clone();
         let join = async move { registry.join(key, start, client).await };
         ctx.wait(join.into_actor(self).map(|joined, act, ctx| match joined {
             Ok(actor) => act.actor = Some(actor),

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use helpnow_actors::member::{Deps, FunnelBrief, MemberRegistry, MemberSettings};
-use helpnow_actors::ports::{
-    Ai, AiMessage, Analytics, Appended, MemberPeers, MemberStore, NoPeers, Role, StoreError,
-    StoredChat, TaskBrief, TaskItemBrief, Telemetry,
+use helpnow_actors::member::ports::{
+    Appended, MemberPeers, MemberStore, NoPeers, StoredChat, TaskBrief, TaskItemBrief,
 };
+use helpnow_actors::member::{Deps, FunnelBrief, MemberRegistry, MemberSettings};
+use helpnow_actors::ports::{Ai, AiMessage, Analytics, Role, StoreError, Telemetry};
 
 pub use namespace::MemberNamespace;
 

@@ -8,13 +8,13 @@ use actix::{Handler, Recipient};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use helpnow_actors::member::{Event, Join, MemberActor, MemberRegistry, StopAck};
-use helpnow_actors::ports::FunnelClient;
+use helpnow_actors::ports::ActorClient;
 use serde_json::{Value, json};
 
+use crate::actor_socket::{SocketClient, reply};
 use crate::auth::session::COOKIE_NAME;
 use crate::auth::token;
 use crate::client::AddressLimiter;
-use crate::funnels::{SocketClient, reply};
 use crate::realtime::{ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
 use crate::store::{self, Db};
 
@@ -132,7 +132,7 @@ impl Namespace for MemberNamespace {
             } else {
                 None
             };
-            let client: Arc<dyn FunnelClient> = Arc::new(SocketClient { socket, address });
+            let client: Arc<dyn ActorClient> = Arc::new(SocketClient { socket, address });
             let actor = registry
                 .join(
                     &user_id,

@@ -14,13 +14,13 @@ use governor::clock::DefaultClock;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde_json::{Map, Value, json};
 
-use super::RealtimeServer;
 use super::engineio::{self, Message, OpenPayload};
 use super::socket::{
     AckSender, ConnectError, ConnectFinished, ConnectRequest, DisconnectReason, Handshake,
     Outbound, Outgoing, Payload, Resume, Route, SocketEvent, SocketRef,
 };
 use super::socketio::{self, PacketType};
+use super::state::ServerState;
 use actix::Recipient;
 use tokio::sync::oneshot;
 
@@ -35,7 +35,7 @@ pub(crate) trait Transport: Actor + Handler<Outbound> + Sized {
 }
 
 pub(crate) struct Connection {
-    server: RealtimeServer,
+    server: ServerState,
     pub sid: Arc<str>,
     handshake: Arc<Handshake>,
     /// Where this connection's sockets send to; follows the connection across an upgrade.
@@ -82,7 +82,7 @@ static LIMITER_CLOCK: std::sync::LazyLock<DefaultClock> =
     std::sync::LazyLock::new(DefaultClock::default);
 
 impl Connection {
-    pub fn new(server: RealtimeServer, handshake: Handshake) -> Self {
+    pub fn new(server: ServerState, handshake: Handshake) -> Self {
         let limiter = server.config().rate_limit.map(|limit| {
             let quota = Quota::per_second(limit.per_second).allow_burst(limit.burst);
             RateLimiter::direct_with_clock(quota, LIMITER_CLOCK.clone())
@@ -469,7 +469,7 @@ where
 }
 
 fn recover(
-    server: &RealtimeServer,
+    server: &ServerState,
     namespace: &str,
     auth: &Map<String, Value>,
 ) -> Option<(SocketRef, Option<String>)> {

@@ -8,12 +8,17 @@
 
 mod config;
 mod connection;
+mod endpoint;
 pub mod engineio;
+mod errors;
 mod keepalive;
 mod polling;
 mod server;
+mod session_messages;
+mod sessions;
 mod socket;
 pub mod socketio;
+mod state;
 mod upgrade;
 mod websocket;
 mod wire;

@@ -1,22 +1,24 @@
-//! HTTP long-polling: each session is an actor found by its sid. A GET waits for packets (at the
-//! latest the next ping), a POST delivers the client's packets. When the client upgrades, the
-//! session hands its connection to the WebSocket actor and forwards what is still on its way.
+//! HTTP long-polling: each session is an actor found by its sid ([`super::sessions`]). A GET
+//! waits for packets (at the latest the next ping), a POST delivers the client's packets
+//! ([`super::endpoint`] passes them on). When the client upgrades, the session hands its
+//! connection to the WebSocket actor and forwards what is still on its way.
 
 use std::sync::Arc;
 
-use actix::{Actor, ActorContext, Addr, AsyncContext, Context, Handler, Message, MessageResult};
-use actix_web::http::header::ContentType;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, MessageResult};
 use tokio::sync::oneshot;
 
-use super::RealtimeServer;
 use super::connection::{self, Connection, Transport};
 use super::engineio::{self, Packet};
-use super::server::EngineError;
+use super::errors::EngineError;
+use super::session_messages::{
+    Deliver, Discard, Fail, HandOver, HandedOver, Poll, PollingHandle, Undiscard,
+};
+use super::sessions::PollingSessions;
 use super::socket::{DisconnectReason, Outbound, Route};
 
 pub(crate) struct PollingTransport {
-    server: RealtimeServer,
+    sessions: PollingSessions,
     sid: Arc<str>,
     /// `None` once handed to a WebSocket.
     conn: Option<Connection>,
@@ -35,9 +37,9 @@ pub(crate) struct PollingTransport {
 }
 
 impl PollingTransport {
-    fn new(server: RealtimeServer, conn: Connection) -> Self {
+    pub(crate) fn new(sessions: PollingSessions, conn: Connection) -> Self {
         Self {
-            server,
+            sessions,
             sid: conn.sid.clone(),
             route: conn.route.clone(),
             conn: Some(conn),
@@ -81,7 +83,7 @@ impl Actor for PollingTransport {
 
     fn stopped(&mut self, _: &mut Self::Context) {
         if self.conn.is_some() {
-            self.server.remove_polling(&self.sid);
+            self.sessions.remove(&self.sid);
             self.answer_now(Packet::Close);
         }
     }
@@ -126,11 +128,6 @@ impl Handler<Outbound> for PollingTransport {
     }
 }
 
-/// A GET: resolves with the next payload.
-#[derive(Message)]
-#[rtype(result = "Result<oneshot::Receiver<String>, EngineError>")]
-struct Poll;
-
 impl Handler<Poll> for PollingTransport {
     type Result = Result<oneshot::Receiver<String>, EngineError>;
 
@@ -154,11 +151,6 @@ impl Handler<Poll> for PollingTransport {
     }
 }
 
-/// A POST's packets.
-#[derive(Message)]
-#[rtype(result = "()")]
-struct Deliver(Vec<Packet>);
-
 impl Handler<Deliver> for PollingTransport {
     type Result = ();
 
@@ -174,11 +166,6 @@ impl Handler<Deliver> for PollingTransport {
     }
 }
 
-/// The client sent something the session cannot take.
-#[derive(Message)]
-#[rtype(result = "()")]
-struct Fail(DisconnectReason);
-
 impl Handler<Fail> for PollingTransport {
     type Result = ();
 
@@ -186,11 +173,6 @@ impl Handler<Fail> for PollingTransport {
         connection::close(self, ctx, reason);
     }
 }
-
-/// A WebSocket answered the probe: stop holding GETs.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub(crate) struct Discard;
 
 impl Handler<Discard> for PollingTransport {
     type Result = ();
@@ -201,11 +183,6 @@ impl Handler<Discard> for PollingTransport {
     }
 }
 
-/// The upgrade failed: poll as before.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub(crate) struct Undiscard;
-
 impl Handler<Undiscard> for PollingTransport {
     type Result = ();
 
@@ -213,18 +190,6 @@ impl Handler<Undiscard> for PollingTransport {
         self.discarded = false;
         self.flush();
     }
-}
-
-/// The upgrade is complete: the connection and its unsent packets move to the WebSocket.
-#[derive(Message)]
-#[rtype(result = "Option<HandedOver>")]
-pub(crate) struct HandOver {
-    pub to: actix::Recipient<Outbound>,
-}
-
-pub(crate) struct HandedOver {
-    pub conn: Connection,
-    pub unsent: Vec<Packet>,
 }
 
 impl Handler<HandOver> for PollingTransport {
@@ -237,7 +202,7 @@ impl Handler<HandOver> for PollingTransport {
         let Some(conn) = self.conn.take() else {
             return MessageResult(None);
         };
-        self.server.remove_polling(&self.sid);
+        self.sessions.remove(&self.sid);
         self.answer_now(Packet::Noop);
         // Messages already queued here are passed on by this actor; messages sent from now on
         // wait in the route until those are through, so the client gets everything in order.
@@ -264,77 +229,7 @@ impl Handler<Retarget> for PollingTransport {
     }
 }
 
-fn payload_response(payload: String) -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("text/plain; charset=UTF-8")
-        .body(payload)
-}
-
-/// The handshake GET: a new session, answered with its open packet.
-pub(crate) fn open(server: &RealtimeServer, req: &HttpRequest) -> HttpResponse {
-    let conn = Connection::new(
-        server.clone(),
-        server.handshake(req.headers(), req.peer_addr()),
-    );
-    let sid = conn.sid.clone();
-    let open = conn.open_packet(&["websocket"]).encode_text();
-    let transport = PollingTransport::new(server.clone(), conn).start();
-    server.register_polling(sid, transport);
-    payload_response(open)
-}
-
-/// The polling session `sid`, or the error for a sid that has none.
-fn session(server: &RealtimeServer, sid: &str) -> Result<Addr<PollingTransport>, EngineError> {
-    server.polling(sid).ok_or(if server.is_live(sid) {
-        // The connection moved to a WebSocket.
-        EngineError::BadRequest
-    } else {
-        EngineError::UnknownSid
-    })
-}
-
-pub(crate) async fn poll(server: &RealtimeServer, sid: &str) -> HttpResponse {
-    let transport = match session(server, sid) {
-        Ok(transport) => transport,
-        Err(error) => return error.response(),
-    };
-    match transport.send(Poll).await {
-        Ok(Ok(receiver)) => match receiver.await {
-            Ok(payload) => payload_response(payload),
-            // The session ended without a word.
-            Err(_) => payload_response(Packet::Close.encode_text()),
-        },
-        Ok(Err(error)) => error.response(),
-        Err(_) => EngineError::UnknownSid.response(),
-    }
-}
-
-pub(crate) async fn post(server: &RealtimeServer, sid: &str, body: web::Payload) -> HttpResponse {
-    let transport = match session(server, sid) {
-        Ok(transport) => transport,
-        Err(error) => return error.response(),
-    };
-    let limit = server.config().max_payload;
-    let bytes = match body.to_bytes_limited(limit).await {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(_)) => {
-            transport.do_send(Fail(DisconnectReason::TransportError));
-            return EngineError::BadRequest.response();
-        }
-        // Refused, but the session goes on (as in the reference).
-        Err(_) => return EngineError::PayloadTooLarge.response(),
-    };
-    let packets = std::str::from_utf8(&bytes)
-        .ok()
-        .and_then(|text| engineio::decode_payload(text).ok());
-    let Some(packets) = packets else {
-        transport.do_send(Fail(DisconnectReason::ParseError));
-        return EngineError::BadRequest.response();
-    };
-    match transport.send(Deliver(packets)).await {
-        Ok(()) => HttpResponse::Ok()
-            .insert_header(ContentType::html())
-            .body("ok"),
-        Err(_) => EngineError::UnknownSid.response(),
-    }
+/// Starts the polling session of `conn`: its handle, for the session table.
+pub(crate) fn start(sessions: PollingSessions, conn: Connection) -> PollingHandle {
+    PollingHandle::of(&PollingTransport::new(sessions, conn).start())
 }

@@ -57,13 +57,15 @@ pub struct Handshake {
 
 impl Handshake {
     /// The value of the cookie `name`, if the request sent one.
+    /// Parsed as actix-web parses a request's cookies (`HttpRequest::cookies`): each pair by the
+    /// `cookie` crate, quotes around a value taken off.
     pub fn cookie(&self, name: &str) -> Option<&str> {
         self.cookie_header
             .as_deref()?
             .split(';')
-            .filter_map(|pair| pair.trim().split_once('='))
-            .find(|(key, _)| *key == name)
-            .map(|(_, value)| value.trim_matches('"'))
+            .filter_map(|pair| actix_web::cookie::Cookie::parse(pair.trim()).ok())
+            .find(|cookie| cookie.name() == name)
+            .and_then(|cookie| cookie.value_raw())
     }
 }
 
@@ -678,9 +680,7 @@ pub(crate) fn encode_event(
 
 /// A random id of 20 URL-safe characters (120 bits), for sids and pids.
 pub(crate) fn random_id() -> String {
-    use base64::Engine as _;
-    let bytes: [u8; 15] = rand::random();
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    crate::ids::token(15)
 }
 
 #[cfg(test)]

@@ -32,7 +32,8 @@ use futures_util::SinkExt;
 use tokio::net::TcpStream;
 
 use super::RealtimeServer;
-use super::server::{Admitted, EngineError, Refusal};
+use super::endpoint::Admitted;
+use super::errors::{EngineError, Refusal};
 use super::websocket;
 use super::wire::{FrameReader, frame_writer};
 
@@ -144,7 +145,7 @@ async fn accept(
     let (read, write) = io.into_split();
     let (writer, flush) = frame_writer(write);
     let reader = FrameReader::new(read, read_buf, transport.max_payload()).returning_to(&flush);
-    let open = server.websocket_opened();
+    let open = server.state().websocket_opened();
     transport.run(reader, writer);
     // The dispatcher's task ends here; the one writing the socket is a few hundred bytes.
     actix::spawn(async move {
@@ -174,7 +175,9 @@ fn admit(server: &RealtimeServer, req: &Request) -> Result<websocket::WebSocketT
     match admitted {
         Admitted::OpenWebSocket => Ok(websocket::open(
             server,
-            server.handshake(&req.head().headers, req.peer_addr()),
+            server
+                .state()
+                .handshake(&req.head().headers, req.peer_addr()),
         )),
         Admitted::UpgradeWebSocket(sid) => websocket::upgrade(server, &sid).map_err(Refusal::from),
         // A polling request that also asks for a WebSocket.

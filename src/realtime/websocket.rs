@@ -16,8 +16,8 @@ use bytes::{Bytes, BytesMut};
 use super::RealtimeServer;
 use super::connection::{self, Connection, Transport};
 use super::engineio::{Message, Packet};
-use super::polling::{Discard, HandOver, PollingTransport, Undiscard};
-use super::server::EngineError;
+use super::errors::EngineError;
+use super::session_messages::{Discard, HandOver, PollingHandle, Undiscard};
 use super::socket::{DisconnectReason, Handshake, Outbound};
 use super::wire::{FrameReader, FrameWriter};
 
@@ -39,7 +39,7 @@ enum State {
     Probing {
         server: RealtimeServer,
         sid: Arc<str>,
-        polling: Addr<PollingTransport>,
+        polling: PollingHandle,
     },
     Closed,
 }
@@ -58,8 +58,8 @@ impl WebSocketTransport {
             polling,
         } = &self.state
         {
-            server.abandon_upgrade(sid);
-            polling.do_send(Undiscard);
+            server.sessions().abandon_upgrade(sid);
+            polling.undiscard.do_send(Undiscard);
             self.state = State::Closed;
         }
     }
@@ -73,7 +73,7 @@ impl WebSocketTransport {
             State::Probing { polling, .. } => match packet {
                 Packet::Ping(data) if data == "probe" => {
                     self.send_text(Packet::Pong(data).encode_text());
-                    polling.do_send(Discard);
+                    polling.discard.do_send(Discard);
                 }
                 Packet::Upgrade => self.complete_upgrade(ctx),
                 _ => ctx.stop(),
@@ -86,7 +86,7 @@ impl WebSocketTransport {
         let State::Probing { polling, .. } = &self.state else {
             return;
         };
-        let handover = polling.send(HandOver {
+        let handover = polling.hand_over.send(HandOver {
             to: ctx.address().recipient(),
         });
         // Nothing else is handled until the connection has moved here.
@@ -277,7 +277,7 @@ impl StreamHandler<Result<Frame, ProtocolError>> for WebSocketTransport {
 /// A new connection that starts on WebSocket.
 pub(crate) fn open(server: &RealtimeServer, handshake: Handshake) -> WebSocketTransport {
     WebSocketTransport {
-        state: State::Open(Connection::new(server.clone(), handshake)),
+        state: State::Open(Connection::new(server.state().clone(), handshake)),
         writer: None,
         fragments: None,
         max_payload: server.config().max_payload,
@@ -289,7 +289,7 @@ pub(crate) fn upgrade(
     server: &RealtimeServer,
     sid: &str,
 ) -> Result<WebSocketTransport, EngineError> {
-    let polling = server.begin_upgrade(sid)?;
+    let polling = server.sessions().begin_upgrade(sid)?;
     Ok(WebSocketTransport {
         state: State::Probing {
             server: server.clone(),

@@ -14,7 +14,7 @@ use crate::client::client_key;
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::domain::{Email, NewPassword, PasswordError};
-use crate::routes::ApiError;
+use crate::error::ApiError;
 use crate::routes::billing::{CHECKOUT_COOKIE, clear_checkout_cookie};
 use crate::store::{self, Db};
 

@@ -16,8 +16,8 @@ use crate::cluster::{Cluster, ClusterEvent};
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::domain::{Email, EmailError, NewPassword, PasswordError};
+use crate::error::ApiError;
 use crate::mail::{MailKind, Mailer, OutgoingMail};
-use crate::routes::ApiError;
 use crate::store::{self, Db};
 
 /// How long a reset link works.

@@ -12,14 +12,14 @@ use serde_json::json;
 
 use crate::auth::{CurrentUser, MaybeUser, SessionCookies, token};
 use crate::billing::demo::{self, check_card};
-use crate::billing::model::{
+use crate::billing::service::{ConfirmError, SIGN_IN_TOKEN_LIFETIME, StartCheckout};
+use crate::billing::{Billing, BillingError};
+use crate::domain::billing::{
     Attribution, BillingEvent, CheckoutSource, MONTHLY_PRICE_CENTS, REFUNDABLE_FEE_CENTS,
     SubscriptionSnapshot, SubscriptionStatus, TRIAL_DAYS, trial_end,
 };
-use crate::billing::service::{ConfirmError, SIGN_IN_TOKEN_LIFETIME, StartCheckout};
-use crate::billing::{Billing, BillingError};
-use crate::domain::{Email, EmailError};
-use crate::routes::ApiError;
+use crate::domain::{Email, EmailError, VisitorId};
+use crate::error::ApiError;
 use crate::store;
 
 /// The cookie that proves a finished checkout to the account-setup endpoints: a one-time sign-in
@@ -160,8 +160,7 @@ pub async fn create_checkout(
         })?;
     let visitor_id = req
         .cookie(crate::funnels::VISITOR_COOKIE)
-        .map(|cookie| cookie.value().to_owned())
-        .filter(|value| crate::funnels::valid_visitor_id(value));
+        .and_then(|cookie| VisitorId::parse(cookie.value()));
     let funnel = match &visitor_id {
         Some(visitor) => crate::funnels::record_for_checkout(billing.db(), visitor, source).await,
         None => None,
@@ -180,7 +179,7 @@ pub async fn create_checkout(
                 gclid: clean(body.gclid),
             },
             user: user.0.map(|user| (user.id, user.email)),
-            visitor_id,
+            visitor_id: visitor_id.map(VisitorId::into_string),
             cancel_path: local_path(body.cancel_url.as_deref(), &settings.server.public_url),
             funnel,
             handoff: false,
@@ -667,7 +666,7 @@ pub async fn webhook_test(
         )
     })?;
     let event_id = demo::demo_id("evt_sim");
-    let completed = crate::billing::model::CompletedCheckout {
+    let completed = crate::domain::billing::CompletedCheckout {
         provider_session_id: checkout.provider_session_id.clone(),
         email: email.as_str().to_owned(),
         customer_id: checkout.customer_id.clone(),

@@ -11,7 +11,7 @@ use helpnow_actors::rules::chat::list_title;
 use serde_json::{Value, json};
 
 use crate::auth::CurrentUser;
-use crate::routes::ApiError;
+use crate::error::ApiError;
 use crate::store::chats::{ChatId, ChatStoreError, ChatSummary, MAX_LISTED_CHATS, Message};
 use crate::store::{self, Db};
 

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::config::Settings;
 use crate::content::{Content, Shortcut};
-use crate::routes::ApiError;
+use crate::error::ApiError;
 
 /// What the browser may know of the settings; never a key or secret.
 #[derive(Serialize)]

@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::client::{AddressLimiter, client_key};
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
-use crate::routes::ApiError;
+use crate::error::ApiError;
 use crate::store::{self, Db};
 
 const MAX_PROPERTIES_BYTES: usize = 4 * 1024;

@@ -16,8 +16,9 @@ use serde_json::json;
 use crate::auth::{SessionCookies, token};
 use crate::client::{AddressLimiter, client_key};
 use crate::config::Settings;
-use crate::funnels::{VISITOR_COOKIE, help, valid_visitor_id};
-use crate::routes::ApiError;
+use crate::domain::VisitorId;
+use crate::error::ApiError;
+use crate::funnels::{VISITOR_COOKIE, help};
 use crate::routes::billing::checkout_start_cookie;
 use crate::store::{self, Db};
 
@@ -113,8 +114,7 @@ pub async fn help_answer(
     let headline = help::headline(&attribution);
     let visitor = req
         .cookie(VISITOR_COOKIE)
-        .map(|cookie| cookie.value().to_owned())
-        .filter(|id| valid_visitor_id(id));
+        .and_then(|cookie| VisitorId::parse(cookie.value()));
     if let Some(visitor) = &visitor {
         let record = answer.record(&issue, &headline, &attribution, Utc::now());
         let stored = async {
@@ -135,7 +135,7 @@ pub async fn help_answer(
             "summarised": answer.summary.is_some(),
             "introStyle": answer.intro_style,
         }),
-        visitor,
+        visitor: visitor.map(VisitorId::into_string),
         path: None,
     };
     if let Err(error) = store::analytics::record(&db, event).await {

@@ -6,11 +6,15 @@ pub mod auth;
 pub mod billing;
 pub mod chats;
 pub mod content;
-pub mod error;
 pub mod events;
 pub mod funnels;
 pub mod health;
 pub mod tasks;
 pub mod web_app;
 
-pub use error::ApiError;
+use crate::error::ApiError;
+
+/// Unknown `/api` paths answer JSON 404s rather than the web app's redirect.
+pub async fn api_not_found() -> Result<actix_web::HttpResponse, ApiError> {
+    Err(ApiError::not_found())
+}

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::auth::CurrentUser;
 use crate::domain::analytics::EventName;
 use crate::domain::task::{ItemId, ItemText, TaskError, TaskId, TaskItems, TaskName};
-use crate::routes::ApiError;
+use crate::error::ApiError;
 use crate::store::tasks::{Task, TaskStoreError};
 use crate::store::{self, Db};
 

@@ -9,7 +9,8 @@ use actix_web::http::header::{self, CacheControl, CacheDirective};
 use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::auth::{SessionCookies, token};
-use crate::funnels::{VISITOR_COOKIE, valid_visitor_id};
+use crate::domain::VisitorId;
+use crate::funnels::VISITOR_COOKIE;
 
 /// Every path of the spec's route table that the web app renders (query strings such as
 /// `/?canceled=true` land on `/`). `/demo-checkout/{id}` is the built-in checkout page.
@@ -67,7 +68,8 @@ async fn index(
             );
             let known = req
                 .cookie(VISITOR_COOKIE)
-                .is_some_and(|cookie| valid_visitor_id(cookie.value()));
+                .and_then(|cookie| VisitorId::parse(cookie.value()))
+                .is_some();
             if !known {
                 let cookie = Cookie::build(VISITOR_COOKIE, token::new_secret())
                     .path("/")

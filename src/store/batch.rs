@@ -40,7 +40,7 @@ use std::time::Duration;
 use surrealdb::types::{RecordId, SurrealValue, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use super::funnels::{CheckoutRow, ConversationRow, MessageRow};
+use super::funnel_rows::{self, CheckoutRow, ConversationRow, MessageRow};
 use super::{Db, chats};
 
 /// The most calls one transaction carries.
@@ -285,10 +285,9 @@ impl Script {
                 self.events.push(event.into_value());
                 Slot::None
             }
-            Statement::LoadConversation { id } => self.own_statement(
-                super::funnels::LOAD.to_owned(),
-                LoadVars { id }.into_value(),
-            ),
+            Statement::LoadConversation { id } => {
+                self.own_statement(funnel_rows::LOAD.to_owned(), LoadVars { id }.into_value())
+            }
             Statement::AccessFacts { user } => self.own_statement(
                 super::billing::ACCESS_FACTS.to_owned(),
                 super::billing::AccessVars { user }.into_value(),

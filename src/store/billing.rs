@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use surrealdb::types::SurrealValue;
 
 use super::Db;
-use crate::billing::model::{SubscriptionSnapshot, SubscriptionStatus};
+use crate::domain::billing::{SubscriptionSnapshot, SubscriptionStatus};
 
 /// Whether an error is a lost optimistic-concurrency race, worth retrying.
 pub(crate) fn is_conflict(error: &surrealdb::Error) -> bool {

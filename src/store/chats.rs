@@ -21,7 +21,6 @@
 
 use chrono::{DateTime, Utc};
 use helpnow_actors::rules::chat::preview;
-use rand::Rng;
 use surrealdb::types::{RecordId, SurrealValue};
 
 use super::Db;
@@ -63,10 +62,7 @@ impl ChatId {
 
 /// A fresh record key: 20 random letters and digits (119 bits).
 fn random_key() -> String {
-    let mut rng = rand::rng();
-    (0..ID_LEN)
-        .map(|_| char::from(rng.sample(rand::distr::Alphanumeric)))
-        .collect()
+    crate::ids::alphanumeric(ID_LEN)
 }
 
 /// Who wrote a stored message.

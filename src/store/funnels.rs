@@ -12,65 +12,20 @@
 //! unless the record holds a later one or a checkout opened. The live conversations' writes are
 //! committed in groups ([`super::batch`]).
 
+use crate::domain::VisitorId;
 use chrono::{DateTime, Utc};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
+use helpnow_actors::funnel::ports::{ConversationChange, FunnelStore};
 use helpnow_actors::funnel::{Attribution, Conversation, ConversationKey, FunnelMessage, Speaker};
-use helpnow_actors::ports::{ConversationChange, FunnelStore, StoreError};
+use helpnow_actors::ports::StoreError;
 use helpnow_actors::rules::FunnelKind;
 use surrealdb::types::{Array, Number, RecordId, RecordIdKey, SurrealValue, Value};
 
 use super::Db;
 use super::batch::{Batcher, Outcome, Statement};
 
-/// Reads a conversation with its messages, as one statement of a batch (`$s.id` its id): the
-/// records as stored, their fields read here. A projection with computed fields, or a subquery
-/// in it, cost SurrealDB several times the read itself (docs/benchmarks.md, "The store alone").
-pub(super) const LOAD: &str = "{ LET $s_found = type::record('funnel_conversation', $s.id).*; \
-     IF $s_found { { conversation: $s_found, \
-     messages: (SELECT * FROM funnel_message:[$s.id, 0]..[$s.id, 1000000000]) } } };";
-
-/// A conversation's record as written when it starts: created with `CONTENT`, or merged over an
-/// expired one (so the fields other writers keep on it, the checkout's `user`, stay).
-#[derive(Debug, Clone, SurrealValue)]
-pub struct ConversationRow {
-    id: RecordId,
-    visitor: RecordId,
-    funnel: String,
-    version: i64,
-    flow: String,
-    headline: String,
-    keyword: Option<String>,
-    campaignid: Option<String>,
-    attribution: serde_json::Value,
-    checkout_deadline: Option<DateTime<Utc>>,
-    checkout_started_at: Option<DateTime<Utc>>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-}
-
-/// One message of a conversation, in its place, as written and as read back.
-#[derive(Debug, Clone, SurrealValue)]
-pub struct MessageRow {
-    id: RecordId,
-    role: String,
-    text: String,
-    is_final: bool,
-    junk: bool,
-    source: Option<String>,
-    at: DateTime<Utc>,
-    /// On the final message: when its auto-checkout opens.
-    checkout_at: Option<DateTime<Utc>>,
-}
-
-/// What the auto-checkout's changes write, at the conversation's new version.
-#[derive(Debug, Clone, SurrealValue)]
-pub struct CheckoutRow {
-    version: i64,
-    checkout_deadline: Option<DateTime<Utc>>,
-    checkout_started_at: Option<DateTime<Utc>>,
-    updated_at: DateTime<Utc>,
-}
+pub use super::funnel_rows::{CheckoutRow, ConversationRow, MessageRow};
 
 #[derive(Debug, Clone, SurrealValue)]
 struct StoredConversation {
@@ -369,9 +324,9 @@ impl FunnelStore for ConversationStore {
 }
 
 /// The statement that notes a visitor's visit; the first ad click's attribution stays.
-pub fn visit(visitor_id: &str, attribution: &Attribution) -> Statement {
+pub fn visit(visitor_id: &VisitorId, attribution: &Attribution) -> Statement {
     Statement::Visitor {
-        id: visitor_id.to_owned(),
+        id: visitor_id.as_str().to_owned(),
         attribution: (!attribution.is_empty())
             .then(|| serde_json::to_value(attribution).ok())
             .flatten(),
@@ -381,7 +336,7 @@ pub fn visit(visitor_id: &str, attribution: &Attribution) -> Statement {
 /// Notes a visitor's visit, in a transaction of its own.
 pub async fn touch_visitor(
     db: &Db,
-    visitor_id: &str,
+    visitor_id: &VisitorId,
     attribution: &Attribution,
 ) -> Result<(), surrealdb::Error> {
     let statement = visit(visitor_id, attribution);
@@ -402,7 +357,7 @@ fn help_conversation(visitor_id: &str) -> String {
 /// Stores the help funnel's record for a visitor (one per visitor; a new issue replaces it).
 pub async fn save_help_record(
     db: &Db,
-    visitor_id: &str,
+    visitor_id: &VisitorId,
     headline: &str,
     attribution: &Attribution,
     record: &serde_json::Value,
@@ -417,8 +372,8 @@ pub async fn save_help_record(
                version = (version ?? 0) + 1, created_at = created_at ?? time::now(), \
                updated_at = time::now() RETURN NONE;",
         )
-        .bind(("id", help_conversation(visitor_id)))
-        .bind(("visitor", visitor_id.to_owned()))
+        .bind(("id", help_conversation(visitor_id.as_str())))
+        .bind(("visitor", visitor_id.as_str().to_owned()))
         .bind(("headline", headline.to_owned()))
         .bind(("attribution", attribution.clone()))
         .bind(("record", record.clone()))

@@ -8,6 +8,7 @@ pub mod analytics;
 pub mod batch;
 pub mod billing;
 pub mod chats;
+mod funnel_rows;
 pub mod funnels;
 mod migrate;
 pub mod password_resets;

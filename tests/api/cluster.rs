@@ -948,7 +948,7 @@ async fn a_dropped_transport_recovers_through_the_balancer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conversation_is_claimed_by_one_process_at_a_time() {
     use helpnow::cluster::Cluster;
-    use helpnow_actors::ports::Holder;
+    use helpnow_actors::funnel::ports::Holder;
     let redis = RedisServer::start();
     let first = Cluster::connect(&redis.url).await.expect("Redis");
     let second = Cluster::connect(&redis.url).await.expect("Redis");

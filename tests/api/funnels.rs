@@ -10,8 +10,8 @@ use helpnow::store::batch::{Batcher, Outcome, Statement, commit_together};
 use helpnow::store::funnels::{
     help_record, load_conversation, load_statement, save_conversation, save_statement, visit,
 };
+use helpnow_actors::funnel::ports::ConversationChange::{CheckoutChanged, MessageAdded, Started};
 use helpnow_actors::funnel::{Attribution, Conversation, ConversationKey, FunnelMessage, Speaker};
-use helpnow_actors::ports::ConversationChange::{CheckoutChanged, MessageAdded, Started};
 use helpnow_actors::ports::StoreError;
 use helpnow_actors::rules::FunnelKind;
 use helpnow_actors::rules::summary::DEFAULT_INTRO;
@@ -503,7 +503,8 @@ async fn a_batch_commits_its_writes_together_and_answers_each_one() {
         .collect();
     let mut writes: Vec<Statement> = conversations.iter().map(start_of).collect();
     writes.push(visit(
-        "visitor-batch-0000000000000000",
+        &helpnow::domain::VisitorId::parse("visitor-batch-0000000000000000")
+            .expect("a valid visitor id"),
         &Attribution::default(),
     ));
     writes.push(Statement::Analytics(NewAnalyticsEvent {

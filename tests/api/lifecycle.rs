@@ -6,11 +6,11 @@ use std::sync::Arc;
 use chrono::{Duration, Utc};
 use helpnow::billing::Billing;
 use helpnow::billing::demo::DemoProvider;
-use helpnow::billing::model::{
+use helpnow::billing::service::StartCheckout;
+use helpnow::domain::billing::{
     Attribution, BillingEvent, CheckoutSource, CompletedCheckout, SubscriptionSnapshot,
     SubscriptionStatus,
 };
-use helpnow::billing::service::StartCheckout;
 use helpnow::mail::Mailer;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};

@@ -3,11 +3,11 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
-use helpnow::billing::model::{BillingEvent, CheckoutSource, SubscriptionStatus};
 use helpnow::billing::stripe::{
     StripeProvider, WebhookError, parse_event, sign_payload, verify_signature,
 };
 use helpnow::billing::{BillingError, CheckoutRequest, CheckoutStatus, PaymentProvider};
+use helpnow::domain::billing::{BillingEvent, CheckoutSource, SubscriptionStatus};
 use helpnow::store::billing::StoredCheckout;
 use serde_json::json;
 use stripe_webhook::{EventObject, Webhook};

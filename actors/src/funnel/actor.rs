@@ -11,14 +11,14 @@ use rand::Rng;
 use serde_json::{Value, json};
 
 use super::Deps;
-use super::model::{Conversation, ConversationKey, FunnelMessage, Speaker};
-use super::prompts;
-use super::registry::RegistryShared;
-use crate::funnel::Attribution;
-use crate::ports::{
-    AiError, AiPurpose, AiRequest, ConversationChange, FunnelCheckoutRequest, FunnelClient, Holder,
-    StoreError,
+use super::messages::{
+    CheckoutAck, ClientEvent, Join, JoinError, NewConversation, Refusal, SendAck,
 };
+use super::model::{Conversation, ConversationKey, FunnelMessage, Speaker};
+use super::ports::{ConversationChange, FunnelCheckoutRequest, Holder};
+use super::prompts;
+use crate::live::LiveActors;
+use crate::ports::{ActorClient, AiError, AiPurpose, AiRequest, StoreError};
 use crate::reply::Reply;
 use crate::rules::FunnelKind;
 use crate::rules::headline::funnel_headline;
@@ -39,129 +39,16 @@ const CHECKOUT_REUSE: Duration = Duration::from_secs(30 * 60);
 /// How often a reply whose save failed is tried again before the visitor is told.
 const REPLY_SAVE_ATTEMPTS: u32 = 3;
 
-/// Why a visitor's message was not taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    Empty,
-    Final,
-    Busy,
-    TooLong,
-    Unavailable,
-}
-
-impl Refusal {
-    pub fn code(self) -> &'static str {
-        match self {
-            Refusal::Empty => "empty",
-            Refusal::Final => "final",
-            Refusal::Busy => "busy",
-            Refusal::TooLong => "too_long",
-            Refusal::Unavailable => "unavailable",
-        }
-    }
-
-    pub fn text(self) -> &'static str {
-        match self {
-            Refusal::Empty => "Please type your question first.",
-            Refusal::Final => {
-                "Your assistant is ready for you: click 'Get started >>' to continue."
-            }
-            Refusal::Busy => "Please wait for the reply before sending another message.",
-            Refusal::TooLong => "Please keep your message under 2,000 characters.",
-            Refusal::Unavailable => {
-                "Your message could not be saved just now. Please try again in a moment."
-            }
-        }
-    }
-}
-
-/// The acknowledgement of `send`: only once the message is stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SendAck {
-    Stored,
-    Refused(Refusal),
-}
-
-impl SendAck {
-    pub fn to_json(self) -> Value {
-        match self {
-            SendAck::Stored => json!({ "ok": true }),
-            SendAck::Refused(refusal) => {
-                json!({ "ok": false, "code": refusal.code(), "error": refusal.text() })
-            }
-        }
-    }
-}
-
-/// The acknowledgement of the 'Get started >>' button.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CheckoutAck {
-    Url(String),
-    NotReady,
-}
-
-impl CheckoutAck {
-    pub fn to_json(&self) -> Value {
-        match self {
-            CheckoutAck::Url(url) => json!({ "url": url }),
-            CheckoutAck::NotReady => json!({
-                "error": "Checkout opens after your assistant's last message."
-            }),
-        }
-    }
-}
-
-/// What a client does in the conversation.
-#[derive(Debug, Message)]
-#[rtype(result = "()")]
-pub enum ClientEvent {
-    Send {
-        client_id: String,
-        text: String,
-        reply: Reply<SendAck>,
-    },
-    Checkout {
-        client_id: String,
-        reply: Reply<CheckoutAck>,
-    },
-    Left {
-        client_id: String,
-    },
-}
-
-/// What a new conversation starts from: the first handshake's ad parameters.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NewConversation {
-    pub attribution: Attribution,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum JoinError {
-    #[error("the conversation could not be loaded")]
-    Unavailable,
-    /// Another process holds the conversation (its id): the client is to be served there.
-    #[error("the conversation is held by another process")]
-    Elsewhere(String),
-}
-
-/// A client joins (or rejoins) the conversation: it gets the `conversation` event.
-#[derive(Message)]
-#[rtype(result = "Result<(), JoinError>")]
-pub struct Join {
-    pub client: Arc<dyn FunnelClient>,
-    pub start: NewConversation,
-}
-
 /// The funnel actors' name in the server's metrics.
 const ACTOR_KIND: &str = "funnel";
 
 pub struct FunnelActor {
     deps: Arc<Deps>,
     key: ConversationKey,
-    registry: Weak<RegistryShared>,
+    live: Weak<LiveActors<ConversationKey, FunnelActor>>,
     /// None until the first join loaded or created it.
     conversation: Option<Conversation>,
-    clients: Vec<Arc<dyn FunnelClient>>,
+    clients: Vec<Arc<dyn ActorClient>>,
     /// A visitor's message is being saved.
     saving_message: bool,
     /// A reply is being written (typing is shown).
@@ -186,12 +73,12 @@ impl FunnelActor {
     pub(super) fn new(
         deps: Arc<Deps>,
         key: ConversationKey,
-        registry: Weak<RegistryShared>,
+        live: Weak<LiveActors<ConversationKey, FunnelActor>>,
     ) -> Self {
         Self {
             deps,
             key,
-            registry,
+            live,
             conversation: None,
             clients: Vec::new(),
             saving_message: false,
@@ -353,7 +240,7 @@ impl FunnelActor {
         self.arm_checkout_timer(ctx);
     }
 
-    fn attach(&mut self, client: Arc<dyn FunnelClient>, ctx: &mut Context<Self>) {
+    fn attach(&mut self, client: Arc<dyn ActorClient>, ctx: &mut Context<Self>) {
         if let Some(timer) = self.idle_timer.take() {
             ctx.cancel_future(timer);
         }
@@ -816,8 +703,8 @@ impl Actor for FunnelActor {
                 .claims
                 .release(&self.key.conversation_id(), self.claim_token);
         }
-        if let Some(registry) = self.registry.upgrade() {
-            registry.forget(&self.key, &ctx.address());
+        if let Some(live) = self.live.upgrade() {
+            live.forget(&self.key, &ctx.address());
         }
     }
 }

@@ -11,15 +11,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod actor;
+mod messages;
 mod model;
+pub mod ports;
 mod prompts;
 mod registry;
 
 pub use crate::reply::Reply;
-pub use actor::{
-    CHECKOUT_FALLBACK_URL, CheckoutAck, ClientEvent, FunnelActor, JoinError, NewConversation,
-    Refusal, SendAck,
-};
+pub use actor::{CHECKOUT_FALLBACK_URL, FunnelActor};
+pub use messages::{CheckoutAck, ClientEvent, Join, JoinError, NewConversation, Refusal, SendAck};
 pub use model::{
     Attribution, Conversation, ConversationKey, FunnelMessage, MessageView, Speaker,
     funnel_record_name,
@@ -27,8 +27,9 @@ pub use model::{
 pub use prompts::follow_up_system_prompt;
 pub use registry::FunnelRegistry;
 
-use crate::ports::{Ai, Analytics, Clock, FunnelCheckout, FunnelClaims, FunnelStore, Telemetry};
+use crate::ports::{Ai, Analytics, Clock, Telemetry};
 use crate::rules::scripts::FunnelScripts;
+use ports::{FunnelCheckout, FunnelClaims, FunnelStore};
 
 /// The funnel's numbers (the spec's, unless configured otherwise).
 #[derive(Debug, Clone)]

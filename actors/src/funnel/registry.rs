@@ -6,38 +6,23 @@ use std::sync::Arc;
 use actix::{Actor, Addr};
 
 use super::Deps;
-use super::actor::{FunnelActor, Join, JoinError, NewConversation};
+use super::actor::FunnelActor;
+use super::messages::{Join, JoinError, NewConversation};
 use super::model::ConversationKey;
-use crate::live::LiveActors;
-use crate::ports::FunnelClient;
-
-/// A join meets an actor that is just stopping at most this often before giving up.
-const JOIN_ATTEMPTS: usize = 3;
+use crate::live::{self, LiveActors};
+use crate::ports::ActorClient;
 
 #[derive(Clone)]
 pub struct FunnelRegistry {
-    shared: Arc<RegistryShared>,
-}
-
-pub struct RegistryShared {
     deps: Arc<Deps>,
-    live: LiveActors<ConversationKey, FunnelActor>,
-}
-
-impl RegistryShared {
-    /// Called by a stopping actor.
-    pub(super) fn forget(&self, key: &ConversationKey, addr: &Addr<FunnelActor>) {
-        self.live.forget(key, addr);
-    }
+    live: Arc<LiveActors<ConversationKey, FunnelActor>>,
 }
 
 impl FunnelRegistry {
     pub fn new(deps: Deps) -> Self {
         Self {
-            shared: Arc::new(RegistryShared {
-                deps: Arc::new(deps),
-                live: LiveActors::new(),
-            }),
+            deps: Arc::new(deps),
+            live: Arc::new(LiveActors::new()),
         }
     }
 
@@ -47,36 +32,26 @@ impl FunnelRegistry {
         &self,
         key: ConversationKey,
         start: NewConversation,
-        client: Arc<dyn FunnelClient>,
+        client: Arc<dyn ActorClient>,
     ) -> Result<Addr<FunnelActor>, JoinError> {
-        for _ in 0..JOIN_ATTEMPTS {
-            let addr = self.live_actor(&key);
-            let join = Join {
+        let joined = live::join(
+            &self.live,
+            &key,
+            |live| FunnelActor::new(self.deps.clone(), key.clone(), live).start(),
+            || Join {
                 client: client.clone(),
                 start: start.clone(),
-            };
-            match addr.send(join).await {
-                Ok(result) => return result.map(|()| addr),
-                // The actor stopped between the lookup and the join: start a new one.
-                Err(_) => self.shared.forget(&key, &addr),
-            }
+            },
+        )
+        .await;
+        match joined {
+            Ok((addr, answer)) => answer.map(|()| addr),
+            Err(live::Unavailable) => Err(JoinError::Unavailable),
         }
-        Err(JoinError::Unavailable)
-    }
-
-    fn live_actor(&self, key: &ConversationKey) -> Addr<FunnelActor> {
-        self.shared.live.get_or_start(key, || {
-            FunnelActor::new(
-                self.shared.deps.clone(),
-                key.clone(),
-                Arc::downgrade(&self.shared),
-            )
-            .start()
-        })
     }
 
     /// How many conversations are live in this process.
     pub fn live_count(&self) -> usize {
-        self.shared.live.len()
+        self.live.len()
     }
 }

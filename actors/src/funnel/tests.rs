@@ -12,11 +12,9 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::ports::{CheckoutError, ConversationChange, FunnelCheckoutRequest};
 use super::*;
-use crate::ports::{
-    AiError, AiPurpose, AiRequest, CheckoutError, ConversationChange, FunnelCheckoutRequest,
-    StoreError,
-};
+use crate::ports::{AiError, AiPurpose, AiRequest, StoreError};
 use crate::rules::FunnelKind;
 use crate::test_support::{Events, RecordedAnalytics, RecordedTelemetry, TestClient};
 
@@ -41,7 +39,7 @@ impl MemoryStore {
     }
 }
 
-impl crate::ports::FunnelStore for MemoryStore {
+impl super::ports::FunnelStore for MemoryStore {
     fn load(
         &self,
         key: &ConversationKey,
@@ -133,7 +131,7 @@ struct FakeCheckout {
     failing: Mutex<bool>,
 }
 
-impl crate::ports::FunnelCheckout for FakeCheckout {
+impl super::ports::FunnelCheckout for FakeCheckout {
     fn start(
         &self,
         request: FunnelCheckoutRequest,
@@ -180,16 +178,16 @@ struct ProcessClaims {
     shared: Arc<SharedClaims>,
 }
 
-impl crate::ports::FunnelClaims for ProcessClaims {
-    fn claim(&self, conversation_id: &str, actor: u64) -> BoxFuture<'static, crate::ports::Holder> {
+impl super::ports::FunnelClaims for ProcessClaims {
+    fn claim(&self, conversation_id: &str, actor: u64) -> BoxFuture<'static, super::ports::Holder> {
         let mut holders = self.shared.holders.lock().expect("lock");
         let answer = match holders.get(conversation_id) {
             Some((process, _)) if *process != self.process => {
-                crate::ports::Holder::Elsewhere(process.clone())
+                super::ports::Holder::Elsewhere(process.clone())
             }
             _ => {
                 holders.insert(conversation_id.into(), (self.process.clone(), actor));
-                crate::ports::Holder::Here
+                super::ports::Holder::Here
             }
         };
         futures_util::future::ready(answer).boxed()

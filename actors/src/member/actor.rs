@@ -10,11 +10,11 @@ use futures_util::future::BoxFuture;
 use rand::Rng;
 use serde_json::{Value, json};
 
-use super::registry::RegistryShared;
+use super::messages::{Event, FromPeer, Join, Refusal, SendAck, SignedOut, StopAck, TaskHelpAck};
+use super::ports::{Appended, StoredChat};
 use super::{Deps, FunnelBrief, prompts};
-use crate::ports::{
-    AiError, AiMessage, AiPurpose, AiRequest, Appended, FunnelClient, Role, StoreError, StoredChat,
-};
+use crate::live::LiveActors;
+use crate::ports::{ActorClient, AiError, AiMessage, AiPurpose, AiRequest, Role, StoreError};
 use crate::reply::Reply;
 use crate::rules::chat::{chat_title, greeting, is_affirmative_reply};
 
@@ -25,148 +25,6 @@ pub const TASK_ERROR: &str =
     "I apologize, but I encountered an error while analyzing your task. Please try again.";
 /// The spec's task-help text when the AI gave nothing to show.
 pub const TASK_FALLBACK: &str = "I'd be happy to help with your task! Could you provide a bit more detail about what you're working on?";
-
-/// Why a member's request was not taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    Empty,
-    TooLong,
-    Busy,
-    /// The member already has `MAX_REPLIES_AT_ONCE` replies on their way.
-    TooManyReplies,
-    ChatNotFound,
-    TaskNotFound,
-    UpgradeRequired,
-    Unavailable,
-}
-
-impl Refusal {
-    pub fn code(self) -> &'static str {
-        match self {
-            Refusal::Empty => "empty",
-            Refusal::TooLong => "too_long",
-            Refusal::Busy | Refusal::TooManyReplies => "busy",
-            Refusal::ChatNotFound | Refusal::TaskNotFound => "not_found",
-            Refusal::UpgradeRequired => "upgrade_required",
-            Refusal::Unavailable => "unavailable",
-        }
-    }
-
-    pub fn text(self) -> &'static str {
-        match self {
-            Refusal::Empty => "Please type your question first.",
-            Refusal::TooLong => "Please keep your message to 4,000 characters or fewer.",
-            Refusal::Busy | Refusal::TooManyReplies => {
-                "Please wait for the reply before sending another message."
-            }
-            Refusal::ChatNotFound => "Conversation not found.",
-            Refusal::TaskNotFound => "Task not found.",
-            Refusal::UpgradeRequired => "Start your trial to chat with your assistant.",
-            Refusal::Unavailable => {
-                "Your message could not be saved just now. Please try again in a moment."
-            }
-        }
-    }
-
-    fn to_json(self) -> Value {
-        json!({ "ok": false, "code": self.code(), "error": self.text() })
-    }
-}
-
-/// The acknowledgement of `chat:send`: only once the message is stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SendAck {
-    Stored {
-        chat_id: String,
-        message_id: String,
-        title: String,
-    },
-    Refused(Refusal),
-}
-
-impl SendAck {
-    pub fn to_json(&self) -> Value {
-        match self {
-            SendAck::Stored {
-                chat_id,
-                message_id,
-                title,
-            } => json!({ "ok": true, "chatId": chat_id, "messageId": message_id, "title": title }),
-            SendAck::Refused(refusal) => refusal.to_json(),
-        }
-    }
-}
-
-/// The acknowledgement of `task:help`: the chat that holds the request and its reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TaskHelpAck {
-    Started { chat_id: String, title: String },
-    Refused(Refusal),
-}
-
-impl TaskHelpAck {
-    pub fn to_json(&self) -> Value {
-        match self {
-            TaskHelpAck::Started { chat_id, title } => {
-                json!({ "ok": true, "chatId": chat_id, "title": title })
-            }
-            TaskHelpAck::Refused(refusal) => refusal.to_json(),
-        }
-    }
-}
-
-/// The acknowledgement of `chat:stop`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StopAck;
-
-impl StopAck {
-    pub fn to_json(&self) -> Value {
-        json!({ "ok": true })
-    }
-}
-
-/// A client joins the member's actor: it gets `chat:ready` with the greeting of a new chat.
-#[derive(Clone, Message)]
-#[rtype(result = "()")]
-pub struct Join {
-    pub client: Arc<dyn FunnelClient>,
-    /// The session the client signed in with (its hash), so signing out of it closes the client;
-    /// `None` for a client that came with a one-time sign-in token.
-    pub session: Option<String>,
-    /// The funnel record on the member's account, while the member has no chat yet (the funnel
-    /// greeting and its shortcut belong to the first chat after the checkout).
-    pub funnel: Option<FunnelBrief>,
-}
-
-/// The member signed out of `session` (or, with `None`, of every session: a password reset):
-/// the clients that came with it are disconnected.
-#[derive(Debug, Clone, Message)]
-#[rtype(result = "()")]
-pub struct SignedOut {
-    pub session: Option<String>,
-}
-
-/// What a client does.
-#[derive(Debug, Message)]
-#[rtype(result = "()")]
-pub enum Event {
-    Send {
-        chat_id: Option<String>,
-        text: String,
-        reply: Reply<SendAck>,
-    },
-    Stop {
-        chat_id: String,
-        reply: Reply<StopAck>,
-    },
-    TaskHelp {
-        task_id: String,
-        reply: Reply<TaskHelpAck>,
-    },
-    Left {
-        client_id: String,
-    },
-}
 
 /// The member actors' name in the server's metrics.
 const ACTOR_KIND: &str = "member";
@@ -207,18 +65,6 @@ const PEER_EVENTS: [&str; 4] = ["chat:typing", "chat:delta", "chat:done", "chat:
 /// How often the processes whose replies the sockets here are following are asked whether they
 /// are still alive.
 const PEER_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// An event that the member's actor on another process emitted to all of the member's sockets.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct FromPeer {
-    /// The process it came from.
-    pub from: String,
-    pub event: String,
-    pub data: Value,
-    /// A streamed piece: not kept for a socket that recovers its connection.
-    pub volatile: bool,
-}
 
 /// The AI's stream ended (or failed).
 #[derive(Message)]
@@ -296,14 +142,14 @@ const MAX_REPLY_CHARS: usize = 20_000;
 const MAX_REPLY_TIME: std::time::Duration = std::time::Duration::from_secs(300);
 
 struct Client {
-    client: Arc<dyn FunnelClient>,
+    client: Arc<dyn ActorClient>,
     session: Option<String>,
 }
 
 pub struct MemberActor {
     deps: Arc<Deps>,
     user_id: String,
-    registry: Weak<RegistryShared>,
+    live: Weak<LiveActors<String, MemberActor>>,
     clients: Vec<Client>,
     funnel: Option<FunnelBrief>,
     /// The funnel greeting was used (or is being used) by a chat: later joins do not bring it back.
@@ -327,11 +173,15 @@ pub struct MemberActor {
 }
 
 impl MemberActor {
-    pub(super) fn new(deps: Arc<Deps>, user_id: String, registry: Weak<RegistryShared>) -> Self {
+    pub(super) fn new(
+        deps: Arc<Deps>,
+        user_id: String,
+        live: Weak<LiveActors<String, MemberActor>>,
+    ) -> Self {
         Self {
             deps,
             user_id,
-            registry,
+            live,
             clients: Vec::new(),
             funnel: None,
             funnel_taken: false,
@@ -1152,8 +1002,8 @@ impl Actor for MemberActor {
         for writing in self.writing.values() {
             writing.reader.abort();
         }
-        if let Some(registry) = self.registry.upgrade() {
-            registry.forget(&self.user_id, &ctx.address());
+        if let Some(live) = self.live.upgrade() {
+            live.forget(&self.user_id, &ctx.address());
         }
     }
 }

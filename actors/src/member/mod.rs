@@ -10,16 +10,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod actor;
+mod messages;
+pub mod ports;
 mod prompts;
 mod registry;
 
-pub use actor::{
-    CHAT_ERROR, Event, FromPeer, Join, MemberActor, Refusal, SendAck, SignedOut, StopAck,
-    TASK_ERROR, TASK_FALLBACK, TaskHelpAck,
-};
-pub use registry::MemberRegistry;
+pub use actor::{CHAT_ERROR, MemberActor, TASK_ERROR, TASK_FALLBACK};
+pub use messages::{Event, FromPeer, Join, Refusal, SendAck, SignedOut, StopAck, TaskHelpAck};
+pub use registry::{MemberRegistry, Unavailable};
 
-use crate::ports::{Ai, Analytics, MemberPeers, MemberStore, Telemetry};
+use crate::ports::{Ai, Analytics, Telemetry};
+use ports::{MemberPeers, MemberStore};
 
 /// What the member brought from a funnel checkout (the funnel record on the account).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,8 @@
 //! member came with from a funnel, and help with a task.
 
 use super::FunnelBrief;
-use crate::ports::{AiMessage, TaskBrief};
+use super::ports::TaskBrief;
+use crate::ports::AiMessage;
 
 /// How every answer should read for someone who is not technical.
 const PLAIN_WORDS: &str = "Use plain, friendly words for someone who is not technical; explain \
@@ -80,7 +81,7 @@ done, and finish with one tip that saves time.",
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ports::TaskItemBrief;
+    use crate::member::ports::TaskItemBrief;
 
     #[test]
     fn the_solution_request_carries_the_funnel_issue_and_the_reply() {

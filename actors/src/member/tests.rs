@@ -12,11 +12,9 @@ use futures_util::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::ports::{Appended, StoredChat, TaskBrief, TaskItemBrief};
 use super::*;
-use crate::ports::{
-    AiError, AiMessage, AiPurpose, AiRequest, Appended, Role, StoreError, StoredChat, TaskBrief,
-    TaskItemBrief,
-};
+use crate::ports::{AiError, AiMessage, AiPurpose, AiRequest, Role, StoreError};
 use crate::reply::Reply;
 use crate::rules::chat::{GREETING, chat_title};
 use crate::test_support::{Events, RecordedAnalytics, RecordedTelemetry, TestClient};
@@ -128,7 +126,7 @@ impl MemoryStore {
     }
 }
 
-impl crate::ports::MemberStore for MemoryStore {
+impl super::ports::MemberStore for MemoryStore {
     fn has_access(&self, _user_id: &str) -> BoxFuture<'static, Result<bool, StoreError>> {
         let access = self.access.load(Ordering::SeqCst);
         async move { Ok(access) }.boxed()
@@ -371,7 +369,7 @@ impl RecordedPeers {
     }
 }
 
-impl crate::ports::MemberPeers for RecordedPeers {
+impl super::ports::MemberPeers for RecordedPeers {
     fn joined(&self, user_id: &str) {
         let mut seen = self.0.lock().expect("lock");
         seen.push((user_id.into(), "joined".into(), Value::Null, false));

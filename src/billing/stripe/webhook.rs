@@ -13,7 +13,7 @@ use serde_json::Value;
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
-use crate::billing::model::{
+use crate::domain::billing::{
     BillingEvent, CompletedCheckout, SubscriptionSnapshot, SubscriptionStatus,
 };
 

@@ -1,4 +1,8 @@
 //! The JSON error body of every API answer that is not a success: `{error: code, message: text}`.
+//!
+//! Below the HTTP handlers and the session helpers that return it. A failure of ours carries its
+//! cause, which is logged once, where the response is built (zero2prod's `SubscribeError`,
+//! realworld-axum-sqlx's `http/error.rs`), and never sent to the client.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
@@ -17,6 +21,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// What went wrong on our side (`internal`): logged with the response, never answered.
+    cause: Option<String>,
 }
 
 impl ApiError {
@@ -25,6 +31,7 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            cause: None,
         }
     }
 
@@ -36,14 +43,17 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, code, message)
     }
 
-    /// A failure of ours: logged in full, answered without internals.
+    /// A failure of ours: answered without internals; `context` and `error` are logged when the
+    /// response is built.
     pub fn internal(context: &str, error: impl std::fmt::Display) -> Self {
-        tracing::error!(%error, "{context}");
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "Something went wrong on our side. Please try again.",
-        )
+        Self {
+            cause: Some(format!("{context}: {error}")),
+            ..Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "Something went wrong on our side. Please try again.",
+            )
+        }
     }
 }
 
@@ -53,6 +63,9 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
+        if let Some(cause) = &self.cause {
+            tracing::error!(code = self.code, "{cause}");
+        }
         HttpResponse::build(self.status).json(ErrorBody {
             error: self.code,
             message: &self.message,
@@ -85,9 +98,4 @@ pub fn json_error_handler(
         ),
     };
     api_error.into()
-}
-
-/// Unknown `/api` paths answer JSON 404s rather than the web app's redirect.
-pub async fn api_not_found() -> Result<actix_web::HttpResponse, ApiError> {
-    Err(ApiError::not_found())
 }

@@ -1,0 +1,242 @@
+//! The HTTP entry point at `/socket.io/`: each request checked in the reference's order and
+//! dispatched: a new polling session, a GET or POST for an existing one (found in the session
+//! table). WebSocket upgrades arrive through [`super::upgrade`], which checks them here too.
+
+use actix_web::http::Method;
+use actix_web::http::header::{self, ContentType, HeaderValue};
+use actix_web::{HttpRequest, HttpResponse, web};
+
+use super::RealtimeServer;
+use super::connection::Connection;
+use super::engineio::{self, Packet};
+use super::errors::{EngineError, Refusal};
+use super::polling;
+use super::session_messages::{Deliver, Fail, Poll, PollingHandle};
+use super::socket::DisconnectReason;
+
+impl RealtimeServer {
+    /// The `/socket.io/` resource, to add to an actix-web `App`.
+    pub fn service(&self) -> actix_web::Resource {
+        web::resource("/socket.io/")
+            .app_data(web::Data::new(self.clone()))
+            .default_service(web::to(endpoint))
+    }
+}
+
+#[derive(Debug, Default)]
+struct EngineQuery {
+    eio: Option<String>,
+    transport: Option<String>,
+    sid: Option<String>,
+}
+
+impl EngineQuery {
+    fn parse(query: &str) -> Self {
+        let mut parsed = Self::default();
+        for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+            match &*key {
+                "EIO" => parsed.eio = Some(value.into_owned()),
+                "transport" => parsed.transport = Some(value.into_owned()),
+                "sid" => parsed.sid = Some(value.into_owned()),
+                _ => {}
+            }
+        }
+        parsed
+    }
+}
+
+/// What a request to `/socket.io/` asks for, once it passed the reference's checks.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Admitted {
+    OpenWebSocket,
+    /// A WebSocket that takes over the polling session `sid`.
+    UpgradeWebSocket(String),
+    OpenPolling,
+    Poll(String),
+    Post(String),
+}
+
+impl RealtimeServer {
+    /// Checks a request to `/socket.io/` from an allowed origin in the reference's order: its
+    /// transport, sid, method and protocol version, and whether a new connection is welcome now.
+    /// The error is the answer to give instead.
+    pub(crate) fn admit(&self, method: &Method, query: &str) -> Result<Admitted, Refusal> {
+        let query = EngineQuery::parse(query);
+        let websocket = match query.transport.as_deref() {
+            Some("polling") => false,
+            Some("websocket") => true,
+            _ => return Err(EngineError::UnknownTransport.into()),
+        };
+        match query.sid {
+            None => {
+                if method != Method::GET {
+                    return Err(EngineError::BadHandshakeMethod.into());
+                }
+                if query.eio.as_deref() != Some("4") {
+                    return Err(EngineError::UnsupportedProtocolVersion.into());
+                }
+                if self.state().is_stopping() {
+                    // Clients retry, and reach another process or this one restarted.
+                    return Err(Refusal::Stopping);
+                }
+                if self
+                    .config()
+                    .max_connections
+                    .is_some_and(|max| self.connection_count() >= max)
+                {
+                    // Refused at once while the server can still answer, rather than left
+                    // waiting unaccepted once it runs out of open files; clients retry later.
+                    return Err(Refusal::AtCapacity);
+                }
+                Ok(if websocket {
+                    Admitted::OpenWebSocket
+                } else {
+                    Admitted::OpenPolling
+                })
+            }
+            Some(sid) if websocket => Ok(Admitted::UpgradeWebSocket(sid)),
+            Some(sid) => match *method {
+                Method::GET => Ok(Admitted::Poll(sid)),
+                Method::POST => Ok(Admitted::Post(sid)),
+                _ => Err(EngineError::BadRequest.into()),
+            },
+        }
+    }
+}
+
+/// Every HTTP request to `/socket.io/`. WebSocket upgrades never reach it: the HTTP layer hands
+/// them to [`super::upgrade`] before routing, so a WebSocket request here is a bad one.
+async fn endpoint(
+    req: HttpRequest,
+    body: web::Payload,
+    server: web::Data<RealtimeServer>,
+) -> HttpResponse {
+    let origin = req
+        .headers()
+        .get(header::ORIGIN)
+        .and_then(|value| value.to_str().ok());
+    if !server.config().origins.allows(origin) {
+        return EngineError::Forbidden.response();
+    }
+    let mut response = if req.method() == Method::OPTIONS {
+        HttpResponse::NoContent()
+            .insert_header((header::ACCESS_CONTROL_ALLOW_METHODS, "GET, POST"))
+            .insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, "content-type"))
+            .finish()
+    } else {
+        match server.admit(req.method(), req.query_string()) {
+            Err(refused) => refused.response(),
+            Ok(Admitted::OpenPolling) => open_polling(&server, &req),
+            Ok(Admitted::Poll(sid)) => poll(&server, &sid).await,
+            Ok(Admitted::Post(sid)) => post(&server, &sid, body).await,
+            Ok(Admitted::OpenWebSocket | Admitted::UpgradeWebSocket(_)) => {
+                EngineError::BadRequest.response()
+            }
+        }
+    };
+    // Browsers on an allowed origin other than ours may read the answers.
+    if let Some(origin) = origin.and_then(|o| HeaderValue::from_str(o).ok()) {
+        let headers = response.headers_mut();
+        headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        headers.insert(
+            header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+            HeaderValue::from_static("true"),
+        );
+        headers.insert(header::VARY, HeaderValue::from_static("Origin"));
+    }
+    response
+}
+
+fn payload_response(payload: String) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/plain; charset=UTF-8")
+        .body(payload)
+}
+
+/// The handshake GET: a new session, answered with its open packet.
+fn open_polling(server: &RealtimeServer, req: &HttpRequest) -> HttpResponse {
+    let state = server.state();
+    let conn = Connection::new(
+        state.clone(),
+        state.handshake(req.headers(), req.peer_addr()),
+    );
+    let sid = conn.sid.clone();
+    let open = conn.open_packet(&["websocket"]).encode_text();
+    let sessions = server.sessions();
+    sessions.register(sid, polling::start(sessions.clone(), conn));
+    payload_response(open)
+}
+
+/// The polling session `sid`, or the error for a sid that has none.
+fn session(server: &RealtimeServer, sid: &str) -> Result<PollingHandle, EngineError> {
+    server
+        .sessions()
+        .get(sid)
+        .ok_or(if server.state().is_live(sid) {
+            // The connection moved to a WebSocket.
+            EngineError::BadRequest
+        } else {
+            EngineError::UnknownSid
+        })
+}
+
+async fn poll(server: &RealtimeServer, sid: &str) -> HttpResponse {
+    let transport = match session(server, sid) {
+        Ok(transport) => transport,
+        Err(error) => return error.response(),
+    };
+    match transport.poll.send(Poll).await {
+        Ok(Ok(receiver)) => match receiver.await {
+            Ok(payload) => payload_response(payload),
+            // The session ended without a word.
+            Err(_) => payload_response(Packet::Close.encode_text()),
+        },
+        Ok(Err(error)) => error.response(),
+        Err(_) => EngineError::UnknownSid.response(),
+    }
+}
+
+async fn post(server: &RealtimeServer, sid: &str, body: web::Payload) -> HttpResponse {
+    let transport = match session(server, sid) {
+        Ok(transport) => transport,
+        Err(error) => return error.response(),
+    };
+    let limit = server.config().max_payload;
+    let bytes = match body.to_bytes_limited(limit).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
+            transport
+                .fail
+                .do_send(Fail(DisconnectReason::TransportError));
+            return EngineError::BadRequest.response();
+        }
+        // Refused, but the session goes on (as in the reference).
+        Err(_) => return EngineError::PayloadTooLarge.response(),
+    };
+    let packets = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|text| engineio::decode_payload(text).ok());
+    let Some(packets) = packets else {
+        transport.fail.do_send(Fail(DisconnectReason::ParseError));
+        return EngineError::BadRequest.response();
+    };
+    match transport.deliver.send(Deliver(packets)).await {
+        Ok(()) => HttpResponse::Ok()
+            .insert_header(ContentType::html())
+            .body("ok"),
+        Err(_) => EngineError::UnknownSid.response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_query_gives_version_transport_and_sid() {
+        let query = EngineQuery::parse("EIO=4&transport=polling&t=Nx1&sid=a%2Bb");
+        assert_eq!(query.eio.as_deref(), Some("4"));
+        assert_eq!(query.transport.as_deref(), Some("polling"));
+        assert_eq!(query.sid.as_deref(), Some("a+b"));
+    }
+}

@@ -1,0 +1,55 @@
+//! The polling sessions by sid: where a GET or POST finds its session, and where a WebSocket
+//! claims one to take it over (one upgrade at a time).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::errors::EngineError;
+use super::session_messages::PollingHandle;
+use crate::sync::lock;
+
+struct PollingEntry {
+    handle: PollingHandle,
+    upgrading: bool,
+}
+
+#[derive(Clone, Default)]
+pub(crate) struct PollingSessions(Arc<Mutex<HashMap<Arc<str>, PollingEntry>>>);
+
+impl PollingSessions {
+    pub(crate) fn register(&self, sid: Arc<str>, handle: PollingHandle) {
+        lock(&self.0).insert(
+            sid,
+            PollingEntry {
+                handle,
+                upgrading: false,
+            },
+        );
+    }
+
+    pub(crate) fn get(&self, sid: &str) -> Option<PollingHandle> {
+        lock(&self.0).get(sid).map(|entry| entry.handle.clone())
+    }
+
+    pub(crate) fn remove(&self, sid: &str) {
+        lock(&self.0).remove(sid);
+    }
+
+    /// Claims a polling session for a WebSocket upgrade; only one may try at a time.
+    pub(crate) fn begin_upgrade(&self, sid: &str) -> Result<PollingHandle, EngineError> {
+        let mut sessions = lock(&self.0);
+        let entry = sessions.get_mut(sid).ok_or(EngineError::UnknownSid)?;
+        if entry.upgrading {
+            return Err(EngineError::BadRequest);
+        }
+        entry.upgrading = true;
+        Ok(entry.handle.clone())
+    }
+
+    /// An upgrade attempt failed: the session may try again.
+    pub(crate) fn abandon_upgrade(&self, sid: &str) {
+        if let Some(entry) = lock(&self.0).get_mut(sid) {
+            entry.upgrading = false;
+        }
+    }
+}

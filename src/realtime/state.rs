@@ -1,0 +1,190 @@
+//! What every connection of the server shares: the settings, the namespaces, the open
+//! connections' routes (to close them all on stop), the sockets of lost connections waiting to be
+//! recovered, and the count of open WebSockets. Below the transports and the session table.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actix_web::http::header::{self, HeaderMap};
+use prometheus::IntGauge;
+
+use super::config::RealtimeConfig;
+use super::socket::{DisconnectReason, Handshake, Namespace, Outbound, Route, SocketRef};
+use crate::client::client_key_of;
+use crate::sync::lock;
+
+/// Recovery sweeps run at most this often.
+const SWEEP_EVERY: Duration = Duration::from_secs(5);
+
+#[derive(Clone)]
+pub(crate) struct ServerState(Arc<Inner>);
+
+struct Inner {
+    config: RealtimeConfig,
+    namespaces: HashMap<String, Arc<dyn Namespace>>,
+    /// Every open connection's route, to close them all when the server stops.
+    live: Mutex<HashMap<Arc<str>, Arc<Route>>>,
+    /// Set by `close_all`: new connections are refused from then on.
+    stopping: AtomicBool,
+    /// Upgraded WebSocket sockets still open, until their last frames are written.
+    websockets: AtomicUsize,
+    parked: Mutex<Parked>,
+    connections: Option<IntGauge>,
+}
+
+/// Sockets of lost connections, by pid, until their recovery window ends.
+struct Parked {
+    sockets: HashMap<Box<str>, (SocketRef, Instant)>,
+    last_sweep: Instant,
+}
+
+/// One open WebSocket socket, counted while this lives.
+pub(crate) struct OpenWebSocket(ServerState);
+
+impl Drop for OpenWebSocket {
+    fn drop(&mut self) {
+        self.0.0.websockets.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl ServerState {
+    pub(crate) fn new(
+        config: RealtimeConfig,
+        namespaces: HashMap<String, Arc<dyn Namespace>>,
+        connections: Option<IntGauge>,
+    ) -> Self {
+        Self(Arc::new(Inner {
+            config,
+            namespaces,
+            live: Mutex::new(HashMap::new()),
+            stopping: AtomicBool::new(false),
+            websockets: AtomicUsize::new(0),
+            parked: Mutex::new(Parked {
+                sockets: HashMap::new(),
+                last_sweep: Instant::now(),
+            }),
+            connections,
+        }))
+    }
+
+    pub(crate) fn config(&self) -> &RealtimeConfig {
+        &self.0.config
+    }
+
+    pub(crate) fn namespace(&self, path: &str) -> Option<Arc<dyn Namespace>> {
+        self.0.namespaces.get(path).cloned()
+    }
+
+    pub(crate) fn connection_opened(&self, sid: Arc<str>, route: Arc<Route>) {
+        lock(&self.0.live).insert(sid, route);
+        if let Some(gauge) = &self.0.connections {
+            gauge.inc();
+        }
+    }
+
+    pub(crate) fn connection_closed(&self, sid: &str) {
+        lock(&self.0.live).remove(sid);
+        if let Some(gauge) = &self.0.connections {
+            gauge.dec();
+        }
+    }
+
+    pub(crate) fn is_live(&self, sid: &str) -> bool {
+        lock(&self.0.live).contains_key(sid)
+    }
+
+    /// Open connections, over any transport.
+    pub(crate) fn connection_count(&self) -> usize {
+        lock(&self.0.live).len()
+    }
+
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.0.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Closes every connection with `server shutting down`, and refuses new ones from now on.
+    pub(crate) fn close_all(&self) {
+        self.0.stopping.store(true, Ordering::SeqCst);
+        let routes: Vec<Arc<Route>> = lock(&self.0.live).values().cloned().collect();
+        for route in routes {
+            route.send(Outbound::Close(DisconnectReason::ServerShuttingDown));
+        }
+    }
+
+    /// Counts an upgraded WebSocket socket open until the guard is dropped.
+    pub(crate) fn websocket_opened(&self) -> OpenWebSocket {
+        self.0.websockets.fetch_add(1, Ordering::SeqCst);
+        OpenWebSocket(self.clone())
+    }
+
+    /// Waits, at most `limit`, until every WebSocket socket has written its last frames and
+    /// closed.
+    pub(crate) async fn wait_for_websockets(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while self.0.websockets.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Keeps the socket of a lost connection for its client to recover.
+    pub(crate) fn park(&self, socket: SocketRef) {
+        let (Some(pid), Some(window)) = (socket.pid(), self.0.config.recovery_window) else {
+            return;
+        };
+        let now = Instant::now();
+        let mut parked = lock(&self.0.parked);
+        parked
+            .sockets
+            .insert(pid.into(), (socket.clone(), now + window));
+        if now.duration_since(parked.last_sweep) >= SWEEP_EVERY {
+            parked.last_sweep = now;
+            parked.sockets.retain(|_, (socket, expires)| {
+                let alive = *expires > now;
+                if !alive {
+                    socket.expire();
+                }
+                alive
+            });
+        }
+    }
+
+    /// The parked socket `pid` of `namespace`, if it is still within its window and still holds
+    /// everything after `offset`.
+    pub(crate) fn take_parked(
+        &self,
+        pid: &str,
+        namespace: &str,
+        offset: Option<&str>,
+    ) -> Option<SocketRef> {
+        let mut parked = lock(&self.0.parked);
+        let (socket, expires) = parked.sockets.remove(pid)?;
+        if expires <= Instant::now() {
+            socket.expire();
+            return None;
+        }
+        if socket.namespace() != namespace || !socket.can_resume(offset) {
+            // A failed recovery ends the old session, as in the reference.
+            socket.expire();
+            return None;
+        }
+        Some(socket)
+    }
+
+    /// What the request that opens a connection says about its client.
+    pub(crate) fn handshake(&self, headers: &HeaderMap, peer: Option<SocketAddr>) -> Handshake {
+        let text = |name: header::HeaderName| {
+            headers
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned)
+        };
+        Handshake {
+            origin: text(header::ORIGIN),
+            cookie_header: text(header::COOKIE),
+            address: client_key_of(headers, peer, self.0.config.trust_forwarded_for),
+        }
+    }
+}

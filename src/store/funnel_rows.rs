@@ -1,0 +1,54 @@
+//! The funnel tables' rows as written, and the read of a conversation: what the funnel store
+//! builds and the batcher ([`super::batch`]) writes and runs.
+
+use chrono::{DateTime, Utc};
+use surrealdb::types::{RecordId, SurrealValue};
+
+/// Reads a conversation with its messages, as one statement of a batch (`$s.id` its id): the
+/// records as stored, their fields read here. A projection with computed fields, or a subquery
+/// in it, cost SurrealDB several times the read itself (docs/benchmarks.md, "The store alone").
+pub const LOAD: &str = "{ LET $s_found = type::record('funnel_conversation', $s.id).*; \
+     IF $s_found { { conversation: $s_found, \
+     messages: (SELECT * FROM funnel_message:[$s.id, 0]..[$s.id, 1000000000]) } } };";
+
+/// A conversation's record as written when it starts: created with `CONTENT`, or merged over an
+/// expired one (so the fields other writers keep on it, the checkout's `user`, stay).
+#[derive(Debug, Clone, SurrealValue)]
+pub struct ConversationRow {
+    pub(super) id: RecordId,
+    pub(super) visitor: RecordId,
+    pub(super) funnel: String,
+    pub(super) version: i64,
+    pub(super) flow: String,
+    pub(super) headline: String,
+    pub(super) keyword: Option<String>,
+    pub(super) campaignid: Option<String>,
+    pub(super) attribution: serde_json::Value,
+    pub(super) checkout_deadline: Option<DateTime<Utc>>,
+    pub(super) checkout_started_at: Option<DateTime<Utc>>,
+    pub(super) created_at: DateTime<Utc>,
+    pub(super) updated_at: DateTime<Utc>,
+}
+
+/// One message of a conversation, in its place, as written and as read back.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct MessageRow {
+    pub(super) id: RecordId,
+    pub(super) role: String,
+    pub(super) text: String,
+    pub(super) is_final: bool,
+    pub(super) junk: bool,
+    pub(super) source: Option<String>,
+    pub(super) at: DateTime<Utc>,
+    /// On the final message: when its auto-checkout opens.
+    pub(super) checkout_at: Option<DateTime<Utc>>,
+}
+
+/// What the auto-checkout's changes write, at the conversation's new version.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct CheckoutRow {
+    pub(super) version: i64,
+    pub(super) checkout_deadline: Option<DateTime<Utc>>,
+    pub(super) checkout_started_at: Option<DateTime<Utc>>,
+    pub(super) updated_at: DateTime<Utc>,
+}
