@@ -1,6 +1,6 @@
 import { RouterProvider, type createBrowserRouter } from 'react-router';
-import { PublicConfigProvider } from './public-config';
-import { SessionProvider } from './session';
+import { PublicConfigProvider } from '../lib/public-config';
+import { SessionProvider } from '../lib/session';
 
 type Router = ReturnType<typeof createBrowserRouter>;
 

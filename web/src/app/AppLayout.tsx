@@ -2,7 +2,7 @@ import { useEffect } from 'react';
 import { Outlet, ScrollRestoration, useMatches, type Location } from 'react-router';
 import { Header } from '../components/Header';
 import { Footer } from '../components/Footer';
-import { usePublicConfig } from './public-config';
+import { usePublicConfig } from '../lib/public-config';
 
 export type RouteHandle = { title?: string; hideFooter?: boolean };
 

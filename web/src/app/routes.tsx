@@ -1,7 +1,7 @@
 import { Navigate, type RouteObject } from 'react-router';
 import { AppLayout, type RouteHandle } from './AppLayout';
-import { LandingPage } from '../features/landing/LandingPage';
-import { MembersPage } from '../features/members/MembersPage';
+import { LandingPage } from './pages/LandingPage';
+import { MembersPage } from './pages/MembersPage';
 import { LoginPage } from '../features/auth/LoginPage';
 import { SignupPage } from '../features/auth/SignupPage';
 import { AccountSetupPage } from '../features/account-setup/AccountSetupPage';

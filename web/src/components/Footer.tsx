@@ -1,7 +1,7 @@
 import { useState } from 'react';
-import { usePublicConfig } from '../app/public-config';
-import { LegalDialog } from '../features/legal/LegalDialog';
-import { LEGAL_DOCUMENTS, type LegalSlug } from '../features/legal/documents';
+import { usePublicConfig } from '../lib/public-config';
+import { LEGAL_DOCUMENTS, type LegalSlug } from '../lib/legal';
+import { LegalDialog } from './LegalDialog';
 
 export function Footer() {
   const { productName } = usePublicConfig();

@@ -1,14 +1,14 @@
 import { fireEvent, render, screen, within } from '@testing-library/react';
-import { createMemoryRouter } from 'react-router';
-import { App } from '../app/App';
-import { routes } from '../app/routes';
+import { createMemoryRouter, RouterProvider } from 'react-router';
 import { mockApi } from '../test/fetch-mock';
+import { Header } from './Header';
 
 function renderLanding() {
   mockApi({
     'GET /api/legal/privacy': { body: { slug: 'privacy', title: 'Privacy Policy', body: 'We keep **little**.' } },
   });
-  render(<App router={createMemoryRouter(routes, { initialEntries: ['/landing'] })} />);
+  const router = createMemoryRouter([{ path: '/landing', element: <Header /> }], { initialEntries: ['/landing'] });
+  render(<RouterProvider router={router} />);
   return screen.getByRole('button', { name: 'Menu' });
 }
 

@@ -1,6 +1,6 @@
 import { useEffect, useId, useRef, useState, type KeyboardEvent } from 'react';
-import { LegalDialog } from '../features/legal/LegalDialog';
-import { LEGAL_DOCUMENTS, type LegalSlug } from '../features/legal/documents';
+import { LEGAL_DOCUMENTS, type LegalSlug } from '../lib/legal';
+import { LegalDialog } from './LegalDialog';
 
 /**
  * The header's menu button: the four legal dialogs. A menu button as assistive technology

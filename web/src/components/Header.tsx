@@ -1,6 +1,6 @@
 import { Link, useNavigate } from 'react-router';
-import { usePublicConfig } from '../app/public-config';
-import { useSession } from '../app/session';
+import { usePublicConfig } from '../lib/public-config';
+import { useSession } from '../lib/session';
 import { HamburgerMenu } from './HamburgerMenu';
 
 export function Header() {

@@ -1,4 +1,12 @@
-import { useEffect, useId, useLayoutEffect, useRef, type ReactNode, type RefObject } from 'react';
+import {
+  useId,
+  useLayoutEffect,
+  useRef,
+  type KeyboardEvent,
+  type ReactNode,
+  type RefObject,
+  type SyntheticEvent,
+} from 'react';
 import { createPortal } from 'react-dom';
 
 const FOCUSABLE = [
@@ -12,9 +20,6 @@ const FOCUSABLE = [
   '[contenteditable="true"]',
   '[tabindex]:not([tabindex="-1"])',
 ].join(',');
-
-// Only the dialog opened last reacts to Escape and owns the focus trap.
-const openDialogs: HTMLElement[] = [];
 
 function focusableIn(container: HTMLElement): HTMLElement[] {
   return Array.from(container.querySelectorAll<HTMLElement>(FOCUSABLE)).filter(
@@ -32,107 +37,102 @@ type ModalProps = {
   className?: string;
 };
 
+/**
+ * The app's one dialog: a native <dialog> opened with showModal(), so the page behind it is inert
+ * and Escape (the browser's close request) closes it. The <dialog> covers the screen and is the
+ * backdrop: a click on it, outside the panel, closes it. Tab goes round inside the panel; focus
+ * starts on `initialFocusRef` or the first control and goes back to the opener on close. The page
+ * decides when it closes: `onClose` asks it to unmount the dialog.
+ */
 export function Modal({ title, onClose, children, initialFocusRef, size = 'normal', className }: ModalProps) {
   const titleId = useId();
-  const dialogRef = useRef<HTMLDivElement>(null);
+  const dialogRef = useRef<HTMLDialogElement>(null);
+  const panelRef = useRef<HTMLDivElement>(null);
   const pressStartedOnBackdrop = useRef(false);
   const onCloseRef = useRef(onClose);
   onCloseRef.current = onClose;
+  // Read once per opening: a later change of initialFocusRef must not move focus again.
+  const initialFocus = useRef(initialFocusRef);
+  /** Set while the dialog is closed because it unmounts, which is no request to close. */
+  const unmounting = useRef(false);
 
   // Remember the opener before focus moves into the dialog, and give focus back on close.
   useLayoutEffect(() => {
     const dialog = dialogRef.current;
-    if (!dialog) return undefined;
+    const panel = panelRef.current;
+    if (!dialog || !panel) return undefined;
     const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
-    openDialogs.push(dialog);
-
-    const target = initialFocusRef?.current ?? focusableIn(dialog)[0] ?? dialog;
-    target.focus();
+    unmounting.current = false;
+    if (!dialog.open) dialog.showModal();
+    (initialFocus.current?.current ?? focusableIn(panel)[0] ?? panel).focus();
 
     const previousOverflow = document.body.style.overflow;
     document.body.style.overflow = 'hidden';
 
     return () => {
-      const index = openDialogs.indexOf(dialog);
-      if (index !== -1) openDialogs.splice(index, 1);
+      unmounting.current = true;
+      if (dialog.open) dialog.close();
       document.body.style.overflow = previousOverflow;
       if (opener && opener.isConnected) opener.focus();
     };
-    // Set up once per opening: a later change of initialFocusRef must not move focus again.
   }, []);
 
-  useEffect(() => {
-    function onKeyDown(event: KeyboardEvent) {
-      const dialog = dialogRef.current;
-      if (!dialog || openDialogs[openDialogs.length - 1] !== dialog) return;
+  function handleCancel(event: SyntheticEvent<HTMLDialogElement>) {
+    // A cancelable close request is the page's to carry out. One the browser does not let us
+    // cancel (no user action since the last) closes the dialog, and its `close` event says so.
+    if (!event.cancelable) return;
+    event.preventDefault();
+    onClose();
+  }
 
-      if (event.key === 'Escape') {
-        event.preventDefault();
-        event.stopPropagation();
-        onCloseRef.current();
-        return;
-      }
-      if (event.key !== 'Tab') return;
+  function handleNativeClose() {
+    // Not ours (unmounting) and not followed by showModal() again (StrictMode's second effect).
+    if (!unmounting.current && !dialogRef.current?.open) onCloseRef.current();
+  }
 
-      const focusable = focusableIn(dialog);
-      if (focusable.length === 0) {
-        event.preventDefault();
-        dialog.focus();
-        return;
-      }
-      const first = focusable[0];
-      const last = focusable[focusable.length - 1];
-      const active = document.activeElement;
-      const inside = active instanceof Node && dialog.contains(active);
-      if (event.shiftKey && (active === first || !inside || active === dialog)) {
-        event.preventDefault();
-        last.focus();
-      } else if (!event.shiftKey && (active === last || !inside)) {
-        event.preventDefault();
-        first.focus();
-      }
+  function keepTabInside(event: KeyboardEvent<HTMLDialogElement>) {
+    const panel = panelRef.current;
+    if (event.key !== 'Tab' || event.defaultPrevented || !panel) return;
+    const focusable = focusableIn(panel);
+    if (focusable.length === 0) {
+      event.preventDefault();
+      panel.focus();
+      return;
     }
-
-    // Focus that escapes (for example a click on the page behind) is pulled back in.
-    function onFocusIn(event: FocusEvent) {
-      const dialog = dialogRef.current;
-      if (!dialog || openDialogs[openDialogs.length - 1] !== dialog) return;
-      if (event.target instanceof Node && !dialog.contains(event.target)) {
-        (focusableIn(dialog)[0] ?? dialog).focus();
-      }
+    const first = focusable[0];
+    const last = focusable[focusable.length - 1];
+    const active = document.activeElement;
+    if (event.shiftKey && (active === first || active === panel)) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && active === last) {
+      event.preventDefault();
+      first.focus();
     }
+  }
 
-    document.addEventListener('keydown', onKeyDown);
-    document.addEventListener('focusin', onFocusIn);
-    return () => {
-      document.removeEventListener('keydown', onKeyDown);
-      document.removeEventListener('focusin', onFocusIn);
-    };
-  }, []);
-
-  const dialogClasses = ['modal', `modal--${size}`, className].filter(Boolean).join(' ');
+  const panelClasses = ['modal', `modal--${size}`, className].filter(Boolean).join(' ');
 
   return createPortal(
-    <div
+    <dialog
+      ref={dialogRef}
       className="modal-backdrop"
       data-testid="modal-backdrop"
+      aria-modal="true"
+      aria-labelledby={titleId}
+      onCancel={handleCancel}
+      onClose={handleNativeClose}
+      onKeyDown={keepTabInside}
       onMouseDown={(event) => {
         pressStartedOnBackdrop.current = event.target === event.currentTarget;
       }}
       onClick={(event) => {
-        // A press that began inside the dialog (e.g. selecting text) must not close it.
+        // A press that began inside the panel (e.g. selecting text) must not close it.
         if (event.target === event.currentTarget && pressStartedOnBackdrop.current) onClose();
         pressStartedOnBackdrop.current = false;
       }}
     >
-      <div
-        ref={dialogRef}
-        className={dialogClasses}
-        role="dialog"
-        aria-modal="true"
-        aria-labelledby={titleId}
-        tabIndex={-1}
-      >
+      <div ref={panelRef} className={panelClasses} tabIndex={-1}>
         <div className="modal__header">
           <h2 id={titleId} className="modal__title">
             {title}
@@ -146,7 +146,7 @@ export function Modal({ title, onClose, children, initialFocusRef, size = 'norma
         </div>
         <div className="modal__body">{children}</div>
       </div>
-    </div>,
+    </dialog>,
     document.body,
   );
 }

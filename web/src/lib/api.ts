@@ -1,5 +1,6 @@
 // The one HTTP client of the app. The server answers JSON, and every error as
 // `{error: code, message: text}`; callers get that pair back as an ApiError.
+import { isRecord } from './json';
 
 const REQUEST_TIMEOUT_MS = 8000;
 
@@ -24,12 +25,7 @@ type RequestOptions = {
 };
 
 function isErrorBody(value: unknown): value is { error: string; message: string } {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as { error?: unknown }).error === 'string' &&
-    typeof (value as { message?: unknown }).message === 'string'
-  );
+  return isRecord(value) && typeof value.error === 'string' && typeof value.message === 'string';
 }
 
 async function readJson(response: Response): Promise<unknown> {

@@ -36,7 +36,7 @@ export class FakeSocket {
   /** As socket.io-client's: also removes a `once` listener given the listener passed to `once`. */
   off(event: string, listener: Listener) {
     const set = this.listeners.get(event);
-    for (const registered of [...(set ?? [])]) {
+    for (const registered of Array.from(set ?? [])) {
       if (registered === listener || this.onceOf.get(registered) === listener) set?.delete(registered);
     }
     return this;
@@ -96,7 +96,8 @@ export class FakeSocket {
 
   /** Plays the server sending `event`; wrap in act(). */
   serverEmit(event: string, ...args: unknown[]) {
-    for (const listener of [...(this.listeners.get(event) ?? [])]) listener(...args);
+    // A copy: a listener may add or remove listeners while they run.
+    for (const listener of Array.from(this.listeners.get(event) ?? [])) listener(...args);
   }
 
   /** The oldest unanswered emit of `event`. */

@@ -28,7 +28,7 @@ export const defaultApi: Record<string, Handler> = {
 /** Replaces global fetch with canned answers keyed by "METHOD /path"; anything else is a JSON 404. */
 export function mockApi(overrides: Record<string, Handler> = {}) {
   const handlers = { ...defaultApi, ...overrides };
-  const fetchMock = vi.fn(async (input: RequestInfo | URL, init?: RequestInit) => {
+  const fetchMock = vi.fn<typeof fetch>(async (input, init) => {
     const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url, 'http://localhost');
     const key = `${(init?.method ?? 'GET').toUpperCase()} ${url.pathname}`;
     const handler = handlers[key];

@@ -1,8 +1,11 @@
 import { afterEach, vi } from 'vitest';
 import { cleanup } from '@testing-library/react';
+import { installDialogPolyfill } from './dialog-polyfill';
+
+installDialogPolyfill();
 
 // jsdom does not implement scrolling; the router's scroll restoration calls it.
-window.scrollTo = vi.fn() as unknown as typeof window.scrollTo;
+window.scrollTo = vi.fn<() => void>() as typeof window.scrollTo;
 
 afterEach(() => {
   cleanup();

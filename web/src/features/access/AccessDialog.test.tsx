@@ -1,8 +1,8 @@
 import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { createMemoryRouter, RouterProvider } from 'react-router';
 import { vi } from 'vitest';
-import { PublicConfigProvider } from '../../app/public-config';
-import { SessionProvider, useSession } from '../../app/session';
+import { PublicConfigProvider } from '../../lib/public-config';
+import { SessionProvider, useSession } from '../../lib/session';
 import { mockApi } from '../../test/fetch-mock';
 import { AccessDialog } from './AccessDialog';
 
@@ -25,7 +25,7 @@ function SignedInAs() {
 type Props = Partial<Parameters<typeof AccessDialog>[0]>;
 
 function renderDialog(props: Props = {}, path = '/?session=s1') {
-  const onClose = vi.fn();
+  const onClose = vi.fn<() => void>();
   const router = createMemoryRouter(
     [
       {

@@ -1,11 +1,12 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { Button } from '../../components/Button';
+import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
-import { usePublicConfig } from '../../app/public-config';
-import { useSession } from '../../app/session';
-import { authApi } from '../auth/api';
-import { checkoutApi, type CheckoutSuccess } from '../checkout/api';
+import { authApi } from '../../lib/auth';
+import { fetchCheckoutSuccess, type CheckoutSuccess } from '../../lib/checkout';
+import { usePublicConfig } from '../../lib/public-config';
+import { useSession } from '../../lib/session';
 import {
   ACCOUNT_CREATED,
   BOTH_REQUIRED,
@@ -117,26 +118,22 @@ function LoginForm({ initialEmail, onSuccess }: { initialEmail: string; onSucces
           ? 'Create your account with the email you used at checkout.'
           : 'Sign in with the email you used at checkout.'}
       </p>
-      <div className="form__field">
-        <label htmlFor="access-email">Email</label>
-        <input
-          id="access-email"
-          type="email"
-          autoComplete="email"
-          value={email}
-          onChange={(event) => setEmail(event.target.value)}
-        />
-      </div>
-      <div className="form__field">
-        <label htmlFor="access-password">Password</label>
-        <input
-          id="access-password"
-          type="password"
-          autoComplete={creating ? 'new-password' : 'current-password'}
-          value={password}
-          onChange={(event) => setPassword(event.target.value)}
-        />
-      </div>
+      <Field
+        id="access-email"
+        label="Email"
+        type="email"
+        autoComplete="email"
+        value={email}
+        onChange={(event) => setEmail(event.target.value)}
+      />
+      <Field
+        id="access-password"
+        label="Password"
+        type="password"
+        autoComplete={creating ? 'new-password' : 'current-password'}
+        value={password}
+        onChange={(event) => setPassword(event.target.value)}
+      />
       {note && (
         <p className={note.ok ? 'form__success' : 'form__error'} role={note.ok ? 'status' : 'alert'}>
           {note.text}
@@ -190,8 +187,7 @@ export function AccessDialog({ session, startAt = 'checking', initialEmail = '',
       return undefined;
     }
     const controller = new AbortController();
-    checkoutApi
-      .checkoutSuccess(`?${new URLSearchParams({ session })}`, controller.signal)
+    fetchCheckoutSuccess(`?${new URLSearchParams({ session })}`, controller.signal)
       .then((answer) => {
         if (!answer?.email) {
           setState({ step: 'error', text: EMAIL_MISSING });

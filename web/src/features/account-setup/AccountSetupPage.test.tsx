@@ -1,8 +1,8 @@
 import { act, fireEvent, render, screen, waitFor } from '@testing-library/react';
 import { createMemoryRouter, RouterProvider } from 'react-router';
 import { vi } from 'vitest';
-import { PublicConfigProvider } from '../../app/public-config';
-import { SessionProvider, useSession } from '../../app/session';
+import { PublicConfigProvider } from '../../lib/public-config';
+import { SessionProvider, useSession } from '../../lib/session';
 import { mockApi } from '../../test/fetch-mock';
 import { AccountSetupPage } from './AccountSetupPage';
 

@@ -1,8 +1,9 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
 import { Button } from '../../components/Button';
-import { usePublicConfig } from '../../app/public-config';
-import { useSession } from '../../app/session';
+import { Field } from '../../components/Field';
+import { usePublicConfig } from '../../lib/public-config';
+import { useSession } from '../../lib/session';
 import { ApiError } from '../../lib/api';
 import { accountSetupApi, type AccountSetupStatus } from './api';
 
@@ -78,44 +79,33 @@ function SetupForm({
           : 'Your payment went through. Choose a password so you can sign in to your account.'}
       </p>
       <form className="form" onSubmit={handleSubmit} aria-busy={busy} noValidate>
-        <div className="form__field">
-          <label htmlFor="setup-email">Email</label>
-          <input
-            id="setup-email"
-            type="email"
-            autoComplete="email"
-            readOnly={locked}
-            aria-describedby={locked ? 'setup-email-hint' : undefined}
-            value={email}
-            onChange={(event) => setEmail(event.target.value)}
-          />
-          {locked && (
-            <p id="setup-email-hint" className="form__hint">
-              The email you used at checkout.
-            </p>
-          )}
-        </div>
-        <div className="form__field">
-          <label htmlFor="setup-password">Password</label>
-          <input
-            id="setup-password"
-            type="password"
-            autoComplete={existingAccount ? 'current-password' : 'new-password'}
-            value={password}
-            onChange={(event) => setPassword(event.target.value)}
-          />
-        </div>
+        <Field
+          id="setup-email"
+          label="Email"
+          hint={locked ? 'The email you used at checkout.' : undefined}
+          type="email"
+          autoComplete="email"
+          readOnly={locked}
+          value={email}
+          onChange={(event) => setEmail(event.target.value)}
+        />
+        <Field
+          id="setup-password"
+          label="Password"
+          type="password"
+          autoComplete={existingAccount ? 'current-password' : 'new-password'}
+          value={password}
+          onChange={(event) => setPassword(event.target.value)}
+        />
         {!existingAccount && (
-          <div className="form__field">
-            <label htmlFor="setup-confirm">Confirm Password</label>
-            <input
-              id="setup-confirm"
-              type="password"
-              autoComplete="new-password"
-              value={confirm}
-              onChange={(event) => setConfirm(event.target.value)}
-            />
-          </div>
+          <Field
+            id="setup-confirm"
+            label="Confirm Password"
+            type="password"
+            autoComplete="new-password"
+            value={confirm}
+            onChange={(event) => setConfirm(event.target.value)}
+          />
         )}
         {failure && (
           <div className="form__error" role="alert">

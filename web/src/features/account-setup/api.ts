@@ -1,5 +1,5 @@
 import { api } from '../../lib/api';
-import type { User } from '../auth/api';
+import type { User } from '../../lib/auth';
 
 /** What the checkout (proved by an HttpOnly cookie the success page got) says about the account. */
 export type AccountSetupStatus = {

@@ -1,9 +1,10 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
 import { Button } from '../../components/Button';
-import { useSession } from '../../app/session';
+import { Field } from '../../components/Field';
+import { useSession } from '../../lib/session';
 import { ApiError } from '../../lib/api';
-import { authApi } from './api';
+import { authApi } from '../../lib/auth';
 
 const NETWORK_ERROR = 'Network error. Please check your internet connection and try again.';
 const RESET_PROBLEM = 'There was a problem sending the password reset email. Please try again later.';
@@ -53,16 +54,14 @@ function ForgotPassword({ initialEmail }: { initialEmail: string }) {
   return (
     <form className="form auth-card__reset" onSubmit={handleSubmit} aria-label="Reset your password" noValidate>
       <p className="auth-card__hint">Enter your email and we will send you a link to choose a new password.</p>
-      <div className="form__field">
-        <label htmlFor="reset-email">Email</label>
-        <input
-          id="reset-email"
-          type="email"
-          autoComplete="email"
-          value={email}
-          onChange={(event) => setEmail(event.target.value)}
-        />
-      </div>
+      <Field
+        id="reset-email"
+        label="Email"
+        type="email"
+        autoComplete="email"
+        value={email}
+        onChange={(event) => setEmail(event.target.value)}
+      />
       {result && (
         <p className={result.ok ? 'form__success' : 'form__error'} role={result.ok ? 'status' : 'alert'}>
           {result.text}
@@ -119,26 +118,22 @@ function ChooseNewPassword({ token, onInvalid }: { token: string; onInvalid: (me
   if (!checked) return <p role="status">Checking your reset link...</p>;
   return (
     <form className="form" onSubmit={handleSubmit} aria-label="Choose a new password" noValidate>
-      <div className="form__field">
-        <label htmlFor="new-password">New password</label>
-        <input
-          id="new-password"
-          type="password"
-          autoComplete="new-password"
-          value={password}
-          onChange={(event) => setPassword(event.target.value)}
-        />
-      </div>
-      <div className="form__field">
-        <label htmlFor="confirm-password">Confirm Password</label>
-        <input
-          id="confirm-password"
-          type="password"
-          autoComplete="new-password"
-          value={confirm}
-          onChange={(event) => setConfirm(event.target.value)}
-        />
-      </div>
+      <Field
+        id="new-password"
+        label="New password"
+        type="password"
+        autoComplete="new-password"
+        value={password}
+        onChange={(event) => setPassword(event.target.value)}
+      />
+      <Field
+        id="confirm-password"
+        label="Confirm Password"
+        type="password"
+        autoComplete="new-password"
+        value={confirm}
+        onChange={(event) => setConfirm(event.target.value)}
+      />
       {error && (
         <p className="form__error" role="alert">
           {error}
@@ -220,28 +215,24 @@ export function LoginPage() {
         </p>
       )}
       <form className="form" onSubmit={handleSubmit} aria-busy={busy}>
-        <div className="form__field">
-          <label htmlFor="login-email">Email</label>
-          <input
-            id="login-email"
-            type="email"
-            autoComplete="email"
-            required
-            value={email}
-            onChange={(event) => setEmail(event.target.value)}
-          />
-        </div>
-        <div className="form__field">
-          <label htmlFor="login-password">Password</label>
-          <input
-            id="login-password"
-            type="password"
-            autoComplete="current-password"
-            required
-            value={password}
-            onChange={(event) => setPassword(event.target.value)}
-          />
-        </div>
+        <Field
+          id="login-email"
+          label="Email"
+          type="email"
+          autoComplete="email"
+          required
+          value={email}
+          onChange={(event) => setEmail(event.target.value)}
+        />
+        <Field
+          id="login-password"
+          label="Password"
+          type="password"
+          autoComplete="current-password"
+          required
+          value={password}
+          onChange={(event) => setPassword(event.target.value)}
+        />
         {error && (
           <p className="form__error" role="alert">
             {error}

@@ -1,8 +1,9 @@
 import { useState, type FormEvent, type RefObject } from 'react';
 import { useNavigate } from 'react-router';
 import { Button } from '../../components/Button';
-import { useSession } from '../../app/session';
-import { authApi } from './api';
+import { Field } from '../../components/Field';
+import { useSession } from '../../lib/session';
+import { authApi } from '../../lib/auth';
 
 /** Email and password, 'Create Account' ('Creating account...' while busy); then /members. */
 export function SignupForm({ emailRef, idPrefix }: { emailRef?: RefObject<HTMLInputElement | null>; idPrefix: string }) {
@@ -31,31 +32,27 @@ export function SignupForm({ emailRef, idPrefix }: { emailRef?: RefObject<HTMLIn
 
   return (
     <form className="form" onSubmit={handleSubmit} aria-busy={submitting}>
-      <div className="form__field">
-        <label htmlFor={`${idPrefix}-email`}>Email</label>
-        <input
-          ref={emailRef}
-          id={`${idPrefix}-email`}
-          name="email"
-          type="email"
-          autoComplete="email"
-          required
-          value={email}
-          onChange={(event) => setEmail(event.target.value)}
-        />
-      </div>
-      <div className="form__field">
-        <label htmlFor={`${idPrefix}-password`}>Password</label>
-        <input
-          id={`${idPrefix}-password`}
-          name="password"
-          type="password"
-          autoComplete="new-password"
-          required
-          value={password}
-          onChange={(event) => setPassword(event.target.value)}
-        />
-      </div>
+      <Field
+        ref={emailRef}
+        id={`${idPrefix}-email`}
+        label="Email"
+        name="email"
+        type="email"
+        autoComplete="email"
+        required
+        value={email}
+        onChange={(event) => setEmail(event.target.value)}
+      />
+      <Field
+        id={`${idPrefix}-password`}
+        label="Password"
+        name="password"
+        type="password"
+        autoComplete="new-password"
+        required
+        value={password}
+        onChange={(event) => setPassword(event.target.value)}
+      />
       {error && (
         <p className="form__error" role="alert">
           {error}

@@ -1,7 +1,7 @@
 import { useRef } from 'react';
 import { Link } from 'react-router';
 import { Modal } from '../../components/Modal';
-import { usePublicConfig } from '../../app/public-config';
+import { usePublicConfig } from '../../lib/public-config';
 import { SignupForm } from './SignupForm';
 
 export function SignupModal({ onClose }: { onClose: () => void }) {

@@ -1,5 +1,5 @@
 import { Link } from 'react-router';
-import { usePublicConfig } from '../../app/public-config';
+import { usePublicConfig } from '../../lib/public-config';
 import { SignupForm } from './SignupForm';
 
 export function SignupPage() {

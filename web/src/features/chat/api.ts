@@ -2,14 +2,11 @@
 // listed, opened and deleted here.
 import { api, apiRequest } from '../../lib/api';
 import type { ChatMessage } from './chat-state';
+import { record } from '../../lib/json';
 
 export type ChatSummary = { id: string; title: string; listTitle: string; preview: string; timestamp: string };
 
 export type StoredChat = { id: string; title: string | null; messages: ChatMessage[] };
-
-function record(value: unknown): Record<string, unknown> {
-  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
-}
 
 function string(value: unknown): string {
   return typeof value === 'string' ? value : '';

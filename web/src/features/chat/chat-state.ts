@@ -1,6 +1,7 @@
 // What the members page's chat shows, as a reducer over the page's requests and the `/member`
 // namespace's events. The server stores chats and writes replies; the page follows one chat (the
 // one it has open) and ignores events for the member's other chats (another tab's, say).
+import { record } from '../../lib/json';
 
 export const DEFAULT_GREETING = 'Hello! How can I help you today?';
 
@@ -98,10 +99,6 @@ function untouched(state: ChatState): boolean {
     state.messages.length === 1 &&
     state.messages[0].id === 'greeting'
   );
-}
-
-function record(value: unknown): Record<string, unknown> {
-  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
 }
 
 function text(value: unknown): string {

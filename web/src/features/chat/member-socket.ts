@@ -1,6 +1,7 @@
 // The `/member` namespace's events (DESIGN.md section 3, docs/protocol.md), typed. The session
 // cookie signs the connection in, so the handshake carries nothing.
 import type { Socket } from 'socket.io-client';
+import { record } from '../../lib/json';
 import { connectNamespace } from '../../lib/socket';
 
 export type RefusalCode = 'empty' | 'too_long' | 'busy' | 'not_found' | 'upgrade_required' | 'unavailable';
@@ -43,9 +44,6 @@ export function connectMember(): MemberSocket {
 
 /** The code in a `connect_error`'s data, if the server gave one. */
 export function refusalCode(error: unknown): string | null {
-  if (typeof error !== 'object' || error === null) return null;
-  const data = (error as { data?: unknown }).data;
-  if (typeof data !== 'object' || data === null) return null;
-  const code = (data as { code?: unknown }).code;
+  const code = record(record(error).data).code;
   return typeof code === 'string' ? code : null;
 }

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useReducer, useRef, useState } from 'react';
 import { chatApi } from './api';
 import { chatReducer, initialChatState, isBusy, serverEvent, type ChatAction } from './chat-state';
 import { connectMember, refusalCode, type MemberSocket } from './member-socket';
+import { record } from '../../lib/json';
 
 /** How long a send, a task help or a stop waits for the server's ack. */
 export const ACK_TIMEOUT_MS = 15_000;
@@ -45,10 +46,6 @@ type Options = {
   /** Any of the member's chats got a finished reply: the history list has changed. */
   onReplyDone?: () => void;
 };
-
-function record(value: unknown): Record<string, unknown> {
-  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
-}
 
 function optionalString(value: unknown): string | null {
   return typeof value === 'string' && value !== '' ? value : null;

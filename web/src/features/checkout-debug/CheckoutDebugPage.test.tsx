@@ -1,8 +1,8 @@
 import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { createMemoryRouter, RouterProvider } from 'react-router';
 import { vi } from 'vitest';
-import { PublicConfigProvider } from '../../app/public-config';
-import { SessionProvider } from '../../app/session';
+import { PublicConfigProvider } from '../../lib/public-config';
+import { SessionProvider } from '../../lib/session';
 import { mockApi } from '../../test/fetch-mock';
 import { CheckoutDebugPage } from './CheckoutDebugPage';
 import type { DebugOverview } from './api';

@@ -1,8 +1,8 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { Link } from 'react-router';
 import { Button } from '../../components/Button';
-import { usePublicConfig } from '../../app/public-config';
-import { useSession } from '../../app/session';
+import { usePublicConfig } from '../../lib/public-config';
+import { useSession } from '../../lib/session';
 import { ApiError } from '../../lib/api';
 import { checkoutDebugApi, type DebugCheckout, type DebugOverview } from './api';
 import {

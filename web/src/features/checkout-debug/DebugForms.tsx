@@ -1,7 +1,8 @@
 import { useId, useState, type FormEvent, type ReactNode, type RefObject } from 'react';
 import { Button } from '../../components/Button';
-import { useSession } from '../../app/session';
-import { authApi } from '../auth/api';
+import { Field } from '../../components/Field';
+import { useSession } from '../../lib/session';
+import { authApi } from '../../lib/auth';
 import { checkoutDebugApi, type DebugCheckout, type SimulatedEvent } from './api';
 import {
   CREATE_EMAIL_REQUIRED,
@@ -85,18 +86,16 @@ function EmailField({
   inputRef?: RefObject<HTMLInputElement | null>;
 }) {
   return (
-    <div className="form__field">
-      <label htmlFor={id}>Email</label>
-      <input
-        ref={inputRef}
-        id={id}
-        type="email"
-        autoComplete="off"
-        spellCheck={false}
-        value={value}
-        onChange={(event) => onChange(event.target.value)}
-      />
-    </div>
+    <Field
+      ref={inputRef}
+      id={id}
+      label="Email"
+      type="email"
+      autoComplete="off"
+      spellCheck={false}
+      value={value}
+      onChange={(event) => onChange(event.target.value)}
+    />
   );
 }
 
@@ -136,16 +135,14 @@ export function ManualLoginForm() {
       onSubmit={() => void submit()}
     >
       <EmailField id="debug-login-email" value={email} onChange={setEmail} />
-      <div className="form__field">
-        <label htmlFor="debug-login-password">Password</label>
-        <input
-          id="debug-login-password"
-          type="password"
-          autoComplete="off"
-          value={password}
-          onChange={(event) => setPassword(event.target.value)}
-        />
-      </div>
+      <Field
+        id="debug-login-password"
+        label="Password"
+        type="password"
+        autoComplete="off"
+        value={password}
+        onChange={(event) => setPassword(event.target.value)}
+      />
     </ActionCard>
   );
 }
@@ -271,6 +268,7 @@ export function SimulateWebhookForm({
   const paymentSessionId = draft.paymentSessionId.trim();
   // The picked checkout's own session id goes along only while its payment session id is unchanged.
   const picked = draft.picked && draft.picked.paymentSessionId === paymentSessionId ? draft.picked : null;
+  const pickedHint = picked && `Picked from the table${picked.sessionId ? `, with session ${picked.sessionId}` : ''}.`;
 
   async function submit() {
     const email = draft.email.trim();
@@ -304,24 +302,17 @@ export function SimulateWebhookForm({
       busyLabel="Simulating..."
       onSubmit={() => void submit()}
     >
-      <div className="form__field">
-        <label htmlFor="debug-simulate-payment-session">paymentSessionId</label>
-        <input
-          id="debug-simulate-payment-session"
-          type="text"
-          autoComplete="off"
-          autoCapitalize="off"
-          spellCheck={false}
-          aria-describedby={picked ? 'debug-simulate-picked' : undefined}
-          value={draft.paymentSessionId}
-          onChange={(event) => onDraftChange({ ...draft, paymentSessionId: event.target.value })}
-        />
-        {picked && (
-          <p id="debug-simulate-picked" className="form__hint">
-            Picked from the table{picked.sessionId ? `, with session ${picked.sessionId}` : ''}.
-          </p>
-        )}
-      </div>
+      <Field
+        id="debug-simulate-payment-session"
+        label="paymentSessionId"
+        hint={pickedHint}
+        type="text"
+        autoComplete="off"
+        autoCapitalize="off"
+        spellCheck={false}
+        value={draft.paymentSessionId}
+        onChange={(event) => onDraftChange({ ...draft, paymentSessionId: event.target.value })}
+      />
       <EmailField
         id="debug-simulate-email"
         value={draft.email}

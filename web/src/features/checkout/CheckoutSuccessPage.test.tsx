@@ -98,7 +98,7 @@ describe('CheckoutSuccessPage', () => {
 
   it('waits 15 seconds for the server, not the usual 8', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    const fetchMock = vi.fn(
+    const fetchMock = vi.fn<typeof fetch>(
       (_input: RequestInfo | URL, init?: RequestInit) =>
         new Promise<Response>((_resolve, reject) => {
           init?.signal?.addEventListener('abort', () => reject(new DOMException('Aborted', 'AbortError')));

@@ -2,7 +2,7 @@ import { useEffect, useState } from 'react';
 import { useLocation, useNavigate, useSearchParams } from 'react-router';
 import { Button } from '../../components/Button';
 import { ApiError } from '../../lib/api';
-import { checkoutApi, type CheckoutSuccess } from './api';
+import { fetchCheckoutSuccess, type CheckoutSuccess } from '../../lib/checkout';
 
 const MISSING_SESSION = 'Missing required session parameters';
 const PROCESSING_FAILED = 'Error processing checkout success';
@@ -41,8 +41,7 @@ export function CheckoutSuccessPage() {
     if (!hasSession) return undefined;
     const controller = new AbortController();
     setFailure(null);
-    checkoutApi
-      .checkoutSuccess(search, controller.signal)
+    fetchCheckoutSuccess(search, controller.signal)
       .then((answer) => {
         if (!answer?.sessionId || !answer.paymentSessionId || !answer.email) throw new Error(CHECKOUT_FAILED);
         navigate(accountSetupPath(answer), { replace: true });

@@ -1,7 +1,8 @@
 import { useEffect, useLayoutEffect, useRef, useState, type ChangeEvent, type FormEvent, type ReactNode } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { Button } from '../../components/Button';
-import { usePublicConfig } from '../../app/public-config';
+import { Field } from '../../components/Field';
+import { usePublicConfig } from '../../lib/public-config';
 import { ApiError } from '../../lib/api';
 import { checkoutApi, type DemoCheckout } from './api';
 import { applyCardEdit, cardDigits, formatDollars, formatFee, type CardEdit } from './format';
@@ -114,33 +115,26 @@ function PaymentForm({ id, checkout }: { id: string; checkout: DemoCheckout }) {
   return (
     <form className="form checkout__form" onSubmit={handleSubmit} aria-busy={busy !== null} noValidate>
       <h2 className="checkout__form-title">Your details</h2>
-      <div className="form__field">
-        <label htmlFor="checkout-email">Email</label>
-        <input
-          id="checkout-email"
-          type="email"
-          autoComplete="email"
-          value={email}
-          onChange={(event) => setEmail(event.target.value)}
-        />
-      </div>
-      <div className="form__field">
-        <label htmlFor="checkout-card">Card number</label>
-        <input
-          ref={cardRef}
-          id="checkout-card"
-          type="text"
-          inputMode="numeric"
-          autoComplete="cc-number"
-          placeholder="1234 1234 1234 1234"
-          aria-describedby="checkout-card-hint"
-          value={card.value}
-          onChange={handleCardChange}
-        />
-        <p id="checkout-card-hint" className="form__hint">
-          Test card: {TEST_CARD}
-        </p>
-      </div>
+      <Field
+        id="checkout-email"
+        label="Email"
+        type="email"
+        autoComplete="email"
+        value={email}
+        onChange={(event) => setEmail(event.target.value)}
+      />
+      <Field
+        ref={cardRef}
+        id="checkout-card"
+        label="Card number"
+        hint={`Test card: ${TEST_CARD}`}
+        type="text"
+        inputMode="numeric"
+        autoComplete="cc-number"
+        placeholder="1234 1234 1234 1234"
+        value={card.value}
+        onChange={handleCardChange}
+      />
       {error && (
         <p className="form__error" role="alert">
           {error}

@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useRef } from 'react';
 import { useLocation } from 'react-router';
-import { usePublicConfig } from '../../app/public-config';
+import { usePublicConfig } from '../../lib/public-config';
 import { Button } from '../../components/Button';
 import { funnelsApi } from './api';
 import { readCampaignParams, rememberCampaignParams, type CampaignParams } from './campaign-params';

@@ -1,7 +1,7 @@
 import { useState } from 'react';
-import { usePublicConfig } from '../../app/public-config';
-import { LegalDialog } from '../legal/LegalDialog';
-import { LEGAL_DOCUMENTS, type LegalSlug } from '../legal/documents';
+import { usePublicConfig } from '../../lib/public-config';
+import { LegalDialog } from '../../components/LegalDialog';
+import { LEGAL_DOCUMENTS, type LegalSlug } from '../../lib/legal';
 
 /** The chat funnel's own footer (the app's is off on these routes): the four legal dialogs. */
 export function FunnelFooter() {

@@ -1,7 +1,7 @@
 import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { createMemoryRouter, RouterProvider } from 'react-router';
 import { vi } from 'vitest';
-import { PublicConfigProvider } from '../../app/public-config';
+import { PublicConfigProvider } from '../../lib/public-config';
 import { mockApi } from '../../test/fetch-mock';
 import { DEFAULT_HELP_INTRO } from './api';
 import { browserLocation } from '../../lib/browser';

@@ -1,6 +1,6 @@
 import { useEffect, useId, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { useLocation } from 'react-router';
-import { usePublicConfig } from '../../app/public-config';
+import { usePublicConfig } from '../../lib/public-config';
 import { Button } from '../../components/Button';
 import { AiCallsOverlay } from './AiCallsOverlay';
 import { DEFAULT_HELP_INTRO, funnelsApi, type AiCallEvent, type HelpAnswer } from './api';

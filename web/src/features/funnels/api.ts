@@ -1,4 +1,5 @@
 import { api } from '../../lib/api';
+import { isRecord, record } from '../../lib/json';
 import type { CampaignParams } from './campaign-params';
 
 /** One AI provider call made for this visitor, as the debug overlay lists it. */
@@ -27,9 +28,8 @@ export type FunnelViewEvent = 'chatbot_funnel_view' | 'refundable_fee_funnel_vie
 
 function parseAiEvents(value: unknown): AiCallEvent[] {
   if (!Array.isArray(value)) return [];
-  return value.flatMap((entry: unknown) => {
-    if (typeof entry !== 'object' || entry === null) return [];
-    const raw = entry as Record<string, unknown>;
+  return value.flatMap((raw: unknown) => {
+    if (!isRecord(raw)) return [];
     const time = typeof raw.time === 'string' || typeof raw.time === 'number' ? raw.time : '';
     return [
       {
@@ -44,7 +44,7 @@ function parseAiEvents(value: unknown): AiCallEvent[] {
 
 /** The server cleans the summary and intro; this only guards against a missing or odd field. */
 export function parseHelpAnswer(value: unknown): HelpAnswer {
-  const raw = typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+  const raw = record(value);
   const summary = typeof raw.summary === 'string' && raw.summary.trim() !== '' ? raw.summary.trim() : null;
   const intro = typeof raw.intro === 'string' && raw.intro.trim() !== '' ? raw.intro.trim() : DEFAULT_HELP_INTRO;
   return { summary, intro, aiEvents: parseAiEvents(raw.aiEvents) };

@@ -1,5 +1,6 @@
 // The ad campaign's query parameters: read from the funnel's URL, remembered in local storage
 // (the spec's `utm_params` key) and passed on to the server with each funnel request.
+import { record } from '../../lib/json';
 
 export const CAMPAIGN_KEYS = ['keyword', 'campaignid', 'utm_source', 'utm_medium', 'utm_campaign', 'gclid'] as const;
 
@@ -33,7 +34,7 @@ function storedValue(previous: Record<string, unknown>, key: string): string | n
  * once and never moves.
  */
 export function mergeUtmParams(previous: unknown, current: CampaignParams, now: Date): StoredUtmParams {
-  const before = typeof previous === 'object' && previous !== null ? (previous as Record<string, unknown>) : {};
+  const before = record(previous);
   const firstVisit = before.first_visit_timestamp;
   const merged = {
     first_visit_timestamp:

@@ -1,5 +1,6 @@
 // What the chat funnel page shows, as a reducer over the server's events. The server holds the
 // conversation; every `conversation` event replaces the local copy.
+import { record } from '../../lib/json';
 
 export type ChatMessage = {
   role: 'assistant' | 'user';
@@ -47,10 +48,6 @@ export const INITIAL_CHAT_STATE: ChatState = {
   hasConnected: false,
   closedReason: null,
 };
-
-function record(value: unknown): Record<string, unknown> {
-  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
-}
 
 function toMessage(value: unknown): ChatMessage | null {
   const raw = record(value);

@@ -4,6 +4,7 @@ import type { CampaignParams } from './campaign-params';
 import { chatReducer, INITIAL_CHAT_STATE } from './chat-state';
 import { connectFunnel, type FunnelSocket } from './chat-socket';
 import type { ChatFunnelKind } from './headline';
+import { record } from '../../lib/json';
 
 export const SEND_ACK_TIMEOUT_MS = 10_000;
 /** Shorter than the safety time-out, so a silent server still gets its own fallback first. */
@@ -17,10 +18,6 @@ export const SEND_TIMEOUT_TEXT =
 export const SEND_FAILED_TEXT = "Sorry, your message couldn't be sent. Please try again.";
 export const CONNECTION_CLOSED_TEXT = 'The chat was disconnected.';
 export const SERVICE_TROUBLE_TEXT = 'Our chat service is having trouble right now. Please try again in a moment.';
-
-function record(value: unknown): Record<string, unknown> {
-  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
-}
 
 /** A path on this site, or an http(s) address: never a `javascript:` or other scheme. */
 function checkoutUrl(value: unknown): string | null {

@@ -1,5 +1,5 @@
 import { Link } from 'react-router';
-import type { PendingSetup } from '../auth/api';
+import type { PendingSetup } from '../../lib/auth';
 
 function accountSetupPath(pending: PendingSetup): string {
   const query = new URLSearchParams({

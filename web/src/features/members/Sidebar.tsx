@@ -47,8 +47,8 @@ export function Sidebar({ id, label, onClose, children }: SidebarProps) {
       const focusWasInside = current === null || current === document.body || (sidebar?.contains(current) ?? false);
       if (focusWasInside && opener?.isConnected) opener.focus();
     };
-    // Once per opening.
-  }, []);
+    // Once per opening: neither the id nor `release` changes while the sidebar is open.
+  }, [id, release]);
 
   // Over the page, everything else (the chat, the rest of the page, header and footer) is inert.
   // Dialogs opened from the sidebar live at the end of <body>, outside what is made inert.

@@ -1,9 +1,10 @@
 import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import { Button } from '../../components/Button';
-import { useSession } from '../../app/session';
+import { Field } from '../../components/Field';
+import { useSession } from '../../lib/session';
 import { ApiError } from '../../lib/api';
-import { authApi } from '../auth/api';
+import { authApi } from '../../lib/auth';
 
 /** The server's own texts for these are the spec's sign-in rows; anything else is 'Failed to log in'. */
 function signInError(cause: unknown): string {
@@ -43,28 +44,24 @@ export function SignInPanel() {
         Already a member? Sign in
       </h2>
       <form className="form" onSubmit={handleSubmit} aria-label="Sign in" aria-busy={busy}>
-        <div className="form__field">
-          <label htmlFor="members-signin-email">Email</label>
-          <input
-            id="members-signin-email"
-            type="email"
-            autoComplete="email"
-            required
-            value={email}
-            onChange={(event) => setEmail(event.target.value)}
-          />
-        </div>
-        <div className="form__field">
-          <label htmlFor="members-signin-password">Password</label>
-          <input
-            id="members-signin-password"
-            type="password"
-            autoComplete="current-password"
-            required
-            value={password}
-            onChange={(event) => setPassword(event.target.value)}
-          />
-        </div>
+        <Field
+          id="members-signin-email"
+          label="Email"
+          type="email"
+          autoComplete="email"
+          required
+          value={email}
+          onChange={(event) => setEmail(event.target.value)}
+        />
+        <Field
+          id="members-signin-password"
+          label="Password"
+          type="password"
+          autoComplete="current-password"
+          required
+          value={password}
+          onChange={(event) => setPassword(event.target.value)}
+        />
         {error && (
           <p className="form__error" role="alert">
             {error}

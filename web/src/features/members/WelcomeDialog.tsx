@@ -1,6 +1,6 @@
 import { Button } from '../../components/Button';
 import { Modal } from '../../components/Modal';
-import { usePublicConfig } from '../../app/public-config';
+import { usePublicConfig } from '../../lib/public-config';
 
 /** After a checkout's one-time sign-in. */
 export function WelcomeDialog({ onClose }: { onClose: () => void }) {

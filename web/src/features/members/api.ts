@@ -1,5 +1,5 @@
 import { api } from '../../lib/api';
-import type { User } from '../auth/api';
+import type { User } from '../../lib/auth';
 
 export const membersApi = {
   /**

@@ -29,7 +29,7 @@ describe('ShortcutPicker', () => {
   });
 
   it('selects a site, stores the selection under selectedIcons and offers Save Favorites', async () => {
-    const onSaveFavorites = vi.fn();
+    const onSaveFavorites = vi.fn<() => void>();
     render(<ShortcutPicker onSaveFavorites={onSaveFavorites} />);
 
     const gmail = await screen.findByRole('button', { name: 'Gmail' });

@@ -1,5 +1,5 @@
 import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
-import { SessionProvider } from '../../app/session';
+import { SessionProvider } from '../../lib/session';
 import { mockApi } from '../../test/fetch-mock';
 import { SELECTED_ICONS_KEY } from './selection-storage';
 import { SelectedShortcuts, ShortcutsDialog } from './ShortcutsDialog';
@@ -22,8 +22,8 @@ function ticked(name: string): boolean {
 }
 
 function renderDialog(props: { signedIn: boolean; savedOnAccount?: string[] }) {
-  const onClose = vi.fn();
-  const onSaved = vi.fn();
+  const onClose = vi.fn<() => void>();
+  const onSaved = vi.fn<(names: string[]) => void>();
   render(<ShortcutsDialog open onClose={onClose} onSaved={onSaved} {...props} />);
   return { onClose, onSaved };
 }

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { useSession } from '../../app/session';
+import { useSession } from '../../lib/session';
 import { Button } from '../../components/Button';
 import { Modal } from '../../components/Modal';
 import { fetchShortcuts, saveAccountShortcuts, type Shortcut } from './api';

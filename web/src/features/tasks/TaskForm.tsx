@@ -1,5 +1,6 @@
 import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { Button } from '../../components/Button';
+import { Field } from '../../components/Field';
 import { tasksApi, type Task } from './api';
 import { checkNewTask, failureText, rowsAfterTyping } from './task-form';
 
@@ -52,41 +53,37 @@ export function TaskForm({ onSaved, onCancel }: { onSaved: (task: Task) => void;
 
   return (
     <form className="tasks-form" onSubmit={(event) => void save(event)} noValidate aria-label="New task">
-      <div className="form__field">
-        <label htmlFor={`${formId}-name`}>Task name</label>
-        <input
-          ref={nameRef}
-          id={`${formId}-name`}
-          value={name}
-          onChange={(event) => setName(event.target.value)}
-          aria-invalid={invalid('name')}
-          aria-describedby={describedBy('name')}
-          autoComplete="off"
-        />
-      </div>
+      <Field
+        ref={nameRef}
+        id={`${formId}-name`}
+        label="Task name"
+        value={name}
+        onChange={(event) => setName(event.target.value)}
+        aria-invalid={invalid('name')}
+        aria-describedby={describedBy('name')}
+        autoComplete="off"
+      />
 
       <fieldset className="tasks-form-items">
         <legend>Items</legend>
         {/* Rows are only ever added at the end, so a row's position is a stable key. */}
         {rows.map((row, index) => (
-          <div className="form__field" key={index}>
-            <label htmlFor={`${formId}-item-${index}`} className="tasks-sr-only">
-              Item {index + 1}
-            </label>
-            <input
-              ref={(element) => {
-                itemRefs.current[index] = element;
-              }}
-              id={`${formId}-item-${index}`}
-              value={row}
-              placeholder={`Item ${index + 1}`}
-              onChange={(event) => setRows((current) => rowsAfterTyping(current, index, event.target.value))}
-              onKeyDown={(event) => onItemKeyDown(event, index)}
-              aria-invalid={index === 0 ? invalid('items') : undefined}
-              aria-describedby={index === 0 ? describedBy('items') : undefined}
-              autoComplete="off"
-            />
-          </div>
+          <Field
+            key={index}
+            ref={(element) => {
+              itemRefs.current[index] = element;
+            }}
+            id={`${formId}-item-${index}`}
+            label={`Item ${index + 1}`}
+            labelClassName="tasks-sr-only"
+            value={row}
+            placeholder={`Item ${index + 1}`}
+            onChange={(event) => setRows((current) => rowsAfterTyping(current, index, event.target.value))}
+            onKeyDown={(event) => onItemKeyDown(event, index)}
+            aria-invalid={index === 0 ? invalid('items') : undefined}
+            aria-describedby={index === 0 ? describedBy('items') : undefined}
+            autoComplete="off"
+          />
         ))}
       </fieldset>
 

@@ -36,7 +36,7 @@ function taskCard(name: string): HTMLElement {
 }
 
 function renderPanel(props: Partial<Parameters<typeof TaskPanel>[0]> = {}) {
-  const onAskForHelp = vi.fn();
+  const onAskForHelp = vi.fn<(task: Task) => void>();
   render(<TaskPanel onAskForHelp={onAskForHelp} {...props} />);
   return { onAskForHelp };
 }

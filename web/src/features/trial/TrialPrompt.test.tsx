@@ -1,7 +1,7 @@
 import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { createMemoryRouter, RouterProvider } from 'react-router';
 import { vi } from 'vitest';
-import { SessionProvider } from '../../app/session';
+import { SessionProvider } from '../../lib/session';
 import { mockApi } from '../../test/fetch-mock';
 import { browserLocation } from '../../lib/browser';
 import { TrialPrompt } from './TrialPrompt';
@@ -16,7 +16,7 @@ const MEMBER = {
 const STARTED = { sessionId: 'cs_1', trackingSessionId: 's1', url: 'https://checkout.example/pay/cs_1' };
 
 function renderPrompt() {
-  const onClose = vi.fn();
+  const onClose = vi.fn<() => void>();
   const router = createMemoryRouter(
     [
       { path: '/', element: <TrialPrompt onClose={onClose} /> },

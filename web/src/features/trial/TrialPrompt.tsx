@@ -1,7 +1,7 @@
 import { Link } from 'react-router';
 import { Modal } from '../../components/Modal';
-import { usePublicConfig } from '../../app/public-config';
-import { useSession } from '../../app/session';
+import { usePublicConfig } from '../../lib/public-config';
+import { useSession } from '../../lib/session';
 import { TrialCheckoutButton } from './TrialCheckoutButton';
 import { trialButtonLabel } from './labels';
 

@@ -1,14 +1,14 @@
 import { useCallback, useId, useState } from 'react';
-import { usePublicConfig } from '../../app/public-config';
-import { recordEvent } from '../chat/analytics';
-import { ChatHistoryPanel } from '../chat/ChatHistoryPanel';
-import { ChatPanel, type SidebarKind } from '../chat/ChatPanel';
-import { useMemberChat } from '../chat/useMemberChat';
-import type { Task } from '../tasks/api';
-import { TaskPanel } from '../tasks/TaskPanel';
-import { narrowScreen } from './narrow-screen';
-import { Sidebar } from './Sidebar';
-import './workspace.css';
+import { usePublicConfig } from '../../lib/public-config';
+import { recordEvent } from '../../lib/analytics';
+import { ChatHistoryPanel } from '../../features/chat/ChatHistoryPanel';
+import { ChatPanel, type SidebarKind } from '../../features/chat/ChatPanel';
+import { useMemberChat } from '../../features/chat/useMemberChat';
+import type { Task } from '../../features/tasks/api';
+import { TaskPanel } from '../../features/tasks/TaskPanel';
+import { narrowScreen } from '../../features/members/narrow-screen';
+import { Sidebar } from '../../features/members/Sidebar';
+import '../../features/members/workspace.css';
 
 type MembersWorkspaceProps = {
   /** A signed-in member with an active trial or subscription: the chat connects. */

@@ -1,9 +1,8 @@
 import { useEffect, useState } from 'react';
 import Markdown, { type Components } from 'react-markdown';
-import { Modal } from '../../components/Modal';
-import { usePublicConfig } from '../../app/public-config';
-import { fetchLegalDocument, type LegalDocument } from './api';
-import { legalTitle, type LegalSlug } from './documents';
+import { fetchLegalDocument, legalTitle, type LegalDocument, type LegalSlug } from '../lib/legal';
+import { usePublicConfig } from '../lib/public-config';
+import { Modal } from './Modal';
 
 type LoadState =
   | { status: 'loading' }

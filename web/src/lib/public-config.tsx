@@ -1,5 +1,6 @@
 import { createContext, useContext, useEffect, useState, type ReactNode } from 'react';
-import { api } from '../lib/api';
+import { api } from './api';
+import { record } from './json';
 
 export type PublicConfig = {
   productName: string;
@@ -19,8 +20,7 @@ export const DEFAULT_PUBLIC_CONFIG: PublicConfig = {
 const PublicConfigContext = createContext<PublicConfig>(DEFAULT_PUBLIC_CONFIG);
 
 function parsePublicConfig(value: unknown): Partial<PublicConfig> {
-  if (typeof value !== 'object' || value === null) return {};
-  const raw = value as Record<string, unknown>;
+  const raw = record(value);
   const config: Partial<PublicConfig> = {};
   if (typeof raw.productName === 'string' && raw.productName !== '') config.productName = raw.productName;
   if (typeof raw.assistantName === 'string' && raw.assistantName !== '') config.assistantName = raw.assistantName;

@@ -1,7 +1,7 @@
 // Events the browser reports (`POST /api/events`). The server records the rest itself, among them
 // `chat_message_sent` and `new_chat_started` (when a first message creates a chat), and refuses
 // them from a browser, so the page never sends those.
-import { api } from '../../lib/api';
+import { api } from './api';
 
 export type MemberEvent = 'members_area' | 'sidebar_opened' | 'feature_use';
 

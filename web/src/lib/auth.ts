@@ -1,4 +1,4 @@
-import { api } from '../../lib/api';
+import { api } from './api';
 
 /** What the server decides about access (DESIGN 6): the client only shows it. */
 export type Access = {

@@ -1,7 +1,7 @@
 import { useState } from 'react';
-import { usePublicConfig } from '../../app/public-config';
-import { ShortcutPicker } from '../shortcuts/ShortcutPicker';
-import { SignupModal } from '../auth/SignupModal';
+import { usePublicConfig } from '../../lib/public-config';
+import { ShortcutPicker } from '../../features/shortcuts/ShortcutPicker';
+import { SignupModal } from '../../features/auth/SignupModal';
 
 export function LandingPage() {
   const { assistantName } = usePublicConfig();

@@ -1,5 +1,5 @@
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
-import { authApi, type User } from '../features/auth/api';
+import { authApi, type User } from './auth';
 
 export type Session = {
   /** `undefined` while the server has not answered yet; `null` for a visitor. */

@@ -1,6 +1,6 @@
 import { Button } from '../../components/Button';
-import { TrialCheckoutButton } from '../trial/TrialCheckoutButton';
-import { trialButtonLabel } from '../trial/labels';
+import { TrialCheckoutButton } from './TrialCheckoutButton';
+import { trialButtonLabel } from './labels';
 
 export type NoticeKind = 'canceled' | 'checkout-failed';
 

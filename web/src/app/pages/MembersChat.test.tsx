@@ -1,10 +1,10 @@
 import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { createMemoryRouter } from 'react-router';
 import { vi } from 'vitest';
-import { App } from '../../app/App';
-import { routes } from '../../app/routes';
+import { App } from '../App';
+import { routes } from '../routes';
 import { mockApi } from '../../test/fetch-mock';
-import type { User } from '../auth/api';
+import type { User } from '../../lib/auth';
 import type { FakeSocket, SocketOptions } from '../../test/fake-socket';
 
 const sockets = vi.hoisted(() => [] as FakeSocket[]);

@@ -1,6 +1,6 @@
 import { fireEvent, render, screen } from '@testing-library/react';
-import { mockApi } from '../../test/fetch-mock';
-import { Footer } from '../../components/Footer';
+import { mockApi } from '../test/fetch-mock';
+import { Footer } from './Footer';
 
 const privacyBody = '*Last updated: 4 May 2025*\n\n## Who we are\n\nHelpNow helps you. <script>alert(1)</script>';
 

@@ -1,3 +1,5 @@
+import { api } from './api';
+
 export type LegalSlug = 'privacy' | 'terms' | 'refund' | 'contact';
 
 export const LEGAL_DOCUMENTS: ReadonlyArray<{ slug: LegalSlug; title: string }> = [
@@ -9,4 +11,10 @@ export const LEGAL_DOCUMENTS: ReadonlyArray<{ slug: LegalSlug; title: string }> 
 
 export function legalTitle(slug: LegalSlug): string {
   return LEGAL_DOCUMENTS.find((document) => document.slug === slug)?.title ?? '';
+}
+
+export type LegalDocument = { slug: LegalSlug; title: string; body: string };
+
+export function fetchLegalDocument(slug: LegalSlug, signal?: AbortSignal): Promise<LegalDocument> {
+  return api.get<LegalDocument>(`/api/legal/${slug}`, signal);
 }
