@@ -73,6 +73,18 @@ impl ResponseError for ApiError {
     }
 }
 
+/// `.context("cannot read a checkout")`: a failure of ours as an [`ApiError::internal`] with what
+/// was being done, logged once when the response is built.
+pub trait Context<T> {
+    fn context(self, doing: &str) -> Result<T, ApiError>;
+}
+
+impl<T, E: std::fmt::Display> Context<T> for Result<T, E> {
+    fn context(self, doing: &str) -> Result<T, ApiError> {
+        self.map_err(|error| ApiError::internal(doing, error))
+    }
+}
+
 /// Turns a malformed JSON body into the same error shape (instead of actix's plain text).
 pub fn json_error_handler(
     err: actix_web::error::JsonPayloadError,

@@ -27,6 +27,9 @@ const SHORT_BUCKETS: [f64; 13] = [
 #[derive(Clone)]
 pub struct Metrics {
     registry: Registry,
+    /// The process's own figures under their standard names (`process_*`, no prefix), as
+    /// Prometheus's client libraries export them.
+    process: Registry,
     pub http_requests: IntCounterVec,
     pub http_latency: HistogramVec,
     /// TCP connections the HTTP server holds open right now (WebSockets included).
@@ -138,12 +141,14 @@ impl Metrics {
         registry.register(Box::new(ai_latency.clone()))?;
         registry.register(Box::new(store_batch_calls.clone()))?;
         registry.register(Box::new(store_batch_duration.clone()))?;
+        let process = Registry::new();
         #[cfg(target_os = "linux")]
-        registry.register(Box::new(
+        process.register(Box::new(
             prometheus::process_collector::ProcessCollector::for_self(),
         ))?;
         Ok(Self {
             registry,
+            process,
             http_requests,
             http_latency,
             open_connections,
@@ -173,7 +178,9 @@ impl Metrics {
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> Result<String, prometheus::Error> {
         let mut buffer = Vec::new();
-        TextEncoder::new().encode(&self.registry.gather(), &mut buffer)?;
+        let mut families = self.registry.gather();
+        families.extend(self.process.gather());
+        TextEncoder::new().encode(&families, &mut buffer)?;
         String::from_utf8(buffer).map_err(|err| prometheus::Error::Msg(err.to_string()))
     }
 }

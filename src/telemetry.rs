@@ -1,4 +1,6 @@
-//! Logging: readable lines locally, one JSON object per line in production.
+//! Logging: readable lines locally, one JSON object per line in production. A line logged while
+//! an HTTP request is handled carries the request's span (`tracing_actix_web`): its `request_id`,
+//! which the answer's `x-request-id` header names too.
 
 use tracing_subscriber::EnvFilter;
 
@@ -18,7 +20,8 @@ pub fn init(settings: &LogSettings) {
         LogFormat::Json => builder
             .json()
             .flatten_event(true)
-            .with_current_span(false)
+            // The request's span (its `request_id`, method and route) on every line.
+            .with_current_span(true)
             .try_init(),
     };
 }

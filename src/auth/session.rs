@@ -14,7 +14,7 @@ use actix_web::http::StatusCode;
 use actix_web::{FromRequest, HttpRequest, web};
 
 use super::token;
-use crate::error::ApiError;
+use crate::error::{ApiError, Context};
 use crate::store::{self, Db};
 
 pub const COOKIE_NAME: &str = "helpnow_session";
@@ -65,7 +65,7 @@ pub async fn start(
     let secret = token::new_secret();
     store::sessions::create(db, user_id, token::hash_secret(&secret), SESSION_LIFETIME)
         .await
-        .map_err(|e| ApiError::internal("cannot store a session", e))?;
+        .context("cannot store a session")?;
     Ok(cookies.signed_in(secret))
 }
 
@@ -78,10 +78,10 @@ pub async fn end(db: &Db, req: &HttpRequest) -> Result<Option<(String, String)>,
     let hash = token::hash_secret(&secret);
     let user = store::sessions::find_user(db, &hash)
         .await
-        .map_err(|e| ApiError::internal("cannot read a session", e))?;
+        .context("cannot read a session")?;
     store::sessions::delete(db, &hash)
         .await
-        .map_err(|e| ApiError::internal("cannot delete a session", e))?;
+        .context("cannot delete a session")?;
     Ok(user.map(|user| (user.user_id, hash)))
 }
 
@@ -105,7 +105,7 @@ pub async fn current_user(db: &Db, req: &HttpRequest) -> Result<Option<CurrentUs
     };
     let found = store::sessions::find_user(db, &token::hash_secret(&secret))
         .await
-        .map_err(|e| ApiError::internal("cannot read a session", e))?;
+        .context("cannot read a session")?;
     Ok(found.map(|user| CurrentUser {
         id: user.user_id,
         email: user.email,

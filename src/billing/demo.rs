@@ -3,15 +3,14 @@
 //! number, and its completion goes through exactly the same event handling and fulfilment as
 //! Stripe's webhook, so the whole flow can be walked on a machine with no keys.
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use surrealdb::types::SurrealValue;
 
 use super::{BillingError, CheckoutRequest, CheckoutStatus, CreatedCheckout, PaymentProvider};
 use crate::domain::billing::{CompletedCheckout, SubscriptionSnapshot, SubscriptionStatus};
-use crate::store::Db;
 use crate::store::billing::StoredCheckout;
+use crate::store::{self, Db};
 
 /// The card that always pays.
 pub const TEST_CARD: &str = "4242424242424242";
@@ -100,17 +99,6 @@ fn luhn(digits: &str) -> bool {
     sum.is_multiple_of(10)
 }
 
-#[derive(Debug, Clone, SurrealValue)]
-struct DemoSubscription {
-    customer_id: Option<String>,
-    status: String,
-    price_id: Option<String>,
-    current_period_end: Option<DateTime<Utc>>,
-    trial_end: Option<DateTime<Utc>>,
-    cancel_at_period_end: bool,
-    event_created: i64,
-}
-
 impl PaymentProvider for DemoProvider {
     fn name(&self) -> &'static str {
         "demo"
@@ -161,18 +149,8 @@ impl PaymentProvider for DemoProvider {
         subscription_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<SubscriptionSnapshot>, BillingError>> {
         async move {
-            let mut response = self
-                .db
-                .query(
-                    "SELECT customer_id, status, price_id, current_period_end, trial_end, \
-                     cancel_at_period_end, event_created FROM type::record('subscription', $id) \
-                     WHERE provider = 'demo'",
-                )
-                .bind(("id", subscription_id.to_owned()))
-                .await?
-                .check()?;
-            let rows: Vec<DemoSubscription> = response.take(0)?;
-            Ok(rows.into_iter().next().and_then(|row| {
+            let rows = store::billing::demo_subscription(&self.db, subscription_id).await?;
+            Ok(rows.and_then(|row| {
                 Some(SubscriptionSnapshot {
                     id: subscription_id.to_owned(),
                     customer_id: row.customer_id,

@@ -2,6 +2,7 @@
 //! checkout; everything that grants access happens here, on the server, from verified payment
 //! events: fulfilment of a paid checkout, subscription changes, and the access rule.
 
+mod actions;
 pub mod demo;
 pub mod service;
 pub mod stripe;
@@ -12,6 +13,7 @@ use futures_util::future::BoxFuture;
 
 use crate::domain::billing::{CheckoutSource, CompletedCheckout, SubscriptionSnapshot};
 use crate::store::billing::StoredCheckout;
+pub use actions::{Canceled, DemoPayError, RefundError};
 pub use service::Billing;
 
 /// What the provider needs to open a hosted checkout. Prices are the server's: the request only

@@ -29,8 +29,8 @@ pub const SIGN_IN_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
 pub const CHECK_THROTTLE: Duration = Duration::from_secs(15);
 
 pub struct Billing {
-    db: Db,
-    provider: Arc<dyn PaymentProvider>,
+    pub(super) db: Db,
+    pub(super) provider: Arc<dyn PaymentProvider>,
     mailer: Mailer,
     public_url: url::Url,
     product_name: String,
@@ -174,10 +174,6 @@ impl Billing {
         self.provider.as_ref()
     }
 
-    pub fn db(&self) -> &Db {
-        &self.db
-    }
-
     fn absolute(&self, path: &str) -> String {
         let base = self.public_url.as_str().trim_end_matches('/');
         format!("{base}{path}")
@@ -283,10 +279,12 @@ impl Billing {
         payload: serde_json::Value,
         event: Option<BillingEvent>,
     ) -> Result<EventOutcome, BillingError> {
-        match claim_event(&self.db, source, event_id, event_type, payload).await? {
-            EventClaim::Claimed => {}
-            EventClaim::Processed => return Ok(EventOutcome::Duplicate),
-            EventClaim::InFlight => return Err(BillingError::EventInFlight(event_id.to_owned())),
+        match billing_store::claim_event(&self.db, source, event_id, event_type, payload).await? {
+            billing_store::EventClaim::Claimed => {}
+            billing_store::EventClaim::Processed => return Ok(EventOutcome::Duplicate),
+            billing_store::EventClaim::InFlight => {
+                return Err(BillingError::EventInFlight(event_id.to_owned()));
+            }
         }
         let outcome = match event {
             Some(event) => EventOutcome::Processed(self.apply(event).await?),
@@ -297,13 +295,7 @@ impl Billing {
             EventOutcome::Ignored => "ignored".to_owned(),
             EventOutcome::Duplicate => "duplicate".to_owned(),
         };
-        self.db
-            // The ids come from the indexed lookup, so the update touches one row, not the table.
-            .query("UPDATE (SELECT VALUE id FROM webhook_event WHERE event_id = $id) SET processed_at = time::now(), claimed_until = NONE, outcome = $outcome")
-            .bind(("id", event_id.to_owned()))
-            .bind(("outcome", label))
-            .await?
-            .check()?;
+        billing_store::mark_event_processed(&self.db, event_id, label).await?;
         Ok(outcome)
     }
 
@@ -373,19 +365,7 @@ impl Billing {
         customer_id: Option<&str>,
         subscription_id: Option<&str>,
     ) -> Result<Option<String>, BillingError> {
-        let mut response = self
-            .db
-            // Two lookups rather than one OR: each of them uses its index.
-            .query(
-                "RETURN (IF $customer { (SELECT VALUE record::id(id) FROM user WHERE payment_customer_id = $customer LIMIT 1)[0] }) \
-                 ?? (IF $subscription { (SELECT VALUE record::id(id) FROM user WHERE subscription_id = $subscription LIMIT 1)[0] })",
-            )
-            .bind(("customer", customer_id.map(str::to_owned)))
-            .bind(("subscription", subscription_id.map(str::to_owned)))
-            .await?
-            .check()?;
-        let id: Option<String> = response.take(0)?;
-        Ok(id)
+        Ok(store::users::user_of_payment(&self.db, customer_id, subscription_id).await?)
     }
 
     async fn remind_trial_ending(
@@ -396,18 +376,7 @@ impl Billing {
             return Ok("no trial end".to_owned());
         };
         // Claim the reminder for this trial end: exactly one event handler sends it.
-        let mut response = self
-            .db
-            .query(
-                "UPDATE type::record('subscription', $id) SET trial_reminder_sent_for = $end \
-                 WHERE trial_reminder_sent_for != $end RETURN VALUE customer_id",
-            )
-            .bind(("id", snapshot.id.clone()))
-            .bind(("end", trial_end))
-            .await?
-            .check()?;
-        let claimed: Vec<Option<String>> = response.take(0)?;
-        if claimed.is_empty() {
+        if !billing_store::claim_trial_reminder(&self.db, &snapshot.id, trial_end).await? {
             return Ok("reminder already sent".to_owned());
         }
         let Some(user_id) = self
@@ -447,16 +416,7 @@ impl Billing {
         if self.provider.name() != "demo" {
             return Ok(0);
         }
-        let mut response = self
-            .db
-            .query(
-                "SELECT VALUE record::id(id) FROM subscription WHERE provider = 'demo' \
-                 AND status = 'trialing' AND trial_end > time::now() AND trial_end < time::now() + 3d \
-                 AND (trial_reminder_sent_for = NONE OR trial_reminder_sent_for != trial_end) LIMIT 100",
-            )
-            .await?
-            .check()?;
-        let due: Vec<String> = response.take(0)?;
+        let due = billing_store::demo_trials_ending_soon(&self.db).await?;
         let mut sent = 0;
         for id in due {
             if let Some(snapshot) = self.provider.subscription(&id).await?
@@ -640,68 +600,4 @@ impl Billing {
             checks.remove(user_id);
         }
     }
-}
-
-/// How long a handler owns an event it is processing; a delivery that finds it owned waits.
-const EVENT_LEASE_SECS: i64 = 120;
-
-enum EventClaim {
-    /// This call handles the event.
-    Claimed,
-    /// It was handled before.
-    Processed,
-    /// Another delivery is handling it right now.
-    InFlight,
-}
-
-/// Stores an event by id and leases it to this call. A repeat of a processed event is
-/// `Processed`; one whose handler is still within its lease is `InFlight`; one whose handler
-/// failed or died half-way is claimed again (each step is idempotent).
-async fn claim_event(
-    db: &Db,
-    source: &str,
-    event_id: &str,
-    event_type: &str,
-    payload: serde_json::Value,
-) -> Result<EventClaim, BillingError> {
-    let lease = format!("{EVENT_LEASE_SECS}s");
-    let result = db
-        .query(
-            "CREATE webhook_event CONTENT { event_id: $id, event_type: $type, payload: $payload, \
-             source: $source, claimed_until: time::now() + type::duration($lease) }",
-        )
-        .bind(("id", event_id.to_owned()))
-        .bind(("type", event_type.to_owned()))
-        .bind(("payload", payload))
-        .bind(("source", source.to_owned()))
-        .bind(("lease", lease.clone()))
-        .await
-        .and_then(|response| response.check());
-    match result {
-        Ok(_) => return Ok(EventClaim::Claimed),
-        Err(error) if !store::users::is_unique_violation(&error) => return Err(error.into()),
-        Err(_) => {}
-    }
-    let mut response = db
-        .query(
-            "UPDATE (SELECT VALUE id FROM webhook_event WHERE event_id = $id) \
-             SET claimed_until = time::now() + type::duration($lease) \
-             WHERE processed_at = NONE \
-             AND (claimed_until = NONE OR claimed_until < time::now()) RETURN VALUE event_id;
-             SELECT VALUE processed_at FROM webhook_event WHERE event_id = $id;",
-        )
-        .bind(("id", event_id.to_owned()))
-        .bind(("lease", lease))
-        .await?
-        .check()?;
-    let claimed: Vec<String> = response.take(0)?;
-    if !claimed.is_empty() {
-        return Ok(EventClaim::Claimed);
-    }
-    let processed: Vec<Option<DateTime<Utc>>> = response.take(1)?;
-    Ok(if processed.into_iter().next().flatten().is_some() {
-        EventClaim::Processed
-    } else {
-        EventClaim::InFlight
-    })
 }

@@ -9,7 +9,6 @@
 //!   is logged and recorded on the row, and `send` still succeeds: the mail is queued, and the retry
 //!   worker (`spawn_retry_worker`) tries it again, up to `MAX_ATTEMPTS` attempts in all.
 
-pub mod outbox;
 mod smtp;
 
 use std::fmt;
@@ -22,8 +21,8 @@ use tokio::task::JoinHandle;
 use crate::config::{MailProviderKind, MailSettings};
 use crate::store::Db;
 
-use self::outbox::MailContent;
 use self::smtp::SmtpDelivery;
+use crate::store::outbox::{self, MailContent};
 
 /// Attempts after which a mail stays in the outbox undelivered (with its `last_error`) for a person
 /// to look at; an address that failed five times over several minutes is not going to work alone.

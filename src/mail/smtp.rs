@@ -12,7 +12,7 @@ use lettre::message::{Mailbox, SinglePart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use super::MailError;
-use super::outbox::{MailContent, key_of};
+use crate::store::outbox::{MailContent, key_of};
 
 /// Bounds each SMTP command, so a server that accepts the connection and then stalls is noticed.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);

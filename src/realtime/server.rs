@@ -79,6 +79,11 @@ impl RealtimeServer {
         self.state.wait_for_websockets(limit).await;
     }
 
+    /// Whether `close_all` ran: the server takes no new connections.
+    pub fn is_stopping(&self) -> bool {
+        self.state.is_stopping()
+    }
+
     pub(crate) fn state(&self) -> &ServerState {
         &self.state
     }

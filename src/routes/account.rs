@@ -8,13 +8,12 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::{self, AuthThrottle, CurrentUser, MaybeUser, SessionCookies, token};
-use crate::billing::Billing;
 use crate::billing::service::SubscriptionCheck;
 use crate::client::client_key;
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::domain::{Email, NewPassword, PasswordError};
-use crate::error::ApiError;
+use crate::error::{ApiError, Context};
 use crate::routes::billing::{CHECKOUT_COOKIE, clear_checkout_cookie};
 use crate::store::{self, Db};
 
@@ -51,7 +50,7 @@ async fn setup_right(
     if let Some(hash) = checkout_token_hash(req)
         && let Some(owner) = store::billing::peek_sign_in_token(db, &hash)
             .await
-            .map_err(|e| ApiError::internal("cannot read a sign-in token", e))?
+            .context("cannot read a sign-in token")?
     {
         return Ok(SetupRight {
             user_id: owner.user_id,
@@ -62,7 +61,7 @@ async fn setup_right(
     if let Some(user) = user {
         let has_password = store::billing::access_facts(db, &user.id)
             .await
-            .map_err(|e| ApiError::internal("cannot read an account", e))?
+            .context("cannot read an account")?
             .is_none_or(|facts| facts.has_password);
         if !has_password {
             return Ok(SetupRight {
@@ -80,13 +79,13 @@ async fn setup_right(
 #[get("/account/setup")]
 pub async fn setup_status(
     req: HttpRequest,
-    billing: web::Data<Billing>,
+    db: web::Data<Db>,
     user: MaybeUser,
 ) -> Result<HttpResponse, ApiError> {
-    let owner = setup_right(&req, billing.db(), user.0).await?;
-    let facts = store::billing::access_facts(billing.db(), &owner.user_id)
+    let owner = setup_right(&req, &db, user.0).await?;
+    let facts = store::billing::access_facts(&db, &owner.user_id)
         .await
-        .map_err(|e| ApiError::internal("cannot read an account", e))?
+        .context("cannot read an account")?
         .ok_or_else(no_session)?;
     let check = SubscriptionCheck::from_facts(&facts);
     Ok(HttpResponse::Ok().json(json!({
@@ -110,14 +109,14 @@ pub struct SetupRequest {
 #[post("/account/setup")]
 pub async fn setup(
     req: HttpRequest,
-    billing: web::Data<Billing>,
+    db: web::Data<Db>,
     settings: web::Data<Settings>,
     throttle: web::Data<AuthThrottle>,
     cookies: web::Data<SessionCookies>,
     user: MaybeUser,
     body: web::Json<SetupRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let db = billing.db();
+    let db: &Db = &db;
     let body = body.into_inner();
     let email_text = body.email.unwrap_or_default();
     if email_text.trim().is_empty() {
@@ -139,7 +138,7 @@ pub async fn setup(
         Err(no_right) => {
             let account = store::users::credentials_by_email(db, &email)
                 .await
-                .map_err(|e| ApiError::internal("cannot read an account", e))?
+                .context("cannot read an account")?
                 .filter(|account| account.password_hash.is_some())
                 .ok_or(no_right)?;
             SetupRight {
@@ -160,7 +159,7 @@ pub async fn setup(
     }
     let account = store::users::credentials_by_email(db, &email)
         .await
-        .map_err(|e| ApiError::internal("cannot read an account", e))?
+        .context("cannot read an account")?
         .ok_or_else(no_session)?;
     let new_hash = match account.password_hash {
         Some(existing) => {
@@ -179,7 +178,7 @@ pub async fn setup(
             }
             let matches = auth::password::verify_password(Some(existing), password)
                 .await
-                .map_err(|e| ApiError::internal("cannot verify a password", e))?;
+                .context("cannot verify a password")?;
             if !matches {
                 return Err(ApiError::new(
                     StatusCode::UNAUTHORIZED,
@@ -196,7 +195,7 @@ pub async fn setup(
             Some(
                 auth::password::hash_password(password)
                     .await
-                    .map_err(|e| ApiError::internal("cannot hash a password", e))?,
+                    .context("cannot hash a password")?,
             )
         }
     };
@@ -204,13 +203,13 @@ pub async fn setup(
     if let Some(hash) = &owner.token_hash {
         store::billing::redeem_sign_in_token(db, hash)
             .await
-            .map_err(|e| ApiError::internal("cannot redeem a sign-in token", e))?
+            .context("cannot redeem a sign-in token")?
             .ok_or_else(no_session)?;
     }
     if let Some(new_hash) = new_hash {
         store::users::set_password(db, &account.id, new_hash)
             .await
-            .map_err(|e| ApiError::internal("cannot store a password", e))?;
+            .context("cannot store a password")?;
     }
     store::analytics::record_server_event(
         db,
@@ -219,11 +218,10 @@ pub async fn setup(
         json!({}),
     )
     .await;
-    let trial_active = billing
-        .check(&account.id)
+    let trial_active = store::billing::access_facts(db, &account.id)
         .await
-        .map_err(|e| ApiError::internal("cannot read access", e))?
-        .is_some_and(|check| check.trial_active);
+        .context("cannot read access")?
+        .is_some_and(|facts| SubscriptionCheck::from_facts(&facts).trial_active);
     let session = auth::session::start(db, **cookies, &account.id).await?;
     Ok(HttpResponse::Ok()
         .cookie(session)
@@ -257,7 +255,7 @@ pub async fn redeem_token(
     };
     let owner = store::billing::redeem_sign_in_token(&db, &hash)
         .await
-        .map_err(|e| ApiError::internal("cannot redeem a sign-in token", e))?
+        .context("cannot redeem a sign-in token")?
         .ok_or_else(invalid)?;
     store::analytics::record_server_event(
         &db,
@@ -306,6 +304,14 @@ pub async fn save_shortcuts(
     }
     store::users::set_shortcuts(&db, &user.id, &names)
         .await
-        .map_err(|e| ApiError::internal("cannot save shortcuts", e))?;
+        .context("cannot save shortcuts")?;
     Ok(HttpResponse::Ok().json(json!({ "shortcuts": names })))
+}
+
+/// This module's endpoints.
+pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
+    cfg.service(redeem_token)
+        .service(setup_status)
+        .service(setup)
+        .service(save_shortcuts);
 }

@@ -3,46 +3,19 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, post, web};
-use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::json;
-use surrealdb::types::SurrealValue;
 
 use crate::auth::MaybeUser;
 use crate::config::Settings;
 use crate::domain::Email;
-use crate::error::ApiError;
+use crate::error::{ApiError, Context};
 use crate::mail::Mailer;
 use crate::routes::auth::send_reset_mail;
 use crate::routes::billing::require_debug_admin;
 use crate::store::{self, Db};
 
 const LIST_LIMIT: usize = 25;
-
-#[derive(Debug, SurrealValue, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct DebugUser {
-    id: String,
-    email: String,
-    created_at: DateTime<Utc>,
-    has_password: bool,
-    trial_started: bool,
-    trial_end_date: Option<DateTime<Utc>>,
-    checkout_session_id: Option<String>,
-    payment_session_id: Option<String>,
-    subscription_id: Option<String>,
-}
-
-#[derive(Debug, SurrealValue, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct DebugEvent {
-    event_id: String,
-    event_type: String,
-    source: String,
-    received_at: DateTime<Utc>,
-    processed_at: Option<DateTime<Utc>>,
-    outcome: Option<String>,
-}
 
 /// Recent checkouts, accounts, and the last hour's payment events.
 #[get("/admin/checkout-debug")]
@@ -54,25 +27,13 @@ pub async fn overview(
     require_debug_admin(&settings, user.0.as_ref())?;
     let checkouts = store::billing::recent_checkouts(&db, LIST_LIMIT)
         .await
-        .map_err(|e| ApiError::internal("debug: checkouts", e))?;
-    let mut response = db
-        .query(
-            "SELECT record::id(id) AS id, email, created_at, password_hash != NONE AS has_password, \
-             trial_started, trial_end_date, checkout_session_id, payment_session_id, subscription_id \
-             FROM user ORDER BY created_at DESC LIMIT $limit;
-             SELECT event_id, event_type, source, received_at, processed_at, outcome FROM webhook_event \
-             WHERE received_at > time::now() - 1h ORDER BY received_at DESC LIMIT 100;",
-        )
-        .bind(("limit", LIST_LIMIT))
+        .context("debug: checkouts")?;
+    let users = store::users::recent_users(&db, LIST_LIMIT)
         .await
-        .and_then(|response| response.check())
-        .map_err(|e| ApiError::internal("debug: users and events", e))?;
-    let users: Vec<DebugUser> = response
-        .take(0)
-        .map_err(|e| ApiError::internal("debug: users", e))?;
-    let events: Vec<DebugEvent> = response
-        .take(1)
-        .map_err(|e| ApiError::internal("debug: events", e))?;
+        .context("debug: users")?;
+    let events = store::billing::recent_events(&db)
+        .await
+        .context("debug: events")?;
     let checkouts: Vec<serde_json::Value> = checkouts
         .into_iter()
         .map(|checkout| {
@@ -129,7 +90,7 @@ pub async fn create_account(
         Err(store::users::CreateUserError::EmailTaken) => {
             let existing = store::users::credentials_by_email(&db, &email)
                 .await
-                .map_err(|e| ApiError::internal("debug: account", e))?
+                .context("debug: account")?
                 .ok_or_else(|| ApiError::internal("debug: account", "vanished"))?;
             (existing.id, false)
         }
@@ -166,7 +127,7 @@ pub async fn reset_account(
         .map_err(|error| ApiError::bad_request(error.code(), error.to_string()))?;
     let account = store::users::credentials_by_email(&db, &email)
         .await
-        .map_err(|e| ApiError::internal("debug: account", e))?
+        .context("debug: account")?
         .ok_or_else(|| {
             ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -177,4 +138,11 @@ pub async fn reset_account(
     send_reset_mail(&db, &settings, &mailer, &account.id, &email).await?;
     Ok(HttpResponse::Ok()
         .json(json!({ "message": format!("A password reset mail was sent to {email}.") })))
+}
+
+/// This module's endpoints.
+pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
+    cfg.service(overview)
+        .service(create_account)
+        .service(reset_account);
 }

@@ -9,14 +9,13 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::{self, AuthThrottle, MaybeUser, SessionCookies, token};
-use crate::billing::Billing;
 use crate::billing::service::SubscriptionCheck;
 use crate::client::client_key;
 use crate::cluster::{Cluster, ClusterEvent};
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::domain::{Email, EmailError, NewPassword, PasswordError};
-use crate::error::ApiError;
+use crate::error::{ApiError, Context};
 use crate::mail::{MailKind, Mailer, OutgoingMail};
 use crate::store::{self, Db};
 
@@ -82,7 +81,7 @@ pub async fn signup(
     }
     let hash = auth::password::hash_password(password)
         .await
-        .map_err(|e| ApiError::internal("cannot hash a password", e))?;
+        .context("cannot hash a password")?;
     let id = match store::users::create(&db, &email, Some(hash)).await {
         Ok(id) => id,
         Err(store::users::CreateUserError::EmailTaken) => {
@@ -158,7 +157,7 @@ pub async fn login(
     }
     let account = store::users::credentials_by_email(&db, &email)
         .await
-        .map_err(|e| ApiError::internal("cannot read an account", e))?;
+        .context("cannot read an account")?;
     let (id, stored_hash) = match account {
         Some(account) => (Some(account.id), account.password_hash),
         None => (None, None),
@@ -166,7 +165,7 @@ pub async fn login(
     let matches = password.len() <= crate::domain::password::MAX_BYTES
         && auth::password::verify_password(stored_hash, password)
             .await
-            .map_err(|e| ApiError::internal("cannot verify a password", e))?;
+            .context("cannot verify a password")?;
     let Some(id) = id.filter(|_| matches) else {
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -209,21 +208,21 @@ pub async fn logout(
 /// or `{user: null}` for a visitor. `pendingSetup` names the checkout of an account that a
 /// checkout created and that has no password yet (the page shows 'Complete Your Account Setup').
 #[get("/auth/me")]
-pub async fn me(user: MaybeUser, billing: web::Data<Billing>) -> Result<HttpResponse, ApiError> {
+pub async fn me(user: MaybeUser, db: web::Data<Db>) -> Result<HttpResponse, ApiError> {
     let Some(user) = user.0 else {
         return Ok(HttpResponse::Ok().json(json!({ "user": null })));
     };
-    let facts = store::billing::access_facts(billing.db(), &user.id)
+    let facts = store::billing::access_facts(&db, &user.id)
         .await
-        .map_err(|e| ApiError::internal("cannot read an account", e))?;
+        .context("cannot read an account")?;
     let check = facts.as_ref().map(SubscriptionCheck::from_facts);
     let has_password = facts.as_ref().is_none_or(|facts| facts.has_password);
     let pending_setup = if has_password {
         None
     } else {
-        store::billing::latest_fulfilled_checkout_of(billing.db(), &user.id)
+        store::billing::latest_fulfilled_checkout_of(&db, &user.id)
             .await
-            .map_err(|e| ApiError::internal("cannot read a checkout", e))?
+            .context("cannot read a checkout")?
             .map(|checkout| {
                 json!({
                     "email": user.email,
@@ -233,12 +232,12 @@ pub async fn me(user: MaybeUser, billing: web::Data<Billing>) -> Result<HttpResp
             })
     };
     // The members area greets a funnel visitor with the issue they came with.
-    let funnel = store::users::funnel_record(billing.db(), &user.id)
+    let funnel = store::users::funnel_record(&db, &user.id)
         .await
-        .map_err(|e| ApiError::internal("cannot read an account", e))?;
-    let shortcuts = store::users::shortcuts(billing.db(), &user.id)
+        .context("cannot read an account")?;
+    let shortcuts = store::users::shortcuts(&db, &user.id)
         .await
-        .map_err(|e| ApiError::internal("cannot read an account", e))?;
+        .context("cannot read an account")?;
     let access = check.map(|check| {
         json!({
             "hasAccess": check.has_access(),
@@ -301,7 +300,7 @@ pub async fn request_reset(
     }
     let account = store::users::credentials_by_email(&db, &email)
         .await
-        .map_err(|e| ApiError::internal("cannot read an account", e))?;
+        .context("cannot read an account")?;
     let Some(account) = account else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -324,12 +323,12 @@ pub async fn send_reset_mail(
     let secret = token::new_secret();
     store::password_resets::create(db, user_id, token::hash_secret(&secret), RESET_LIFETIME)
         .await
-        .map_err(|e| ApiError::internal("cannot store a reset link", e))?;
+        .context("cannot store a reset link")?;
     let mut link = settings
         .server
         .public_url
         .join("/login")
-        .map_err(|e| ApiError::internal("reset link", e))?;
+        .context("reset link")?;
     link.query_pairs_mut().append_pair("reset", &secret);
     let product = &settings.product.name;
     let text = format!(
@@ -346,7 +345,7 @@ pub async fn send_reset_mail(
             kind: MailKind::PasswordReset,
         })
         .await
-        .map_err(|e| ApiError::internal("cannot send a reset mail", e))?;
+        .context("cannot send a reset mail")?;
     Ok(())
 }
 
@@ -377,7 +376,7 @@ pub async fn check_reset(
     };
     let usable = store::password_resets::is_usable(&db, &hash)
         .await
-        .map_err(|e| ApiError::internal("cannot read a reset link", e))?;
+        .context("cannot read a reset link")?;
     if usable {
         Ok(HttpResponse::Ok().json(json!({ "valid": true })))
     } else {
@@ -409,25 +408,36 @@ pub async fn confirm_reset(
     // Hash first: the link is spent only when the new password can be stored.
     let password_hash = auth::password::hash_password(password)
         .await
-        .map_err(|e| ApiError::internal("cannot hash a password", e))?;
+        .context("cannot hash a password")?;
     let user_id = store::password_resets::redeem(&db, &hash)
         .await
-        .map_err(|e| ApiError::internal("cannot redeem a reset link", e))?
+        .context("cannot redeem a reset link")?
         .ok_or_else(reset_link_invalid)?;
     store::users::set_password(&db, &user_id, password_hash)
         .await
-        .map_err(|e| ApiError::internal("cannot store a password", e))?;
+        .context("cannot store a password")?;
     store::sessions::delete_all_of(&db, &user_id)
         .await
-        .map_err(|e| ApiError::internal("cannot end sessions", e))?;
+        .context("cannot end sessions")?;
     cluster.publish(ClusterEvent::SignedOut {
         user_id: user_id.clone(),
         session: None,
     });
     let email = store::users::email_of(&db, &user_id)
         .await
-        .map_err(|e| ApiError::internal("cannot read an account", e))?
+        .context("cannot read an account")?
         .unwrap_or_default();
     let cookie = auth::session::start(&db, **cookies, &user_id).await?;
     Ok(signed_in(cookie, &user_id, &email))
+}
+
+/// This module's endpoints.
+pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
+    cfg.service(signup)
+        .service(login)
+        .service(logout)
+        .service(me)
+        .service(request_reset)
+        .service(check_reset)
+        .service(confirm_reset);
 }

@@ -10,17 +10,16 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::{CurrentUser, MaybeUser, SessionCookies, token};
-use crate::billing::demo::{self, check_card};
+use crate::auth::{CurrentUser, MaybeUser, SessionCookies};
+use crate::billing::demo;
 use crate::billing::service::{ConfirmError, SIGN_IN_TOKEN_LIFETIME, StartCheckout};
-use crate::billing::{Billing, BillingError};
+use crate::billing::{Billing, BillingError, DemoPayError, RefundError};
 use crate::domain::billing::{
-    Attribution, BillingEvent, CheckoutSource, MONTHLY_PRICE_CENTS, REFUNDABLE_FEE_CENTS,
-    SubscriptionSnapshot, SubscriptionStatus, TRIAL_DAYS, trial_end,
+    Attribution, CheckoutSource, MONTHLY_PRICE_CENTS, REFUNDABLE_FEE_CENTS, TRIAL_DAYS,
 };
 use crate::domain::{Email, EmailError, VisitorId};
-use crate::error::ApiError;
-use crate::store;
+use crate::error::{ApiError, Context};
+use crate::store::{self, Db};
 
 /// The cookie that proves a finished checkout to the account-setup endpoints: a one-time sign-in
 /// token, HttpOnly and sent only to `/api`, so no script ever reads it.
@@ -123,6 +122,8 @@ pub struct CreateCheckoutRequest {
 }
 
 /// `POST /api/create-checkout.js` -> `{sessionId, trackingSessionId, url}`.
+// Extractors, one per thing the handler reads: fewer would mean a bag of them.
+#[allow(clippy::too_many_arguments)]
 #[post("/create-checkout.js")]
 pub async fn create_checkout(
     req: HttpRequest,
@@ -130,6 +131,7 @@ pub async fn create_checkout(
     settings: web::Data<crate::config::Settings>,
     cookies: web::Data<SessionCookies>,
     throttle: web::Data<crate::auth::AuthThrottle>,
+    db: web::Data<Db>,
     user: MaybeUser,
     body: web::Json<CreateCheckoutRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -162,7 +164,7 @@ pub async fn create_checkout(
         .cookie(crate::funnels::VISITOR_COOKIE)
         .and_then(|cookie| VisitorId::parse(cookie.value()));
     let funnel = match &visitor_id {
-        Some(visitor) => crate::funnels::record_for_checkout(billing.db(), visitor, source).await,
+        Some(visitor) => crate::funnels::record_for_checkout(&db, visitor, source).await,
         None => None,
     };
     let started = billing
@@ -185,7 +187,7 @@ pub async fn create_checkout(
             handoff: false,
         })
         .await
-        .map_err(|error| ApiError::internal("cannot start a checkout", error))?;
+        .context("cannot start a checkout")?;
     let start_cookie = checkout_start_cookie(&cookies, started.tracking_id.clone());
     Ok(HttpResponse::Ok().cookie(start_cookie).json(json!({
         "sessionId": started.provider_session_id,
@@ -237,9 +239,10 @@ pub async fn checkout_success(
     let tracking = clean(query.session);
     let provider_session_id = match (clean(query.session_id), tracking.clone()) {
         (Some(id), _) => id,
-        (None, Some(tracking)) => store::billing::checkout_by_tracking_id(billing.db(), &tracking)
+        (None, Some(tracking)) => billing
+            .checkout_by_tracking_id(&tracking)
             .await
-            .map_err(|e| ApiError::internal("cannot read a checkout", e))?
+            .context("cannot read a checkout")?
             .map(|checkout| checkout.provider_session_id)
             .ok_or_else(|| {
                 ApiError::new(
@@ -270,15 +273,17 @@ pub async fn checkout_success(
             return Err(billing_error("cannot confirm a checkout", error));
         }
     };
-    let facts = store::billing::access_facts(billing.db(), &confirmed.user_id)
+    let facts = billing
+        .access_facts(&confirmed.user_id)
         .await
-        .map_err(|e| ApiError::internal("cannot read access", e))?;
+        .context("cannot read access")?;
     let check = facts
         .as_ref()
         .map(crate::billing::service::SubscriptionCheck::from_facts);
-    let stored = store::billing::checkout(billing.db(), &provider_session_id)
+    let stored = billing
+        .checkout(&provider_session_id)
         .await
-        .map_err(|e| ApiError::internal("cannot read a checkout", e))?
+        .context("cannot read a checkout")?
         .ok_or_else(|| {
             ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -298,36 +303,20 @@ pub async fn checkout_success(
     }
     let has_password = facts.as_ref().is_some_and(|f| f.has_password);
     let mut response = HttpResponse::Ok();
-    // The browser that started this checkout gets one sign-in token for it, within the hour after
-    // payment, and only for an account the checkout itself created that has no password yet:
-    // paying with someone else's address signs nobody into their account.
     let started_here = req
         .cookie(CHECKOUT_START_COOKIE)
         .is_some_and(|cookie| cookie.value() == stored.tracking_id);
-    let fresh = stored
-        .completed_at
-        .is_some_and(|paid| Utc::now() - paid < chrono::Duration::hours(1));
-    let issue = started_here
-        && fresh
-        && stored.created_account
-        && !has_password
-        && !store::billing::checkout_token_issued(billing.db(), &provider_session_id)
-            .await
-            .map_err(|e| ApiError::internal("cannot read a sign-in token", e))?;
-    if issue {
-        let secret = token::new_secret();
-        let expires = Utc::now() + chrono::Duration::hours(1);
-        store::billing::create_sign_in_token(
-            billing.db(),
+    let secret = billing
+        .checkout_sign_in(
+            &stored,
             &confirmed.user_id,
             &confirmed.email,
-            &provider_session_id,
-            token::hash_secret(&secret),
-            "checkout",
-            expires,
+            started_here,
+            has_password,
         )
         .await
-        .map_err(|e| ApiError::internal("cannot issue a sign-in token", e))?;
+        .context("cannot issue a sign-in token")?;
+    if let Some(secret) = secret {
         response.cookie(checkout_cookie(**cookies, secret));
     }
     Ok(response.json(json!({
@@ -363,7 +352,7 @@ pub async fn check_subscription(
     let check = billing
         .throttled_check(&user.id)
         .await
-        .map_err(|e| ApiError::internal("cannot check a subscription", e))?
+        .context("cannot check a subscription")?
         .ok_or_else(ApiError::not_found)?;
     Ok(HttpResponse::Ok().json(check))
 }
@@ -381,9 +370,10 @@ async fn demo_checkout_of(
     id: &str,
 ) -> Result<store::billing::StoredCheckout, ApiError> {
     demo_only(billing)?;
-    store::billing::checkout(billing.db(), id)
+    billing
+        .checkout(id)
         .await
-        .map_err(|e| ApiError::internal("cannot read a checkout", e))?
+        .context("cannot read a checkout")?
         .filter(|checkout| checkout.provider == "demo")
         .ok_or_else(ApiError::not_found)
 }
@@ -467,88 +457,26 @@ pub async fn complete_demo_checkout(
                 ApiError::bad_request("invalid_email", "Please enter a valid email address.")
             }
         })?;
-    if let Err(error) = check_card(body.card_number.as_deref().unwrap_or_default()) {
-        let status = if error == demo::CardError::Declined {
-            StatusCode::PAYMENT_REQUIRED
-        } else {
-            StatusCode::BAD_REQUEST
-        };
-        return Err(ApiError::new(status, error.code(), error.to_string()));
-    }
-    let paid_at = Utc::now();
-    let customer_id = demo::demo_id("cus");
-    let subscription_id = demo::demo_id("sub");
-    // Record the payment once: a double click pays once.
-    let intent = checkout.refundable_fee.then(|| demo::demo_id("pi"));
-    let updated: Vec<surrealdb::types::RecordId> = store::retry_on_conflict(|| async {
-        billing
-            .db()
-            .query(
-                "UPDATE (SELECT VALUE id FROM checkout_session WHERE provider_session_id = $id) \
-                 SET completed_at = $paid, email = $email, customer_id = $customer, \
-                 subscription_id = $subscription, payment_intent_id = $intent \
-                 WHERE completed_at = NONE AND status = 'open' RETURN VALUE id",
-            )
-            .bind(("paid", paid_at))
-            .bind(("email", email.as_str().to_owned()))
-            .bind(("customer", customer_id.clone()))
-            .bind(("subscription", subscription_id.clone()))
-            .bind(("intent", intent.clone()))
-            .bind(("id", checkout.provider_session_id.clone()))
-            .await?
-            .check()?
-            .take(0)
-    })
-    .await
-    .map_err(|e| ApiError::internal("cannot record a demo payment", e))?;
-    if updated.is_empty() {
-        // Another request paid it a moment ago.
-        return Ok(HttpResponse::Ok().json(json!({ "redirect": redirect })));
-    }
-    let status = billing
-        .provider()
-        .checkout_status(&checkout.provider_session_id)
+    match billing
+        .pay_demo_checkout(
+            &checkout,
+            &email,
+            body.card_number.as_deref().unwrap_or_default(),
+        )
         .await
-        .map_err(|e| ApiError::internal("cannot read a demo payment", e))?;
-    let crate::billing::CheckoutStatus::Complete(completed) = status else {
-        return Err(ApiError::internal(
-            "demo checkout",
-            "a recorded payment is not complete",
-        ));
-    };
-    let trial_end = trial_end(paid_at);
-    let events = [
-        (
-            "checkout.session.completed",
-            BillingEvent::CheckoutCompleted(completed),
-        ),
-        (
-            "customer.subscription.created",
-            BillingEvent::SubscriptionChanged(SubscriptionSnapshot {
-                id: subscription_id.clone(),
-                customer_id: Some(customer_id.clone()),
-                status: SubscriptionStatus::Trialing,
-                price_id: Some("demo_price_monthly".to_owned()),
-                current_period_end: Some(trial_end),
-                trial_end: Some(trial_end),
-                cancel_at_period_end: false,
-                event_created: paid_at.timestamp(),
-            }),
-        ),
-    ];
-    for (event_type, event) in events {
-        let event_id = demo::demo_id("evt");
-        let payload = json!({
-            "id": event_id,
-            "type": event_type,
-            "checkout": checkout.provider_session_id,
-            "customer": customer_id,
-            "subscription": subscription_id,
-        });
-        billing
-            .process_event("demo", &event_id, event_type, payload, Some(event))
-            .await
-            .map_err(|e| ApiError::internal("cannot process a demo payment", e))?;
+    {
+        Ok(()) => {}
+        Err(DemoPayError::Card(error)) => {
+            let status = if error == demo::CardError::Declined {
+                StatusCode::PAYMENT_REQUIRED
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            return Err(ApiError::new(status, error.code(), error.to_string()));
+        }
+        Err(DemoPayError::Billing(error)) => {
+            return Err(ApiError::internal("cannot take a demo payment", error));
+        }
     }
     Ok(HttpResponse::Ok().json(json!({ "redirect": redirect })))
 }
@@ -559,10 +487,28 @@ pub async fn cancel_demo_checkout(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let checkout = demo_checkout_of(&billing, &id).await?;
-    store::billing::cancel_checkout(billing.db(), &checkout.provider_session_id)
+    billing
+        .cancel_demo_checkout(&checkout.provider_session_id)
         .await
-        .map_err(|e| ApiError::internal("cannot cancel a checkout", e))?;
+        .context("cannot cancel a checkout")?;
     Ok(HttpResponse::Ok().json(json!({ "redirect": as_path(&checkout.cancel_url) })))
+}
+
+/// The billing endpoints under `/api`; the demo checkout's only while it is the provider.
+pub fn configure(cfg: &mut actix_web::web::ServiceConfig, demo_payments: bool) {
+    cfg.service(create_checkout)
+        .service(checkout_success)
+        .service(check_subscription)
+        .service(webhook_test)
+        .service(stripe_webhook)
+        .service(portal)
+        .service(refund_fee)
+        .service(cancel_subscription);
+    if demo_payments {
+        cfg.service(demo_checkout)
+            .service(complete_demo_checkout)
+            .service(cancel_demo_checkout);
+    }
 }
 
 #[cfg(test)]
@@ -651,13 +597,11 @@ pub async fn webhook_test(
     let email = Email::parse(body.email.as_deref().unwrap_or_default())
         .map_err(|error| ApiError::bad_request(error.code(), error.to_string()))?;
     let checkout = match (clean(body.payment_session_id), clean(body.session_id)) {
-        (Some(id), _) => store::billing::checkout(billing.db(), &id).await,
-        (None, Some(tracking)) => {
-            store::billing::checkout_by_tracking_id(billing.db(), &tracking).await
-        }
+        (Some(id), _) => billing.checkout(&id).await,
+        (None, Some(tracking)) => billing.checkout_by_tracking_id(&tracking).await,
         (None, None) => return Err(ApiError::bad_request("missing_session", MISSING_SESSION)),
     }
-    .map_err(|e| ApiError::internal("cannot read a checkout", e))?
+    .context("cannot read a checkout")?
     .ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -665,30 +609,10 @@ pub async fn webhook_test(
             "Error simulating webhook: no such checkout",
         )
     })?;
-    let event_id = demo::demo_id("evt_sim");
-    let completed = crate::domain::billing::CompletedCheckout {
-        provider_session_id: checkout.provider_session_id.clone(),
-        email: email.as_str().to_owned(),
-        customer_id: checkout.customer_id.clone(),
-        subscription_id: checkout.subscription_id.clone(),
-        payment_intent_id: checkout.payment_intent_id.clone(),
-        completed_at: checkout.completed_at.unwrap_or_else(Utc::now),
-    };
-    let outcome = billing
-        .process_event(
-            "simulation",
-            &event_id,
-            "checkout.session.completed",
-            json!({ "id": event_id, "type": "checkout.session.completed", "checkout": checkout.provider_session_id, "email": email.as_str() }),
-            Some(BillingEvent::CheckoutCompleted(completed)),
-        )
+    let (event_id, outcome) = billing
+        .simulate_checkout_completed(&checkout, &email)
         .await
-        .map_err(|e| ApiError::internal("Error simulating webhook", e))?;
-    let outcome = match outcome {
-        crate::billing::service::EventOutcome::Processed(text) => text,
-        crate::billing::service::EventOutcome::Duplicate => "duplicate".to_owned(),
-        crate::billing::service::EventOutcome::Ignored => "ignored".to_owned(),
-    };
+        .context("Error simulating webhook")?;
     Ok(HttpResponse::Ok().json(json!({ "eventId": event_id, "outcome": outcome })))
 }
 
@@ -741,7 +665,7 @@ pub async fn stripe_webhook(
             parsed.event,
         )
         .await
-        .map_err(|e| ApiError::internal("cannot process a Stripe event", e))?;
+        .context("cannot process a Stripe event")?;
     let duplicate = outcome == crate::billing::service::EventOutcome::Duplicate;
     Ok(HttpResponse::Ok().json(json!({ "received": true, "duplicate": duplicate })))
 }
@@ -753,26 +677,18 @@ pub async fn portal(
     settings: web::Data<crate::config::Settings>,
     user: CurrentUser,
 ) -> Result<HttpResponse, ApiError> {
-    let facts = store::billing::access_facts(billing.db(), &user.id)
+    let return_url = settings.server.public_url.join("/").context("portal")?;
+    let Some(url) = billing
+        .portal_url(&user.id, return_url.as_str())
         .await
-        .map_err(|e| ApiError::internal("cannot read an account", e))?;
-    let Some(customer) = facts.and_then(|facts| facts.payment_customer_id) else {
+        .context("cannot open the billing portal")?
+    else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "no_subscription",
             "There is no subscription on this account yet.",
         ));
     };
-    let return_url = settings
-        .server
-        .public_url
-        .join("/")
-        .map_err(|e| ApiError::internal("portal", e))?;
-    let url = billing
-        .provider()
-        .portal_url(&customer, return_url.as_str())
-        .await
-        .map_err(|e| ApiError::internal("cannot open the billing portal", e))?;
     Ok(HttpResponse::Ok().json(json!({ "url": url })))
 }
 
@@ -783,45 +699,18 @@ pub async fn cancel_subscription(
     billing: web::Data<Billing>,
     user: CurrentUser,
 ) -> Result<HttpResponse, ApiError> {
-    let no_subscription = || {
-        ApiError::new(
+    let Some(canceled) = billing
+        .cancel_subscription(&user.id)
+        .await
+        .context("cannot cancel a subscription")?
+    else {
+        return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "no_subscription",
             "There is no active subscription on this account.",
-        )
+        ));
     };
-    let facts = store::billing::access_facts(billing.db(), &user.id)
-        .await
-        .map_err(|e| ApiError::internal("cannot read an account", e))?
-        .ok_or_else(no_subscription)?;
-    // The stored snapshot when there is one (it must still be running); else the subscription the
-    // checkout named, whose events may not have arrived yet.
-    let subscription_id = match facts.subscription {
-        Some(stored) if stored.status().is_some_and(|status| status.grants_access()) => stored.id,
-        Some(_) => return Err(no_subscription()),
-        None => facts.subscription_id.ok_or_else(no_subscription)?,
-    };
-    let snapshot = billing
-        .provider()
-        .cancel_at_period_end(&subscription_id)
-        .await
-        .map_err(|e| ApiError::internal("cannot cancel a subscription", e))?;
-    let ends = snapshot
-        .trial_end
-        .filter(|_| snapshot.status == SubscriptionStatus::Trialing)
-        .or(snapshot.current_period_end);
-    let event_id = demo::demo_id("evt_cancel");
-    billing
-        .process_event(
-            billing.provider().name(),
-            &event_id,
-            "customer.subscription.updated",
-            json!({ "id": event_id, "subscription": subscription_id, "cancel_at_period_end": true }),
-            Some(BillingEvent::SubscriptionChanged(snapshot)),
-        )
-        .await
-        .map_err(|e| ApiError::internal("cannot record a cancellation", e))?;
-    billing.forget_check(&user.id);
+    let ends = canceled.access_until;
     Ok(HttpResponse::Ok().json(json!({
         "cancelAtPeriodEnd": true,
         "accessUntil": ends,
@@ -835,56 +724,23 @@ pub async fn refund_fee(
     billing: web::Data<Billing>,
     user: CurrentUser,
 ) -> Result<HttpResponse, ApiError> {
-    let checkout = store::billing::latest_fulfilled_checkout_of(billing.db(), &user.id)
-        .await
-        .map_err(|e| ApiError::internal("cannot read a checkout", e))?
-        .filter(|checkout| checkout.refundable_fee)
-        .ok_or_else(|| {
-            ApiError::new(
+    match billing.refund_fee(&user.id).await {
+        Ok(()) => {}
+        Err(RefundError::NothingToRefund) => {
+            return Err(ApiError::new(
                 StatusCode::NOT_FOUND,
                 "nothing_to_refund",
                 "There is no setup fee to refund on this account.",
-            )
-        })?;
-    // Claim the refund first, so two clicks refund once.
-    let claimed: Vec<surrealdb::types::RecordId> = store::retry_on_conflict(|| async {
-        billing
-            .db()
-            .query(
-                "UPDATE (SELECT VALUE id FROM checkout_session WHERE provider_session_id = $id) \
-                 SET fee_refunded_at = time::now() WHERE fee_refunded_at = NONE RETURN VALUE id",
-            )
-            .bind(("id", checkout.provider_session_id.clone()))
-            .await?
-            .check()?
-            .take(0)
-    })
-    .await
-    .map_err(|e| ApiError::internal("cannot claim a refund", e))?;
-    if claimed.is_empty() {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "already_refunded",
-            "Your $1 setup fee was already refunded. It reaches your card in 5-7 business days.",
-        ));
-    }
-    match billing.provider().refund_fee(&checkout).await {
-        Ok(()) => {}
-        // The provider has it refunded already (by us, or by hand in its dashboard).
-        Err(BillingError::NothingToRefund(_)) => {
+            ));
+        }
+        Err(RefundError::AlreadyRefunded) => {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
                 "already_refunded",
                 "Your $1 setup fee was already refunded. It reaches your card in 5-7 business days.",
             ));
         }
-        Err(error) => {
-            // Give the claim back, so the member can ask again.
-            let _ = billing
-                .db()
-                .query("UPDATE checkout_session SET fee_refunded_at = NONE WHERE provider_session_id = $id")
-                .bind(("id", checkout.provider_session_id.clone()))
-                .await;
+        Err(RefundError::Billing(error)) => {
             return Err(ApiError::internal("cannot refund the fee", error));
         }
     }

@@ -107,3 +107,10 @@ pub async fn delete_chat(
     }
     Ok(HttpResponse::NoContent().finish())
 }
+
+/// This module's endpoints.
+pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
+    cfg.service(list_chats)
+        .service(get_chat)
+        .service(delete_chat);
+}

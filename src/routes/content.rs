@@ -49,3 +49,8 @@ pub async fn shortcuts(content: web::Data<Content>) -> HttpResponse {
         shortcuts: &content.shortcuts,
     })
 }
+
+/// This module's endpoints.
+pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
+    cfg.service(public_config).service(legal).service(shortcuts);
+}

@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::client::{AddressLimiter, client_key};
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
-use crate::error::ApiError;
+use crate::error::{ApiError, Context};
 use crate::store::{self, Db};
 
 const MAX_PROPERTIES_BYTES: usize = 4 * 1024;
@@ -88,6 +88,11 @@ pub async fn record_event(
         },
     )
     .await
-    .map_err(|err| ApiError::internal("cannot store an analytics event", err))?;
+    .context("cannot store an analytics event")?;
     Ok(HttpResponse::Created().json(json!({ "id": id })))
+}
+
+/// This module's endpoints.
+pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
+    cfg.service(record_event);
 }

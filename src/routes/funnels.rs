@@ -190,3 +190,8 @@ pub async fn checkout_handoff(
     }
     Ok(response.finish())
 }
+
+/// This module's endpoints.
+pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
+    cfg.service(help_answer).service(checkout_handoff);
+}

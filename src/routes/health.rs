@@ -1,4 +1,6 @@
-//! `/health` (the database answers) and `/metrics` (Prometheus text).
+//! Liveness (`/health/live`: the process answers), readiness (`/health/ready`, and `/health` as
+//! the balancer asks it: the database answers and the server is not stopping) and `/metrics`
+//! (Prometheus text, with the standard `process_*` figures).
 
 use std::sync::Arc;
 
@@ -6,11 +8,34 @@ use actix_web::{HttpResponse, get, route, web};
 use serde_json::json;
 
 use crate::metrics::Metrics;
+use crate::realtime::RealtimeServer;
 use crate::store::{self, Db};
 
+/// Liveness: the process answers HTTP (nothing else is asked, so a slow database never gets a
+/// live process restarted).
+#[route("/health/live", method = "GET", method = "HEAD")]
+pub async fn live() -> HttpResponse {
+    HttpResponse::Ok().json(json!({ "status": "ok" }))
+}
+
+/// Readiness: whether this process should get traffic.
+#[route("/health/ready", method = "GET", method = "HEAD")]
+pub async fn ready(db: web::Data<Db>, realtime: web::Data<RealtimeServer>) -> HttpResponse {
+    readiness(&db, &realtime).await
+}
+
+/// Readiness, at the path the balancer checks.
 #[route("/health", method = "GET", method = "HEAD")]
-pub async fn health(db: web::Data<Db>) -> HttpResponse {
-    if store::is_healthy(&db).await {
+pub async fn health(db: web::Data<Db>, realtime: web::Data<RealtimeServer>) -> HttpResponse {
+    readiness(&db, &realtime).await
+}
+
+async fn readiness(db: &Db, realtime: &RealtimeServer) -> HttpResponse {
+    if realtime.is_stopping() {
+        // Its connections are closing: the balancer sends new ones elsewhere.
+        return HttpResponse::ServiceUnavailable().json(json!({ "status": "stopping" }));
+    }
+    if store::is_healthy(db).await {
         HttpResponse::Ok().json(json!({ "status": "ok", "database": "ok" }))
     } else {
         tracing::warn!("health check: the database does not answer");
@@ -30,4 +55,12 @@ pub async fn metrics(metrics: web::Data<Arc<Metrics>>) -> HttpResponse {
             HttpResponse::InternalServerError().finish()
         }
     }
+}
+
+/// This module's endpoints.
+pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
+    cfg.service(live)
+        .service(ready)
+        .service(health)
+        .service(metrics);
 }

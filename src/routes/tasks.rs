@@ -181,6 +181,15 @@ async fn record_task_event(db: &Db, name: &str, user_id: &str, items: usize) {
     }
 }
 
+/// This module's endpoints.
+pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
+    cfg.service(list_tasks)
+        .service(create_task)
+        .service(add_item)
+        .service(update_item)
+        .service(delete_task);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,7 @@ pub mod chats;
 mod funnel_rows;
 pub mod funnels;
 mod migrate;
+pub mod outbox;
 pub mod password_resets;
 pub mod sessions;
 pub mod tasks;

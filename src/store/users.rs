@@ -1,5 +1,6 @@
 //! The `user` table: accounts. Ids leave the store as the record key alone (`user:abc` -> `abc`).
 
+use chrono::{DateTime, Utc};
 use surrealdb::types::SurrealValue;
 
 use super::Db;
@@ -116,4 +117,52 @@ pub async fn shortcuts(db: &Db, user_id: &str) -> Result<Vec<String>, surrealdb:
         .check()?;
     let found: Vec<Vec<String>> = response.take(0)?;
     Ok(found.into_iter().next().unwrap_or_default())
+}
+
+/// The user a payment customer or subscription belongs to.
+pub async fn user_of_payment(
+    db: &Db,
+    customer_id: Option<&str>,
+    subscription_id: Option<&str>,
+) -> Result<Option<String>, surrealdb::Error> {
+    let mut response = db
+        // Two lookups rather than one OR: each of them uses its index.
+        .query(
+            "RETURN (IF $customer { (SELECT VALUE record::id(id) FROM user WHERE payment_customer_id = $customer LIMIT 1)[0] }) \
+             ?? (IF $subscription { (SELECT VALUE record::id(id) FROM user WHERE subscription_id = $subscription LIMIT 1)[0] })",
+        )
+        .bind(("customer", customer_id.map(str::to_owned)))
+        .bind(("subscription", subscription_id.map(str::to_owned)))
+        .await?
+        .check()?;
+    response.take(0)
+}
+
+/// An account as the checkout debug page lists it (camelCase in JSON).
+#[derive(Debug, SurrealValue, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserSummary {
+    pub id: String,
+    pub email: String,
+    pub created_at: DateTime<Utc>,
+    pub has_password: bool,
+    pub trial_started: bool,
+    pub trial_end_date: Option<DateTime<Utc>>,
+    pub checkout_session_id: Option<String>,
+    pub payment_session_id: Option<String>,
+    pub subscription_id: Option<String>,
+}
+
+/// The newest accounts, newest first (the checkout debug page).
+pub async fn recent_users(db: &Db, limit: usize) -> Result<Vec<UserSummary>, surrealdb::Error> {
+    let mut response = db
+        .query(
+            "SELECT record::id(id) AS id, email, created_at, password_hash != NONE AS has_password, \
+             trial_started, trial_end_date, checkout_session_id, payment_session_id, subscription_id \
+             FROM user ORDER BY created_at DESC LIMIT $limit",
+        )
+        .bind(("limit", limit))
+        .await?
+        .check()?;
+    response.take(0)
 }

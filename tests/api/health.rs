@@ -11,6 +11,40 @@ async fn health_answers_ok_when_the_database_serves_queries() {
 }
 
 #[tokio::test]
+async fn liveness_and_readiness_answer_apart() {
+    let app = spawn_app().await;
+    let live = app.get("/health/live").await;
+    assert_eq!(live.status(), 200);
+    let body: serde_json::Value = live.json().await.expect("json");
+    assert_eq!(body, serde_json::json!({ "status": "ok" }));
+    let ready = app.get("/health/ready").await;
+    assert_eq!(ready.status(), 200);
+    let body: serde_json::Value = ready.json().await.expect("json");
+    assert_eq!(body["database"], "ok");
+}
+
+#[tokio::test]
+async fn every_answer_names_its_request_id() {
+    let app = spawn_app().await;
+    let mut ids = std::collections::HashSet::new();
+    for path in [
+        "/health",
+        "/api/public-config",
+        "/api/no-such-thing",
+        "/landing",
+    ] {
+        let response = app.get(path).await;
+        let id = response.headers()["x-request-id"]
+            .to_str()
+            .expect("ascii")
+            .to_owned();
+        assert!(id.len() >= 32, "{path}: a uuid, {id}");
+        ids.insert(id);
+    }
+    assert_eq!(ids.len(), 4, "one id per request");
+}
+
+#[tokio::test]
 async fn metrics_are_prometheus_text_with_requests_latency_and_connections() {
     let app = spawn_app().await;
     app.get("/landing").await;
@@ -45,10 +79,7 @@ async fn metrics_are_prometheus_text_with_requests_latency_and_connections() {
         open >= 1.0,
         "this very request holds a connection open: {open}"
     );
-    assert!(
-        text.contains("helpnow_process_resident_memory_bytes"),
-        "{text}"
-    );
+    assert!(text.contains("\nprocess_resident_memory_bytes "), "{text}");
 }
 
 #[tokio::test]

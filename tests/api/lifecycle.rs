@@ -12,6 +12,7 @@ use helpnow::domain::billing::{
     SubscriptionStatus,
 };
 use helpnow::mail::Mailer;
+use helpnow::store::Db;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
@@ -181,20 +182,21 @@ fn lifecycle(n: usize, checkout_id: &str, ending: Ending) -> Lifecycle {
     }
 }
 
-async fn billing_on_a_fresh_database() -> Arc<Billing> {
+async fn billing_on_a_fresh_database() -> (Arc<Billing>, Db) {
     let mut settings = test_settings();
     settings.database.url = "mem://".to_owned();
     let db = helpnow::store::connect(&settings.database)
         .await
         .expect("db");
     let mailer = Mailer::from_settings(&settings.mail, db.clone()).expect("mailer");
-    Arc::new(Billing::new(
+    let billing = Arc::new(Billing::new(
         db.clone(),
-        Arc::new(DemoProvider::new(db)),
+        Arc::new(DemoProvider::new(db.clone())),
         mailer,
         "http://127.0.0.1:8080".parse().expect("url"),
         "HelpNow".to_owned(),
-    ))
+    ));
+    (billing, db)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -210,7 +212,7 @@ async fn a_thousand_shuffled_lifecycles_with_repeats_end_in_the_right_access() {
         Ending::StillTrialing,
     ];
 
-    let run = move |billing: Arc<Billing>, n: usize| async move {
+    let run = move |billing: Arc<Billing>, db: Db, n: usize| async move {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed.wrapping_add(n as u64));
         let ending = endings[rng.random_range(0..endings.len())];
         let started = billing
@@ -244,8 +246,7 @@ async fn a_thousand_shuffled_lifecycles_with_repeats_end_in_the_right_access() {
                 .await
                 .expect("processed");
         }
-        let mut response = billing
-            .db()
+        let mut response = db
             .query("SELECT VALUE record::id(id) FROM user WHERE email = $email")
             .bind(("email", format!("life{n}@example.com")))
             .await
@@ -265,13 +266,12 @@ async fn a_thousand_shuffled_lifecycles_with_repeats_end_in_the_right_access() {
     };
     let mut lanes = Vec::new();
     for lane in 0..LANES {
-        let billing = billing_on_a_fresh_database().await;
+        let (billing, db) = billing_on_a_fresh_database().await;
         lanes.push(tokio::spawn(async move {
             for n in (lane..RUNS).step_by(LANES) {
-                run(billing.clone(), n).await;
+                run(billing.clone(), db.clone(), n).await;
             }
-            let mut response = billing
-                .db()
+            let mut response = db
                 .query("RETURN count(SELECT VALUE id FROM analytics_event WHERE name = 'purchase')")
                 .await
                 .expect("query");

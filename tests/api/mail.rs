@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use helpnow::config::MailProviderKind;
-use helpnow::mail::{MAX_ATTEMPTS, MailError, MailKind, Mailer, OutgoingMail, outbox};
+use helpnow::mail::{MAX_ATTEMPTS, MailError, MailKind, Mailer, OutgoingMail};
 use helpnow::store::Db;
+use helpnow::store::outbox;
 use mailin_embedded::{Handler, Response, Server, SslConfig, response};
 use secrecy::SecretString;
 

@@ -64,7 +64,7 @@ const ENTRY_FIELDS: &str = "record::id(id) AS key, recipient, subject, body, kin
                             sent_at, attempts, last_error";
 
 /// The key part of `mail_outbox:<key>` (a bare key is accepted as well).
-pub(super) fn key_of(id: &str) -> &str {
+pub(crate) fn key_of(id: &str) -> &str {
     id.strip_prefix(TABLE_PREFIX).unwrap_or(id)
 }
 
@@ -83,7 +83,7 @@ pub async fn find(db: &Db, id: &str) -> Result<Option<OutboxEntry>, surrealdb::E
 
 /// What a delivery needs of a row.
 #[derive(Debug, Clone)]
-pub(super) struct MailContent {
+pub(crate) struct MailContent {
     pub recipient: String,
     pub subject: String,
     pub body: String,
@@ -91,7 +91,7 @@ pub(super) struct MailContent {
 }
 
 impl OutboxEntry {
-    pub(super) fn into_parts(self) -> (String, MailContent) {
+    pub(crate) fn into_parts(self) -> (String, MailContent) {
         let content = MailContent {
             recipient: self.recipient,
             subject: self.subject,
@@ -103,7 +103,7 @@ impl OutboxEntry {
 }
 
 /// Stores a mail already claimed by its sender for `lease`; returns its id (`mail_outbox:<key>`).
-pub(super) async fn insert_claimed(
+pub(crate) async fn insert_claimed(
     db: &Db,
     mail: &MailContent,
     lease: Duration,
@@ -127,7 +127,7 @@ pub(super) async fn insert_claimed(
 }
 
 /// Unsent mail no sender holds and that has attempts left, oldest first.
-pub(super) async fn due(
+pub(crate) async fn due(
     db: &Db,
     max_attempts: u32,
     limit: usize,
@@ -150,7 +150,7 @@ pub(super) async fn due(
 
 /// Takes the lease on a due row. `false` when another sender got there first or the row was
 /// delivered meanwhile: the condition is re-checked inside the update, so only one claim wins.
-pub(super) async fn claim(
+pub(crate) async fn claim(
     db: &Db,
     id: &str,
     max_attempts: u32,
@@ -174,7 +174,7 @@ pub(super) async fn claim(
 }
 
 /// Records a delivery: the row leaves the queue for good.
-pub(super) async fn mark_sent(db: &Db, id: &str) -> Result<(), surrealdb::Error> {
+pub(crate) async fn mark_sent(db: &Db, id: &str) -> Result<(), surrealdb::Error> {
     db.query(
         "UPDATE type::record('mail_outbox', $key) \
          SET sent_at = time::now(), pending = false, attempts += 1, last_error = NONE, claimed_until = NONE",
@@ -187,7 +187,7 @@ pub(super) async fn mark_sent(db: &Db, id: &str) -> Result<(), surrealdb::Error>
 
 /// Records a failed attempt and releases the lease, so the next retry pass may take the row;
 /// returns the attempts made so far.
-pub(super) async fn mark_failed(db: &Db, id: &str, error: &str) -> Result<u32, surrealdb::Error> {
+pub(crate) async fn mark_failed(db: &Db, id: &str, error: &str) -> Result<u32, surrealdb::Error> {
     let mut response = db
         .query(
             "UPDATE type::record('mail_outbox', $key) \

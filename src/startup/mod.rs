@@ -2,20 +2,15 @@
 //! state, middleware and routes of the HTTP server.
 
 use std::net::TcpListener;
-use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{Server, ServiceRequest, ServiceResponse};
-use actix_web::http::header::{self, HeaderValue};
-use actix_web::middleware::{Next, from_fn};
+use actix_web::dev::Server;
+use actix_web::middleware::from_fn;
 use actix_web::{App, web};
 
 use crate::auth::{AuthThrottle, SessionCookies};
-use crate::billing::demo::DemoProvider;
-use crate::billing::stripe::StripeProvider;
-use crate::billing::{Billing, BillingError, PaymentProvider};
+use crate::billing::{Billing, BillingError};
 use crate::cluster::{Cluster, ClusterEvent};
 use crate::config::{PaymentProviderKind, RedactedUrl, Settings};
 use crate::content::Content;
@@ -24,9 +19,13 @@ use crate::funnels;
 use crate::mail::Mailer;
 use crate::members;
 use crate::metrics::{ConnectionGuard, Metrics, track_requests};
-use crate::realtime::{OriginPolicy, RateLimit, RealtimeConfig, RealtimeServer};
+use crate::realtime::RealtimeServer;
 use crate::routes;
 use crate::store::{self, Db};
+
+mod settings;
+
+use settings::{payment_provider, realtime_config};
 
 /// How often the demo provider looks for trials that end within 3 days.
 const TRIAL_REMINDER_INTERVAL: Duration = Duration::from_secs(3600);
@@ -361,6 +360,7 @@ fn run(
     let cluster = web::Data::new(cluster);
 
     let upgrades = realtime.clone();
+    let realtime_data = web::Data::new(realtime.clone());
     let app = move || {
         App::new()
             .app_data(db.clone())
@@ -376,62 +376,24 @@ fn run(
             .app_data(help_limiter.clone())
             .app_data(members.clone())
             .app_data(cluster.clone())
+            .app_data(realtime_data.clone())
             .app_data(
                 web::JsonConfig::default()
                     .limit(JSON_LIMIT_BYTES)
                     .error_handler(json_error_handler),
             )
             .wrap(from_fn(track_requests))
-            .wrap(from_fn(move |req, next| security_headers(req, next, hsts)))
-            .service(routes::health::health)
-            .service(routes::health::metrics)
+            .wrap(from_fn(move |req, next| {
+                routes::middleware::security_headers(req, next, hsts)
+            }))
+            .wrap(from_fn(routes::middleware::request_id_header))
+            // Outermost: every log line of a request carries its span (method, route, request id).
+            .wrap(tracing_actix_web::TracingLogger::default())
+            .configure(routes::health::configure)
             .service(realtime.service())
             .service(
                 web::scope("/api")
-                    .service(routes::content::public_config)
-                    .service(routes::content::legal)
-                    .service(routes::content::shortcuts)
-                    .service(routes::events::record_event)
-                    .service(routes::auth::signup)
-                    .service(routes::auth::login)
-                    .service(routes::auth::logout)
-                    .service(routes::auth::me)
-                    .service(routes::auth::request_reset)
-                    .service(routes::auth::check_reset)
-                    .service(routes::auth::confirm_reset)
-                    .service(routes::account::redeem_token)
-                    .service(routes::account::setup_status)
-                    .service(routes::account::setup)
-                    .service(routes::account::save_shortcuts)
-                    .service(routes::billing::create_checkout)
-                    .service(routes::billing::checkout_success)
-                    .service(routes::billing::check_subscription)
-                    .service(routes::billing::webhook_test)
-                    .service(routes::admin::overview)
-                    .service(routes::admin::create_account)
-                    .service(routes::admin::reset_account)
-                    .service(routes::billing::stripe_webhook)
-                    .service(routes::billing::portal)
-                    .service(routes::billing::refund_fee)
-                    .service(routes::billing::cancel_subscription)
-                    .service(routes::funnels::help_answer)
-                    .service(routes::funnels::checkout_handoff)
-                    .service(routes::tasks::list_tasks)
-                    .service(routes::tasks::create_task)
-                    .service(routes::tasks::add_item)
-                    .service(routes::tasks::update_item)
-                    .service(routes::tasks::delete_task)
-                    .service(routes::chats::list_chats)
-                    .service(routes::chats::get_chat)
-                    .service(routes::chats::delete_chat)
-                    .configure(|cfg| {
-                        // The demo checkout exists only while it is the provider.
-                        if demo_payments {
-                            cfg.service(routes::billing::demo_checkout)
-                                .service(routes::billing::complete_demo_checkout)
-                                .service(routes::billing::cancel_demo_checkout);
-                        }
-                    })
+                    .configure(|cfg| routes::configure_api(cfg, demo_payments))
                     .default_service(web::to(routes::api_not_found)),
             )
             .configure(|cfg| routes::web_app::configure(cfg, &static_dir))
@@ -446,150 +408,4 @@ fn run(
         .disable_signals()
         .run();
     Ok(server)
-}
-
-/// The payment provider `payments.provider` names.
-fn payment_provider(settings: &Settings, db: Db) -> Result<Arc<dyn PaymentProvider>, BillingError> {
-    Ok(match settings.payments.provider {
-        PaymentProviderKind::Demo => Arc::new(DemoProvider::new(db)),
-        PaymentProviderKind::Stripe => Arc::new(StripeProvider::new(&settings.stripe)?),
-    })
-}
-
-/// The real-time channel's settings. Browsers may connect from the public URL's origin and from
-/// `server.allowed_origins`.
-fn realtime_config(settings: &Settings) -> RealtimeConfig {
-    let realtime = &settings.realtime;
-    let origins = std::iter::once(settings.server.public_url.clone())
-        .chain(
-            settings
-                .server
-                .allowed_origins
-                .iter()
-                .filter_map(|origin| url::Url::parse(origin).ok()),
-        )
-        .map(|url| url.origin().ascii_serialization())
-        .collect();
-    RealtimeConfig {
-        ping_interval: Duration::from_millis(realtime.ping_interval_ms),
-        ping_timeout: Duration::from_millis(realtime.ping_timeout_ms),
-        connect_timeout: Duration::from_millis(realtime.connect_timeout_ms),
-        max_payload: realtime.max_payload_bytes,
-        rate_limit: NonZeroU32::new(realtime.messages_per_second).map(|per_second| RateLimit {
-            per_second,
-            burst: NonZeroU32::new(realtime.message_burst).unwrap_or(per_second),
-        }),
-        recovery_window: (realtime.recovery_window_secs > 0)
-            .then(|| Duration::from_secs(realtime.recovery_window_secs)),
-        origins: OriginPolicy::Only(origins),
-        trust_forwarded_for: settings.server.trust_forwarded_for,
-        max_connections: match realtime.max_connections {
-            0 => open_file_limit().map(connections_within),
-            max => Some(max),
-        },
-        ..RealtimeConfig::default()
-    }
-}
-
-/// Open files kept for what is not a real-time connection (HTTP requests, the database, the AI):
-/// a quarter of the limit, at most this many.
-const RESERVED_FILES: usize = 1000;
-
-/// The real-time connections a process with `limit` open files holds at once.
-fn connections_within(limit: usize) -> usize {
-    limit.saturating_sub((limit / 4).min(RESERVED_FILES)).max(1)
-}
-
-/// This process's soft limit on open files (Linux: `/proc/self/limits`), if it has one.
-fn open_file_limit() -> Option<usize> {
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-    parse_open_file_limit(&limits)
-}
-
-fn parse_open_file_limit(limits: &str) -> Option<usize> {
-    let line = limits
-        .lines()
-        .find(|line| line.starts_with("Max open files"))?;
-    // "Max open files            20000                20000                files"
-    line.trim_start_matches("Max open files")
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// Security headers on every answer; long caching for content-hashed assets.
-async fn security_headers(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-    hsts: bool,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let cache = routes::web_app::cache_headers_for(req.path());
-    let mut response = next.call(req).await?;
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
-             connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; \
-             frame-ancestors 'none'; form-action 'self'",
-        ),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("strict-origin-when-cross-origin"),
-    );
-    headers.insert(
-        header::HeaderName::from_static("permissions-policy"),
-        HeaderValue::from_static("camera=(), microphone=(), geolocation=(), payment=()"),
-    );
-    headers.insert(
-        header::HeaderName::from_static("cross-origin-opener-policy"),
-        HeaderValue::from_static("same-origin"),
-    );
-    if hsts {
-        headers.insert(
-            header::STRICT_TRANSPORT_SECURITY,
-            HeaderValue::from_static("max-age=31536000; includeSubDomains"),
-        );
-    }
-    if let Some(cache) = cache
-        && response.status().is_success()
-    {
-        response.headers_mut().insert(
-            header::CACHE_CONTROL,
-            HeaderValue::from_str(&cache.to_string())
-                .unwrap_or_else(|_| HeaderValue::from_static("no-cache")),
-        );
-    }
-    Ok(response)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_open_file_limit_is_read_from_proc_limits() {
-        let limits = "Limit                     Soft Limit           Hard Limit           Units     \n\
-                      Max processes             95488                95488                processes \n\
-                      Max open files            20000                40000                files     \n";
-        assert_eq!(parse_open_file_limit(limits), Some(20_000));
-        let unlimited =
-            "Max open files            unlimited            unlimited            files\n";
-        assert_eq!(parse_open_file_limit(unlimited), None);
-        assert_eq!(parse_open_file_limit(""), None);
-    }
-
-    #[test]
-    fn a_quarter_of_the_open_files_and_at_most_a_thousand_are_kept_for_the_rest() {
-        assert_eq!(connections_within(20_000), 19_000);
-        assert_eq!(connections_within(1024), 768);
-        assert_eq!(connections_within(1), 1);
-    }
 }

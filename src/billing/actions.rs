@@ -1,0 +1,294 @@
+//! The money actions the HTTP handlers ask for, each whole here so that a handler only reads the
+//! request and writes the answer: the demo checkout's payment and cancel, the success page's
+//! one-time sign-in, a member's refund, cancellation and billing portal, and the debug page's
+//! simulated webhook. Every payment change goes through `process_event`, like the provider's own
+//! events.
+
+use chrono::Utc;
+use serde_json::json;
+
+use super::demo::{self, CardError, check_card};
+use super::service::{Billing, EventOutcome};
+use super::{BillingError, CheckoutStatus};
+use crate::auth::token;
+use crate::domain::Email;
+use crate::domain::billing::{
+    BillingEvent, CompletedCheckout, SubscriptionSnapshot, SubscriptionStatus, trial_end,
+};
+use crate::store::billing::{self as billing_store, AccessFacts, DemoPayment, StoredCheckout};
+
+/// Why the demo checkout took no payment.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoPayError {
+    #[error(transparent)]
+    Card(#[from] CardError),
+    #[error(transparent)]
+    Billing(#[from] BillingError),
+}
+
+/// Why a fee was not refunded.
+#[derive(Debug, thiserror::Error)]
+pub enum RefundError {
+    #[error("there is no setup fee to refund")]
+    NothingToRefund,
+    #[error("the setup fee was refunded already")]
+    AlreadyRefunded,
+    #[error(transparent)]
+    Billing(#[from] BillingError),
+}
+
+/// A subscription canceled at the end of its period.
+#[derive(Debug, Clone)]
+pub struct Canceled {
+    /// When access ends: the trial's end while trialing, else the period's.
+    pub access_until: Option<chrono::DateTime<Utc>>,
+}
+
+impl Billing {
+    /// A checkout by the provider's id.
+    pub async fn checkout(&self, id: &str) -> Result<Option<StoredCheckout>, BillingError> {
+        Ok(billing_store::checkout(&self.db, id).await?)
+    }
+
+    /// A checkout by our tracking id (the success URL's `session`).
+    pub async fn checkout_by_tracking_id(
+        &self,
+        tracking_id: &str,
+    ) -> Result<Option<StoredCheckout>, BillingError> {
+        Ok(billing_store::checkout_by_tracking_id(&self.db, tracking_id).await?)
+    }
+
+    /// What decides a user's access, as stored.
+    pub async fn access_facts(&self, user_id: &str) -> Result<Option<AccessFacts>, BillingError> {
+        Ok(billing_store::access_facts(&self.db, user_id).await?)
+    }
+
+    /// The demo checkout page's Cancel: an open checkout is marked canceled; a paid one stays paid.
+    pub async fn cancel_demo_checkout(
+        &self,
+        provider_session_id: &str,
+    ) -> Result<(), BillingError> {
+        Ok(billing_store::cancel_checkout(&self.db, provider_session_id).await?)
+    }
+
+    /// The demo's "payment": checks the card, records the payment on the checkout once (a double
+    /// click pays once), then hands the provider's events to the same handling as Stripe's
+    /// webhook (checkout completed, subscription created in trial).
+    pub async fn pay_demo_checkout(
+        &self,
+        checkout: &StoredCheckout,
+        email: &Email,
+        card_number: &str,
+    ) -> Result<(), DemoPayError> {
+        check_card(card_number)?;
+        let paid_at = Utc::now();
+        let payment = DemoPayment {
+            paid_at,
+            email: email.as_str().to_owned(),
+            customer_id: demo::demo_id("cus"),
+            subscription_id: demo::demo_id("sub"),
+            payment_intent_id: checkout.refundable_fee.then(|| demo::demo_id("pi")),
+        };
+        let recorded =
+            billing_store::record_demo_payment(&self.db, &checkout.provider_session_id, &payment)
+                .await
+                .map_err(BillingError::from)?;
+        if !recorded {
+            // Another request paid it a moment ago.
+            return Ok(());
+        }
+        let CheckoutStatus::Complete(completed) = self
+            .provider
+            .checkout_status(&checkout.provider_session_id)
+            .await?
+        else {
+            return Err(
+                BillingError::Provider("a recorded demo payment is not complete".into()).into(),
+            );
+        };
+        let trial_end = trial_end(paid_at);
+        let events = [
+            (
+                "checkout.session.completed",
+                BillingEvent::CheckoutCompleted(completed),
+            ),
+            (
+                "customer.subscription.created",
+                BillingEvent::SubscriptionChanged(SubscriptionSnapshot {
+                    id: payment.subscription_id.clone(),
+                    customer_id: Some(payment.customer_id.clone()),
+                    status: SubscriptionStatus::Trialing,
+                    price_id: Some("demo_price_monthly".to_owned()),
+                    current_period_end: Some(trial_end),
+                    trial_end: Some(trial_end),
+                    cancel_at_period_end: false,
+                    event_created: paid_at.timestamp(),
+                }),
+            ),
+        ];
+        for (event_type, event) in events {
+            let event_id = demo::demo_id("evt");
+            let payload = json!({
+                "id": event_id,
+                "type": event_type,
+                "checkout": checkout.provider_session_id,
+                "customer": payment.customer_id,
+                "subscription": payment.subscription_id,
+            });
+            self.process_event("demo", &event_id, event_type, payload, Some(event))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The success page's one-time sign-in: the browser that started `checkout` gets one sign-in
+    /// token for it, within the hour after payment, and only for an account the checkout itself
+    /// created that has no password yet, so paying with someone else's address signs nobody into
+    /// their account. The token's secret, when one is issued.
+    pub async fn checkout_sign_in(
+        &self,
+        checkout: &StoredCheckout,
+        user_id: &str,
+        email: &str,
+        started_here: bool,
+        has_password: bool,
+    ) -> Result<Option<String>, BillingError> {
+        let fresh = checkout
+            .completed_at
+            .is_some_and(|paid| Utc::now() - paid < chrono::Duration::hours(1));
+        if !(started_here && fresh && checkout.created_account && !has_password)
+            || billing_store::checkout_token_issued(&self.db, &checkout.provider_session_id).await?
+        {
+            return Ok(None);
+        }
+        let secret = token::new_secret();
+        let expires = Utc::now() + chrono::Duration::hours(1);
+        billing_store::create_sign_in_token(
+            &self.db,
+            user_id,
+            email,
+            &checkout.provider_session_id,
+            token::hash_secret(&secret),
+            "checkout",
+            expires,
+        )
+        .await?;
+        Ok(Some(secret))
+    }
+
+    /// Pays back the $1 setup fee of the member's latest checkout, once: the refund is claimed
+    /// first (two clicks refund once) and given back if the provider fails.
+    pub async fn refund_fee(&self, user_id: &str) -> Result<(), RefundError> {
+        let checkout = billing_store::latest_fulfilled_checkout_of(&self.db, user_id)
+            .await
+            .map_err(BillingError::from)?
+            .filter(|checkout| checkout.refundable_fee)
+            .ok_or(RefundError::NothingToRefund)?;
+        if !billing_store::claim_refund(&self.db, &checkout.provider_session_id)
+            .await
+            .map_err(BillingError::from)?
+        {
+            return Err(RefundError::AlreadyRefunded);
+        }
+        match self.provider.refund_fee(&checkout).await {
+            Ok(()) => Ok(()),
+            // The provider has it refunded already (by us, or by hand in its dashboard).
+            Err(BillingError::NothingToRefund(_)) => Err(RefundError::AlreadyRefunded),
+            Err(error) => {
+                // Give the claim back, so the member can ask again.
+                if let Err(release) =
+                    billing_store::release_refund_claim(&self.db, &checkout.provider_session_id)
+                        .await
+                {
+                    tracing::warn!(%release, "a refund claim could not be given back");
+                }
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Cancels the member's subscription at the end of its period, recorded as a payment event
+    /// like any other. `None` when the member has no running subscription.
+    pub async fn cancel_subscription(
+        &self,
+        user_id: &str,
+    ) -> Result<Option<Canceled>, BillingError> {
+        let Some(facts) = billing_store::access_facts(&self.db, user_id).await? else {
+            return Ok(None);
+        };
+        // The stored snapshot when there is one (it must still be running); else the subscription
+        // the checkout named, whose events may not have arrived yet.
+        let subscription_id = match facts.subscription {
+            Some(stored) if stored.status().is_some_and(|status| status.grants_access()) => {
+                stored.id
+            }
+            Some(_) => return Ok(None),
+            None => match facts.subscription_id {
+                Some(id) => id,
+                None => return Ok(None),
+            },
+        };
+        let snapshot = self.provider.cancel_at_period_end(&subscription_id).await?;
+        let access_until = snapshot
+            .trial_end
+            .filter(|_| snapshot.status == SubscriptionStatus::Trialing)
+            .or(snapshot.current_period_end);
+        let event_id = demo::demo_id("evt_cancel");
+        self.process_event(
+            self.provider.name(),
+            &event_id,
+            "customer.subscription.updated",
+            json!({ "id": event_id, "subscription": subscription_id, "cancel_at_period_end": true }),
+            Some(BillingEvent::SubscriptionChanged(snapshot)),
+        )
+        .await?;
+        self.forget_check(user_id);
+        Ok(Some(Canceled { access_until }))
+    }
+
+    /// Where the member manages the subscription (`None`: no payment customer yet).
+    pub async fn portal_url(
+        &self,
+        user_id: &str,
+        return_url: &str,
+    ) -> Result<Option<String>, BillingError> {
+        let facts = billing_store::access_facts(&self.db, user_id).await?;
+        let Some(customer) = facts.and_then(|facts| facts.payment_customer_id) else {
+            return Ok(None);
+        };
+        Ok(Some(self.provider.portal_url(&customer, return_url).await?))
+    }
+
+    /// The debug page's simulated `checkout.session.completed` for `checkout`, through the same
+    /// handling as a real webhook: the event's id and what came of it.
+    pub async fn simulate_checkout_completed(
+        &self,
+        checkout: &StoredCheckout,
+        email: &Email,
+    ) -> Result<(String, String), BillingError> {
+        let event_id = demo::demo_id("evt_sim");
+        let completed = CompletedCheckout {
+            provider_session_id: checkout.provider_session_id.clone(),
+            email: email.as_str().to_owned(),
+            customer_id: checkout.customer_id.clone(),
+            subscription_id: checkout.subscription_id.clone(),
+            payment_intent_id: checkout.payment_intent_id.clone(),
+            completed_at: checkout.completed_at.unwrap_or_else(Utc::now),
+        };
+        let outcome = self
+            .process_event(
+                "simulation",
+                &event_id,
+                "checkout.session.completed",
+                json!({ "id": event_id, "type": "checkout.session.completed", "checkout": checkout.provider_session_id, "email": email.as_str() }),
+                Some(BillingEvent::CheckoutCompleted(completed)),
+            )
+            .await?;
+        let outcome = match outcome {
+            EventOutcome::Processed(text) => text,
+            EventOutcome::Duplicate => "duplicate".to_owned(),
+            EventOutcome::Ignored => "ignored".to_owned(),
+        };
+        Ok((event_id, outcome))
+    }
+}

@@ -1,0 +1,82 @@
+//! What every HTTP answer gets: its request id (`x-request-id`, the id in the request's log
+//! lines), the security headers, and long caching for content-hashed assets.
+
+use actix_web::HttpMessage;
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::middleware::Next;
+
+/// The response header that carries the request's id.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Answers with the id that `tracing_actix_web::TracingLogger` gave the request (its span's
+/// `request_id`, so a person's report can be found in the logs).
+pub async fn request_id_header(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let id = req
+        .extensions()
+        .get::<tracing_actix_web::RequestId>()
+        .map(ToString::to_string);
+    let mut response = next.call(req).await?;
+    if let Some(id) = id.and_then(|id| HeaderValue::from_str(&id).ok()) {
+        response
+            .headers_mut()
+            .insert(header::HeaderName::from_static(REQUEST_ID_HEADER), id);
+    }
+    Ok(response)
+}
+
+/// Security headers on every answer; long caching for content-hashed assets.
+pub async fn security_headers(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+    hsts: bool,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let cache = super::web_app::cache_headers_for(req.path());
+    let mut response = next.call(req).await?;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
+             connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; \
+             frame-ancestors 'none'; form-action 'self'",
+        ),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("strict-origin-when-cross-origin"),
+    );
+    headers.insert(
+        header::HeaderName::from_static("permissions-policy"),
+        HeaderValue::from_static("camera=(), microphone=(), geolocation=(), payment=()"),
+    );
+    headers.insert(
+        header::HeaderName::from_static("cross-origin-opener-policy"),
+        HeaderValue::from_static("same-origin"),
+    );
+    if hsts {
+        headers.insert(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static("max-age=31536000; includeSubDomains"),
+        );
+    }
+    if let Some(cache) = cache
+        && response.status().is_success()
+    {
+        response.headers_mut().insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_str(&cache.to_string())
+                .unwrap_or_else(|_| HeaderValue::from_static("no-cache")),
+        );
+    }
+    Ok(response)
+}
