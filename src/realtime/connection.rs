@@ -52,6 +52,9 @@ pub(crate) struct Connection {
     /// The next ping, or the deadline for the pong of the last one.
     heartbeat: Option<SpawnHandle>,
     awaiting_pong: bool,
+    /// A packet other than a pong came while the pong was awaited, and the wait started over (once
+    /// per ping, as engine.io does: the client is alive, its pong may be behind other packets).
+    pong_wait_extended: bool,
     connect_timer: Option<SpawnHandle>,
     opened_at: Instant,
     closed: bool,
@@ -103,6 +106,7 @@ impl Connection {
             limiter,
             heartbeat: None,
             awaiting_pong: false,
+            pong_wait_extended: false,
             connect_timer: None,
             opened_at: Instant::now(),
             closed: false,
@@ -221,11 +225,25 @@ where
 {
     let Some(conn) = open_conn(act) else { return };
     conn.awaiting_pong = true;
+    conn.pong_wait_extended = false;
+    await_pong(act, ctx);
+    act.write(ctx, vec![engineio::Packet::Ping(String::new())]);
+}
+
+/// Closes the connection unless a pong comes within the ping timeout.
+fn await_pong<A>(act: &mut A, ctx: &mut A::Context)
+where
+    A: Transport,
+    A::Context: AsyncContext<A> + ToEnvelope<A, Outbound>,
+{
+    let Some(conn) = open_conn(act) else { return };
+    if let Some(deadline) = conn.heartbeat.take() {
+        ctx.cancel_future(deadline);
+    }
     let timeout = conn.server.config().ping_timeout;
     conn.heartbeat = Some(ctx.run_later(timeout, |act: &mut A, ctx: &mut A::Context| {
         close(act, ctx, DisconnectReason::PingTimeout);
     }));
-    act.write(ctx, vec![engineio::Packet::Ping(String::new())]);
 }
 
 fn close_if_no_namespace<A>(act: &mut A, ctx: &mut A::Context)
@@ -260,14 +278,21 @@ where
     A::Context: AsyncContext<A> + ToEnvelope<A, Outbound>,
 {
     let Some(conn) = open_conn(act) else { return };
+    if conn.awaiting_pong
+        && !conn.pong_wait_extended
+        && !matches!(packet, engineio::Packet::Pong(_))
+    {
+        conn.pong_wait_extended = true;
+        await_pong(act, ctx);
+    }
+    let Some(conn) = open_conn(act) else { return };
     match packet {
+        // Awaited or not, a pong starts the ping interval over (engine.io refreshes its timer).
         engineio::Packet::Pong(_) => {
-            if conn.awaiting_pong {
-                if let Some(deadline) = conn.heartbeat.take() {
-                    ctx.cancel_future(deadline);
-                }
-                schedule_ping(act, ctx);
+            if let Some(timer) = conn.heartbeat.take() {
+                ctx.cancel_future(timer);
             }
+            schedule_ping(act, ctx);
         }
         // In Engine.IO v4 only the server pings (the upgrade probe is the WebSocket's business).
         engineio::Packet::Ping(_) => close(act, ctx, DisconnectReason::TransportError),
@@ -287,10 +312,8 @@ where
             on_message(act, ctx, message);
         }
         engineio::Packet::Close => close(act, ctx, DisconnectReason::TransportClose),
-        engineio::Packet::Noop => {}
-        engineio::Packet::Open(_) | engineio::Packet::Upgrade => {
-            close(act, ctx, DisconnectReason::ParseError)
-        }
+        // The client has no business sending these; the reference ignores them.
+        engineio::Packet::Noop | engineio::Packet::Open(_) | engineio::Packet::Upgrade => {}
     }
 }
 
@@ -376,9 +399,11 @@ where
                 close(act, ctx, DisconnectReason::ParseError);
                 return;
             };
-            // The decoder guarantees a leading event name.
+            // The decoder guarantees a leading event name: a string, or a number (named by its
+            // digits, as a JavaScript handler would see it).
             let name = match items.remove(0) {
                 Value::String(name) => name,
+                Value::Number(number) => number.to_string(),
                 _ => return,
             };
             let socket = joined.socket.clone();
@@ -474,10 +499,11 @@ fn recover(
     auth: &Map<String, Value>,
 ) -> Option<(SocketRef, Option<String>)> {
     server.config().recovery_window?;
+    // Both as strings, or no recovery (the reference's Namespace._createSocket).
     let pid = auth.get("pid")?.as_str()?;
-    let offset = auth.get("offset").and_then(Value::as_str);
+    let offset = auth.get("offset")?.as_str()?;
     let socket = server.take_parked(pid, namespace, offset)?;
-    Some((socket, offset.map(str::to_owned)))
+    Some((socket, Some(offset.to_owned())))
 }
 
 /// Handles what a socket asked its transport to do.

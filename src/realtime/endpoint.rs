@@ -54,6 +54,8 @@ pub(crate) enum Admitted {
     OpenPolling,
     Poll(String),
     Post(String),
+    /// Another method for the polling session `sid` (PUT, DELETE...).
+    OtherMethod(String),
 }
 
 impl RealtimeServer {
@@ -98,7 +100,7 @@ impl RealtimeServer {
             Some(sid) => match *method {
                 Method::GET => Ok(Admitted::Poll(sid)),
                 Method::POST => Ok(Admitted::Post(sid)),
-                _ => Err(EngineError::BadRequest.into()),
+                _ => Ok(Admitted::OtherMethod(sid)),
             },
         }
     }
@@ -128,7 +130,12 @@ async fn endpoint(
             Err(refused) => refused.response(),
             Ok(Admitted::OpenPolling) => open_polling(&server, &req),
             Ok(Admitted::Poll(sid)) => poll(&server, &sid).await,
-            Ok(Admitted::Post(sid)) => post(&server, &sid, body).await,
+            Ok(Admitted::Post(sid)) => post(&server, &sid, body, req.headers()).await,
+            // The reference's polling transport answers other methods 500, the session going on.
+            Ok(Admitted::OtherMethod(sid)) => match session(&server, &sid) {
+                Ok(_) => HttpResponse::InternalServerError().finish(),
+                Err(error) => error.response(),
+            },
             Ok(Admitted::OpenWebSocket | Admitted::UpgradeWebSocket(_)) => {
                 EngineError::BadRequest.response()
             }
@@ -196,11 +203,27 @@ async fn poll(server: &RealtimeServer, sid: &str) -> HttpResponse {
     }
 }
 
-async fn post(server: &RealtimeServer, sid: &str, body: web::Payload) -> HttpResponse {
+async fn post(
+    server: &RealtimeServer,
+    sid: &str,
+    body: web::Payload,
+    headers: &header::HeaderMap,
+) -> HttpResponse {
     let transport = match session(server, sid) {
         Ok(transport) => transport,
         Err(error) => return error.response(),
     };
+    // Engine.IO v4 sends binary as base64 text: a binary body ends the session, as in the
+    // reference ("invalid content").
+    if headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes() == b"application/octet-stream")
+    {
+        transport
+            .fail
+            .do_send(Fail(DisconnectReason::TransportError));
+        return HttpResponse::BadRequest().finish();
+    }
     let limit = server.config().max_payload;
     let bytes = match body.to_bytes_limited(limit).await {
         Ok(Ok(bytes)) => bytes,
@@ -215,7 +238,7 @@ async fn post(server: &RealtimeServer, sid: &str, body: web::Payload) -> HttpRes
     };
     let packets = std::str::from_utf8(&bytes)
         .ok()
-        .and_then(|text| engineio::decode_payload(text).ok());
+        .and_then(|text| engineio::decode_client_payload(text).ok());
     let Some(packets) = packets else {
         transport.fail.do_send(Fail(DisconnectReason::ParseError));
         return EngineError::BadRequest.response();

@@ -137,11 +137,50 @@ pub fn decode_payload(payload: &str) -> Result<Vec<Packet>, DecodeError> {
         .collect()
 }
 
+impl Packet {
+    /// A text packet as the server reads it from a client, as leniently as the reference's
+    /// parser (engine.io-parser takes data after any packet type): data after a close, upgrade or
+    /// noop means nothing, and an open packet, which no client sends, is read as a noop.
+    pub fn decode_from_client(text: &str) -> Result<Packet, DecodeError> {
+        match text.as_bytes().first() {
+            Some(b'0' | b'6') => Ok(Packet::Noop),
+            Some(b'1') => Ok(Packet::Close),
+            Some(b'5') => Ok(Packet::Upgrade),
+            _ => Packet::decode_text(text),
+        }
+    }
+}
+
+/// A polling POST's payload, read as [`Packet::decode_from_client`] reads each packet.
+pub fn decode_client_payload(payload: &str) -> Result<Vec<Packet>, DecodeError> {
+    payload
+        .split(RECORD_SEPARATOR)
+        .map(Packet::decode_from_client)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn a_clients_packets_are_read_as_leniently_as_the_reference_reads_them() {
+        assert_eq!(Packet::decode_from_client("1x"), Ok(Packet::Close));
+        assert_eq!(Packet::decode_from_client("5"), Ok(Packet::Upgrade));
+        assert_eq!(Packet::decode_from_client("6x"), Ok(Packet::Noop));
+        assert_eq!(Packet::decode_from_client("0"), Ok(Packet::Noop));
+        assert_eq!(
+            Packet::decode_from_client("3probe"),
+            Ok(Packet::Pong("probe".into()))
+        );
+        assert!(Packet::decode_from_client("9").is_err());
+        assert_eq!(
+            decode_client_payload("6x\u{1e}1"),
+            Ok(vec![Packet::Noop, Packet::Close])
+        );
+    }
 
     #[test]
     fn the_handshake_is_what_the_official_client_reads() {

@@ -18,21 +18,35 @@ pub(crate) enum EngineError {
 }
 
 impl EngineError {
+    /// The reference's code and text.
+    fn code_and_message(self) -> (u8, &'static str) {
+        match self {
+            Self::UnknownTransport => (0, "Transport unknown"),
+            Self::UnknownSid => (1, "Session ID unknown"),
+            Self::BadHandshakeMethod => (2, "Bad handshake method"),
+            Self::BadRequest | Self::PayloadTooLarge => (3, "Bad request"),
+            Self::Forbidden => (4, "Forbidden"),
+            Self::UnsupportedProtocolVersion => (5, "Unsupported protocol version"),
+        }
+    }
+
+    /// The answer to an HTTP request: JSON `{code, message}`, as engine.io's `abortRequest`.
     pub fn response(self) -> HttpResponse {
-        let (status, code, message) = match self {
-            Self::UnknownTransport => (StatusCode::BAD_REQUEST, 0, "Transport unknown"),
-            Self::UnknownSid => (StatusCode::BAD_REQUEST, 1, "Session ID unknown"),
-            Self::BadHandshakeMethod => (StatusCode::BAD_REQUEST, 2, "Bad handshake method"),
-            Self::BadRequest => (StatusCode::BAD_REQUEST, 3, "Bad request"),
-            Self::Forbidden => (StatusCode::FORBIDDEN, 4, "Forbidden"),
-            Self::UnsupportedProtocolVersion => {
-                (StatusCode::BAD_REQUEST, 5, "Unsupported protocol version")
-            }
-            Self::PayloadTooLarge => {
-                return HttpResponse::PayloadTooLarge().finish();
-            }
+        let status = match self {
+            Self::Forbidden => StatusCode::FORBIDDEN,
+            Self::PayloadTooLarge => return HttpResponse::PayloadTooLarge().finish(),
+            _ => StatusCode::BAD_REQUEST,
         };
+        let (code, message) = self.code_and_message();
         HttpResponse::build(status).json(serde_json::json!({"code": code, "message": message}))
+    }
+
+    /// The answer to a WebSocket upgrade request: 400 with the message as `text/html`, as
+    /// engine.io's `abortUpgrade` writes it whatever the error.
+    pub fn upgrade_response(self) -> HttpResponse {
+        HttpResponse::BadRequest()
+            .content_type("text/html")
+            .body(self.code_and_message().1)
     }
 }
 
@@ -55,6 +69,14 @@ impl From<EngineError> for Refusal {
 }
 
 impl Refusal {
+    /// The answer to a WebSocket upgrade request (engine.io's form for its own errors).
+    pub fn upgrade_response(self) -> HttpResponse {
+        match self {
+            Self::Engine(error) => error.upgrade_response(),
+            other => other.response(),
+        }
+    }
+
     pub fn response(self) -> HttpResponse {
         match self {
             Self::Engine(error) => error.response(),

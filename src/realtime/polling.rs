@@ -12,7 +12,8 @@ use super::connection::{self, Connection, Transport};
 use super::engineio::{self, Packet};
 use super::errors::EngineError;
 use super::session_messages::{
-    Deliver, Discard, Fail, HandOver, HandedOver, Poll, PollingHandle, Undiscard,
+    Deliver, Discard, Fail, HandOver, HandedOver, Poll, PollingHandle, Probing, SessionEnded,
+    Undiscard,
 };
 use super::sessions::PollingSessions;
 use super::socket::{DisconnectReason, Outbound, Route};
@@ -34,6 +35,8 @@ pub(crate) struct PollingTransport {
     client_closed: bool,
     /// After the handover: the WebSocket that now carries the connection.
     forward_to: Option<actix::Recipient<Outbound>>,
+    /// A WebSocket probing this session, told if it ends first.
+    prober: Option<actix::Recipient<SessionEnded>>,
 }
 
 impl PollingTransport {
@@ -49,6 +52,7 @@ impl PollingTransport {
             closed: false,
             client_closed: false,
             forward_to: None,
+            prober: None,
         }
     }
 
@@ -85,6 +89,9 @@ impl Actor for PollingTransport {
         if self.conn.is_some() {
             self.sessions.remove(&self.sid);
             self.answer_now(Packet::Close);
+            if let Some(prober) = self.prober.take() {
+                prober.do_send(SessionEnded);
+            }
         }
     }
 }
@@ -188,7 +195,16 @@ impl Handler<Undiscard> for PollingTransport {
 
     fn handle(&mut self, _: Undiscard, _: &mut Self::Context) {
         self.discarded = false;
+        self.prober = None;
         self.flush();
+    }
+}
+
+impl Handler<Probing> for PollingTransport {
+    type Result = ();
+
+    fn handle(&mut self, Probing(prober): Probing, _: &mut Self::Context) {
+        self.prober = Some(prober);
     }
 }
 

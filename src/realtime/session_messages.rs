@@ -36,6 +36,17 @@ pub(crate) struct Discard;
 #[rtype(result = "()")]
 pub(crate) struct Undiscard;
 
+/// A WebSocket started probing the session: it is told if the session ends meanwhile.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Probing(pub Recipient<SessionEnded>);
+
+/// The polling session a WebSocket was probing ended (the client closed it, or it timed out): as
+/// in the reference, the probe is closed too.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct SessionEnded;
+
 /// The upgrade is complete: the connection and its unsent packets move to the WebSocket.
 #[derive(Message)]
 #[rtype(result = "Option<HandedOver>")]
@@ -56,6 +67,7 @@ pub(crate) struct PollingHandle {
     pub fail: Recipient<Fail>,
     pub discard: Recipient<Discard>,
     pub undiscard: Recipient<Undiscard>,
+    pub probing: Recipient<Probing>,
     pub hand_over: Recipient<HandOver>,
 }
 
@@ -68,12 +80,14 @@ impl PollingHandle {
             + Handler<Fail>
             + Handler<Discard>
             + Handler<Undiscard>
+            + Handler<Probing>
             + Handler<HandOver>,
         A::Context: ToEnvelope<A, Poll>
             + ToEnvelope<A, Deliver>
             + ToEnvelope<A, Fail>
             + ToEnvelope<A, Discard>
             + ToEnvelope<A, Undiscard>
+            + ToEnvelope<A, Probing>
             + ToEnvelope<A, HandOver>,
     {
         Self {
@@ -82,6 +96,7 @@ impl PollingHandle {
             fail: addr.clone().recipient(),
             discard: addr.clone().recipient(),
             undiscard: addr.clone().recipient(),
+            probing: addr.clone().recipient(),
             hand_over: addr.clone().recipient(),
         }
     }

@@ -63,8 +63,18 @@ pub struct Packet {
 
 /// Longest namespace accepted; real ones are short names like `/funnel`.
 pub const MAX_NAMESPACE_LEN: usize = 256;
-/// Most binary attachments one packet may announce.
-pub const MAX_ATTACHMENTS: usize = 64;
+/// Most binary attachments one packet may announce (socket.io-parser's `maxAttachments`).
+pub const MAX_ATTACHMENTS: usize = 10;
+
+/// Event names the reference keeps for itself: a client's event of one of these is invalid.
+pub const RESERVED_EVENTS: [&str; 6] = [
+    "connect",
+    "connect_error",
+    "disconnect",
+    "disconnecting",
+    "newListener",
+    "removeListener",
+];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
@@ -158,6 +168,10 @@ impl Packet {
             if attachments > MAX_ATTACHMENTS {
                 return Err(DecodeError::TooManyAttachments(attachments));
             }
+            // A binary packet carries at least one attachment, as the reference decodes them.
+            if attachments == 0 {
+                return Err(DecodeError::InvalidAttachments);
+            }
             rest = &rest[dash + 1..];
         }
 
@@ -229,8 +243,13 @@ impl Packet {
                     "CONNECT_ERROR data must be an object",
                 )),
             },
+            // The name is a string other than a reserved one, or a number (socket.io-parser's
+            // isPayloadValid).
             PacketType::Event | PacketType::BinaryEvent => match &self.data {
-                Some(Value::Array(items)) if matches!(items.first(), Some(Value::String(_))) => {
+                Some(Value::Array(items))
+                    if matches!(items.first(), Some(Value::String(name)) if !RESERVED_EVENTS.contains(&name.as_str()))
+                        || matches!(items.first(), Some(Value::Number(_))) =>
+                {
                     self.check_placeholders()
                 }
                 _ => Err(DecodeError::InvalidData(
@@ -363,13 +382,22 @@ mod tests {
     }
 
     #[test]
+    fn an_event_may_be_named_by_a_number() {
+        let packet = decoded("2[1,\"two\"]");
+        assert_eq!(packet.data, Some(serde_json::json!([1, "two"])));
+    }
+
+    #[test]
     fn packets_that_break_the_rules_are_refused() {
         for bad in [
             "",
             "7",
             "2",
             "2{}",
-            "2[1]",
+            "2[true]",
+            r#"2["connect"]"#,
+            r#"2["disconnecting"]"#,
+            r#"2["removeListener",1]"#,
             r#"2["a""#,
             "3[]",
             r#"1["x"]"#,
@@ -379,6 +407,8 @@ mod tests {
             "5999999-[\"a\"]",
             r#"51-["a",{"_placeholder":true,"num":1}]"#,
             r#"50-["a",{"_placeholder":true,"num":0}]"#,
+            r#"50-["a"]"#,
+            r#"511-["a"]"#,
             "2/never-terminated[\"a\"]",
             "299999999999999999999999[\"a\"]",
         ] {

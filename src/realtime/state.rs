@@ -157,7 +157,7 @@ impl ServerState {
         &self,
         pid: &str,
         namespace: &str,
-        offset: Option<&str>,
+        offset: &str,
     ) -> Option<SocketRef> {
         let mut parked = lock(&self.0.parked);
         let (socket, expires) = parked.sockets.remove(pid)?;
@@ -165,9 +165,10 @@ impl ServerState {
             socket.expire();
             return None;
         }
-        if socket.namespace() != namespace || !socket.can_resume(offset) {
-            // A failed recovery ends the old session, as in the reference.
-            socket.expire();
+        if socket.namespace() != namespace || !socket.can_resume(Some(offset)) {
+            // As in the reference, a failed attempt leaves the session to a later one within
+            // its window.
+            parked.sockets.insert(pid.into(), (socket, expires));
             return None;
         }
         Some(socket)

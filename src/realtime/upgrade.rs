@@ -129,7 +129,7 @@ async fn accept(
 ) -> io::Result<()> {
     let transport = match admit(&server, &req) {
         Ok(transport) => transport,
-        Err(refused) => return answer(&mut framed, refused.response()).await,
+        Err(refused) => return answer(&mut framed, refused.upgrade_response()).await,
     };
     let switching = ws::handshake_response(req.head())
         .message_body(())
@@ -179,11 +179,29 @@ fn admit(server: &RealtimeServer, req: &Request) -> Result<websocket::WebSocketT
                 .state()
                 .handshake(&req.head().headers, req.peer_addr()),
         )),
-        Admitted::UpgradeWebSocket(sid) => websocket::upgrade(server, &sid).map_err(Refusal::from),
-        // A polling request that also asks for a WebSocket.
-        Admitted::OpenPolling | Admitted::Poll(_) | Admitted::Post(_) => {
-            Err(EngineError::BadRequest.into())
+        Admitted::UpgradeWebSocket(sid) => match websocket::upgrade(server, &sid) {
+            Ok(transport) => Ok(transport),
+            // A session that upgraded already (or started on a WebSocket), or is upgrading now:
+            // the reference accepts the WebSocket and closes it at once (engine.io's
+            // onWebSocket), and the session goes on.
+            Err(EngineError::UnknownSid | EngineError::BadRequest)
+                if server.state().is_live(&sid) =>
+            {
+                Ok(websocket::closed_at_once())
+            }
+            Err(error) => Err(error.into()),
+        },
+        // A WebSocket asked for with `transport=polling`: the reference accepts it and closes it
+        // at once (polling does not take upgraded requests), once the sid checks passed.
+        Admitted::Poll(sid) | Admitted::Post(sid) | Admitted::OtherMethod(sid)
+            if !server.state().is_live(&sid) =>
+        {
+            Err(EngineError::UnknownSid.into())
         }
+        Admitted::OpenPolling
+        | Admitted::Poll(_)
+        | Admitted::Post(_)
+        | Admitted::OtherMethod(_) => Ok(websocket::closed_at_once()),
     }
 }
 

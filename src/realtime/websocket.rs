@@ -17,7 +17,7 @@ use super::RealtimeServer;
 use super::connection::{self, Connection, Transport};
 use super::engineio::{Message, Packet};
 use super::errors::EngineError;
-use super::session_messages::{Discard, HandOver, PollingHandle, Undiscard};
+use super::session_messages::{Discard, HandOver, PollingHandle, Probing, SessionEnded, Undiscard};
 use super::socket::{DisconnectReason, Handshake, Outbound};
 use super::wire::{FrameReader, FrameWriter};
 
@@ -29,6 +29,10 @@ pub(crate) struct WebSocketTransport {
     /// rare, and every connection would carry its size).
     fragments: Option<Box<Fragments>>,
     max_payload: usize,
+    /// The status of the close frame this side sends. Like the reference (the `ws` package under
+    /// engine.io), a close of ours carries none (the client reads 1005), a client's close is
+    /// answered with its own status, and a message over the payload limit gets 1009.
+    close_reason: Option<CloseReason>,
 }
 
 // Nearly every WebSocket is `Open`; boxing the connection would cost each one an allocation.
@@ -76,10 +80,20 @@ impl WebSocketTransport {
                     polling.discard.do_send(Discard);
                 }
                 Packet::Upgrade => self.complete_upgrade(ctx),
-                _ => ctx.stop(),
+                // The reference closes such a probe (without a status); polling goes on.
+                _ => self.end_probe(ctx),
             },
             State::Closed => {}
         }
+    }
+
+    /// Ends a probe that did not become an upgrade with a close frame: polling goes on.
+    fn end_probe(&mut self, ctx: &mut Context<Self>) {
+        self.abandon_upgrade();
+        if let Some(writer) = &self.writer {
+            writer.close(self.close_reason.take());
+        }
+        ctx.stop();
     }
 
     fn complete_upgrade(&mut self, ctx: &mut Context<Self>) {
@@ -100,10 +114,7 @@ impl WebSocketTransport {
                     act.write(ctx, handed.unsent);
                     connection::start(act, ctx);
                 }
-                _ => {
-                    act.abandon_upgrade();
-                    ctx.stop();
-                }
+                _ => act.end_probe(ctx),
             }
         }));
     }
@@ -118,7 +129,7 @@ impl WebSocketTransport {
             connection::close(self, ctx, DisconnectReason::TransportError);
             return;
         };
-        match Packet::decode_text(text) {
+        match Packet::decode_from_client(text) {
             Ok(packet) => self.handle_packet(packet, ctx),
             Err(_) => connection::close(self, ctx, DisconnectReason::ParseError),
         }
@@ -142,18 +153,25 @@ impl Actor for WebSocketTransport {
                 self.write(ctx, vec![open]);
                 connection::start(self, ctx);
             }
-            State::Probing { server, .. } => {
+            State::Probing {
+                server, polling, ..
+            } => {
+                polling.probing.do_send(Probing(ctx.address().recipient()));
                 let timeout = server.config().upgrade_timeout;
                 // Only a probe that is still a probe gives up: once the upgrade finished, this
                 // actor carries the connection and must outlive the timer.
                 ctx.run_later(timeout, |act, ctx| {
                     if matches!(act.state, State::Probing { .. }) {
-                        act.abandon_upgrade();
-                        ctx.stop();
+                        act.end_probe(ctx);
                     }
                 });
             }
-            State::Closed => {}
+            State::Closed => {
+                if let Some(writer) = &self.writer {
+                    writer.close(None);
+                }
+                ctx.stop();
+            }
         }
     }
 
@@ -206,9 +224,19 @@ impl Transport for WebSocketTransport {
 
     fn close_transport(&mut self, ctx: &mut Self::Context) {
         if let Some(writer) = &self.writer {
-            writer.close(Some(CloseReason::from(CloseCode::Normal)));
+            writer.close(self.close_reason.take());
         }
         ctx.stop();
+    }
+}
+
+impl Handler<SessionEnded> for WebSocketTransport {
+    type Result = ();
+
+    fn handle(&mut self, _: SessionEnded, ctx: &mut Self::Context) {
+        if matches!(self.state, State::Probing { .. }) {
+            self.end_probe(ctx);
+        }
     }
 }
 
@@ -226,6 +254,9 @@ impl StreamHandler<Result<Frame, ProtocolError>> for WebSocketTransport {
             Ok(frame) => frame,
             Err(err) => {
                 tracing::debug!(%err, "WebSocket protocol error");
+                if matches!(err, ProtocolError::Overflow) {
+                    self.close_reason = Some(CloseReason::from(CloseCode::Size));
+                }
                 connection::close(self, ctx, DisconnectReason::TransportError);
                 return;
             }
@@ -251,6 +282,7 @@ impl StreamHandler<Result<Frame, ProtocolError>> for WebSocketTransport {
                     return;
                 };
                 if fragments.data.len() + chunk.len() > self.max_payload {
+                    self.close_reason = Some(CloseReason::from(CloseCode::Size));
                     connection::close(self, ctx, DisconnectReason::TransportError);
                     return;
                 }
@@ -265,7 +297,13 @@ impl StreamHandler<Result<Frame, ProtocolError>> for WebSocketTransport {
                 }
             }
             Frame::Pong(_) => {}
-            Frame::Close(_) => connection::close(self, ctx, DisconnectReason::TransportClose),
+            Frame::Close(reason) => {
+                self.close_reason = reason;
+                match self.state {
+                    State::Probing { .. } => self.end_probe(ctx),
+                    _ => connection::close(self, ctx, DisconnectReason::TransportClose),
+                }
+            }
         }
     }
 
@@ -281,6 +319,18 @@ pub(crate) fn open(server: &RealtimeServer, handshake: Handshake) -> WebSocketTr
         writer: None,
         fragments: None,
         max_payload: server.config().max_payload,
+        close_reason: None,
+    }
+}
+
+/// A WebSocket the reference accepts only to close it at once (without a status).
+pub(crate) fn closed_at_once() -> WebSocketTransport {
+    WebSocketTransport {
+        state: State::Closed,
+        writer: None,
+        fragments: None,
+        max_payload: 0,
+        close_reason: None,
     }
 }
 
@@ -299,6 +349,7 @@ pub(crate) fn upgrade(
         writer: None,
         fragments: None,
         max_payload: server.config().max_payload,
+        close_reason: None,
     })
 }
 
