@@ -9,10 +9,8 @@ use helpnow::loadtest::{self, Options};
 fn main() -> ExitCode {
     let options = match Options::parse(std::env::args().skip(1)) {
         Ok(options) => options,
-        Err(message) => {
-            eprintln!("{message}");
-            return ExitCode::from(2);
-        }
+        // The usage and what was wrong (exit 2), or the help (exit 0).
+        Err(error) => error.exit(),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -48,12 +48,18 @@ const FUNNEL_MESSAGES: [&str; 3] = [
     "I restarted the computer and it did not help",
 ];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What each virtual client does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scenario {
+    /// Hold a `/` connection open (memory per idle connection).
     Idle,
+    /// A chat funnel conversation to its final message, three messages `--think` apart.
     Funnel,
+    /// Everyone joins `/funnel` at once, then one conversation each (give a high `--ramp`).
     Burst,
+    /// Join `/funnel` and hold the live conversation until the end.
     Join,
+    /// A signed-in member sends chat messages and follows the streamed replies.
     Member,
 }
 
@@ -87,87 +93,84 @@ pub struct Options {
     pub json: bool,
 }
 
-pub const USAGE: &str = "usage: helpnow-loadtest --url URL --scenario idle|funnel|burst|join|member --connections N \
---ramp PER_SECOND --duration SECONDS [--think SECONDS] [--max-error-rate FRACTION] [--json] \
-[--ai-mock HOST:PORT [--ai-latency-ms MS] [--ai-tokens-per-second N] [--ai-reply-tokens N]]";
+/// A number of zero or more (seconds, milliseconds, a fraction).
+fn non_negative(value: &str) -> Result<f64, String> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite() && *n >= 0.0)
+        .ok_or_else(|| format!("a number of zero or more, not {value:?}"))
+}
+
+/// The command line, as clap reads it (`--help` lists it).
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "helpnow-loadtest",
+    about = "Drives thousands of simulated visitors or members against a HelpNow server and reports \
+             latencies, errors and the server's resource use (docs/benchmarks.md).",
+    after_help = "Exits 0 when the run passed, 1 when errors passed --max-error-rate, 2 on a bad \
+                  command line or an unreachable server. With --json the last line is the report."
+)]
+struct Cli {
+    /// The server, such as http://127.0.0.1:8080.
+    #[arg(long)]
+    url: url::Url,
+    /// What each virtual client does.
+    #[arg(long, value_enum)]
+    scenario: Scenario,
+    /// How many virtual clients.
+    #[arg(long, default_value_t = 100)]
+    connections: u64,
+    /// New connections per second.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    ramp: u64,
+    /// How long the run lasts, in seconds.
+    #[arg(long, default_value_t = 30.0, value_parser = non_negative, value_name = "SECONDS")]
+    duration: f64,
+    /// The pause before each message, in seconds (funnel and member scenarios).
+    #[arg(long, default_value_t = 5.0, value_parser = non_negative, value_name = "SECONDS")]
+    think: f64,
+    /// The share of errors (of connections plus messages) above which the run fails.
+    #[arg(long, default_value_t = 0.01, value_parser = non_negative, value_name = "FRACTION")]
+    max_error_rate: f64,
+    /// Print the report as one JSON object on the last line too.
+    #[arg(long)]
+    json: bool,
+    /// Serve a mock OpenAI-compatible provider here for the server to use (member scenario).
+    #[arg(long, value_name = "HOST:PORT")]
+    ai_mock: Option<SocketAddr>,
+    /// The mock's wait before its first token, in milliseconds.
+    #[arg(long, default_value_t = 200.0, value_parser = non_negative, value_name = "MS")]
+    ai_latency_ms: f64,
+    /// The mock's tokens per second.
+    #[arg(long, default_value_t = 50.0, value_parser = non_negative, value_name = "N")]
+    ai_tokens_per_second: f64,
+    /// The tokens of each mock reply.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    ai_reply_tokens: u32,
+}
 
 impl Options {
-    /// Parses the command line (without the program name).
-    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
-        let mut url = None;
-        let mut scenario = None;
-        let mut connections = 100;
-        let mut ramp = 1000;
-        let mut duration = Duration::from_secs(30);
-        let mut think = Duration::from_secs(5);
-        let mut max_error_rate = 0.01;
-        let mut json = false;
-        let mut ai_mock = None;
-        let mut ai = ai_mock::MockAiSettings {
-            latency: Duration::from_millis(200),
-            tokens_per_second: 50.0,
-            reply_tokens: 100,
-        };
-        let mut args = args.into_iter();
-        while let Some(flag) = args.next() {
-            if flag == "--json" {
-                json = true;
-                continue;
-            }
-            let value = args
-                .next()
-                .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
-            let number = |value: &str| {
-                value
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|n| n.is_finite() && *n >= 0.0)
-                    .ok_or_else(|| format!("{flag} takes a number, not {value:?}"))
-            };
-            match flag.as_str() {
-                "--url" => {
-                    url = Some(
-                        url::Url::parse(&value)
-                            .map_err(|error| format!("--url {value:?}: {error}"))?,
-                    );
-                }
-                "--scenario" => {
-                    scenario = Some(match value.as_str() {
-                        "idle" => Scenario::Idle,
-                        "funnel" => Scenario::Funnel,
-                        "burst" => Scenario::Burst,
-                        "join" => Scenario::Join,
-                        "member" => Scenario::Member,
-                        other => return Err(format!("unknown scenario {other:?}\n{USAGE}")),
-                    });
-                }
-                "--connections" => connections = number(&value)? as u64,
-                "--ramp" => ramp = (number(&value)? as u64).max(1),
-                "--duration" => duration = Duration::from_secs_f64(number(&value)?),
-                "--think" => think = Duration::from_secs_f64(number(&value)?),
-                "--max-error-rate" => max_error_rate = number(&value)?,
-                "--ai-mock" => {
-                    ai_mock = Some(value.parse().map_err(|error| {
-                        format!("--ai-mock takes HOST:PORT, such as 127.0.0.1:9100 ({error})")
-                    })?);
-                }
-                "--ai-latency-ms" => ai.latency = Duration::from_secs_f64(number(&value)? / 1000.0),
-                "--ai-tokens-per-second" => ai.tokens_per_second = number(&value)?.max(0.001),
-                "--ai-reply-tokens" => ai.reply_tokens = (number(&value)? as u32).max(1),
-                other => return Err(format!("unknown option {other}\n{USAGE}")),
-            }
-        }
+    /// Parses the command line (without the program name). A bad one, and `--help`, are clap's
+    /// errors: `error.exit()` prints them and exits (2, or 0 for the help).
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, clap::Error> {
+        use clap::Parser;
+        let cli = Cli::try_parse_from(std::iter::once("helpnow-loadtest".to_owned()).chain(args))?;
         Ok(Self {
-            url: url.ok_or_else(|| format!("--url is required\n{USAGE}"))?,
-            scenario: scenario.ok_or_else(|| format!("--scenario is required\n{USAGE}"))?,
-            connections,
-            ramp,
-            duration,
-            think,
-            ai_mock,
-            ai,
-            max_error_rate,
-            json,
+            url: cli.url,
+            scenario: cli.scenario,
+            connections: cli.connections,
+            ramp: cli.ramp,
+            duration: Duration::from_secs_f64(cli.duration),
+            think: Duration::from_secs_f64(cli.think),
+            ai_mock: cli.ai_mock,
+            ai: ai_mock::MockAiSettings {
+                latency: Duration::from_secs_f64(cli.ai_latency_ms / 1000.0),
+                tokens_per_second: cli.ai_tokens_per_second.max(0.001),
+                reply_tokens: cli.ai_reply_tokens,
+            },
+            max_error_rate: cli.max_error_rate,
+            json: cli.json,
         })
     }
 }
@@ -237,6 +240,9 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
     let ends = started + options.duration;
     let peak = Arc::new(std::sync::Mutex::new(before));
     let sampler = tokio::spawn(sample_peak(http.clone(), metrics_url.clone(), peak.clone()));
+    // Long runs say how they go, once a second, on standard error.
+    let progress = (options.duration >= PROGRESS_FROM)
+        .then(|| tokio::spawn(report_progress(stats.clone(), started)));
     // What the server holds just before the clients leave: the cost of what they hold (idle
     // connections, live conversations), apart from the transient peak of getting them in.
     let holding = tokio::spawn({
@@ -283,6 +289,9 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
         }
     }
     sampler.abort();
+    if let Some(progress) = progress {
+        progress.abort();
+    }
     if let Some(mock) = mock {
         mock.abort();
     }
@@ -369,6 +378,38 @@ async fn metrics_text(http: &reqwest::Client, url: &url::Url) -> String {
 
 async fn server_use(http: &reqwest::Client, url: &url::Url) -> ServerUse {
     ServerUse::parse(&metrics_text(http, url).await)
+}
+
+/// Runs at least this long print a progress line each second.
+const PROGRESS_FROM: Duration = Duration::from_secs(10);
+
+/// One line a second on standard error: connections opened, messages a second, errors, and the
+/// p99 so far of the acknowledgements (or of the first latency series there is).
+async fn report_progress(stats: Arc<Stats>, started: Instant) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut last_sent = 0;
+    let mut tick =
+        tokio::time::interval_at(started + Duration::from_secs(1), Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let sent = stats.messages_sent.load(Relaxed);
+        let latencies = stats.latencies();
+        let p99 = latencies
+            .get("ack_ms")
+            .map(|p| ("ack_ms", p))
+            .or_else(|| latencies.iter().next().map(|(series, p)| (*series, p)))
+            .map(|(series, p)| format!(", {series} p99 {:.1} ms", p.p99))
+            .unwrap_or_default();
+        eprintln!(
+            "[{:>4}s] {} connections opened ({} failed), {} messages/s, {} errors{p99}",
+            started.elapsed().as_secs(),
+            stats.connections_opened.load(Relaxed),
+            stats.connections_failed.load(Relaxed),
+            sent - last_sent,
+            stats.error_count(),
+        );
+        last_sent = sent;
+    }
 }
 
 /// Keeps the highest memory and connection count the server reports, once a second.
@@ -605,7 +646,7 @@ mod tests {
     use super::*;
 
     fn parse(line: &str) -> Result<Options, String> {
-        Options::parse(line.split_whitespace().map(str::to_owned))
+        Options::parse(line.split_whitespace().map(str::to_owned)).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -624,11 +665,17 @@ mod tests {
             let line = format!("--url http://127.0.0.1:8080 --scenario {name}");
             assert_eq!(parse(&line).expect("parses").scenario, scenario);
         }
-        assert!(parse("--scenario idle").is_err_and(|e| e.contains("--url is required")));
+        assert!(parse("--scenario idle").is_err_and(|e| e.contains("--url <URL>")));
         assert!(
-            parse("--url http://x --scenario dance").is_err_and(|e| e.contains("unknown scenario"))
+            parse("--url http://x --scenario dance")
+                .is_err_and(|e| e.contains("invalid value 'dance'") && e.contains("member"))
         );
         assert!(parse("--url http://x --scenario idle --connections many").is_err());
+        assert!(parse("--url http://x --scenario idle --think -1").is_err());
+        assert!(parse("--url http://x --scenario idle --ramp 0").is_err());
+        let help = Options::parse(["--help".to_owned()]).expect_err("help is clap's");
+        assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
+        assert!(help.to_string().contains("--max-error-rate <FRACTION>"));
     }
 
     #[test]

@@ -1,12 +1,36 @@
-//! What a load run measured: counters, latency samples, errors by kind, and the report (a human
+//! What a load run measured: counters, latency histograms, errors by kind, and the report (a human
 //! summary and one JSON object).
+//!
+//! Latencies go into HdrHistograms (microseconds, three significant figures), one set per shard:
+//! each worker thread records into its own shard, so thousands of clients never queue on one lock,
+//! and the report (or the progress line) merges the shards. Memory stays fixed however long the run.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use hdrhistogram::Histogram;
 use serde_json::{Value, json};
+
+/// Latency shards: more than the generator's worker threads.
+const SHARDS: usize = 16;
+
+/// This thread's shard (threads take them in turn as they first record).
+fn shard_index() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
+    }
+    SHARD.with(|shard| *shard)
+}
+
+/// A histogram of microseconds, three significant figures, growing as larger values come.
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new(3).expect("three significant figures are within HdrHistogram's range")
+}
+
+type Series = BTreeMap<&'static str, Histogram<u64>>;
 
 /// Shared by every virtual client of a run.
 #[derive(Default)]
@@ -16,7 +40,7 @@ pub struct Stats {
     pub messages_sent: AtomicU64,
     pub messages_acked: AtomicU64,
     pub replies: AtomicU64,
-    samples: Mutex<BTreeMap<&'static str, Vec<f64>>>,
+    shards: [Mutex<Series>; SHARDS],
     errors: Mutex<BTreeMap<String, u64>>,
 }
 
@@ -25,14 +49,35 @@ impl Stats {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A latency sample of `series` (kept in milliseconds).
+    /// A latency sample of `series`.
     pub fn sample(&self, series: &'static str, value: Duration) {
-        self.samples
+        let micros = u64::try_from(value.as_micros()).unwrap_or(u64::MAX);
+        self.shards[shard_index()]
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .entry(series)
-            .or_default()
-            .push(value.as_secs_f64() * 1000.0);
+            .or_insert_with(new_histogram)
+            // An auto-resizing histogram takes any value (saturating_record would clamp to its
+            // current size instead).
+            .record(micros.max(1))
+            .unwrap_or_else(|error| tracing::warn!(%error, series, "a latency was not recorded"));
+    }
+
+    /// Every shard's histograms of each series, merged.
+    fn merged(&self) -> Series {
+        let mut merged = Series::new();
+        for shard in &self.shards {
+            let shard = shard
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (series, histogram) in shard.iter() {
+                let into = merged.entry(series).or_insert_with(new_histogram);
+                if let Err(error) = into.add(histogram) {
+                    tracing::warn!(%error, series, "a latency histogram could not be merged");
+                }
+            }
+        }
+        merged
     }
 
     pub fn error(&self, kind: impl Into<String>) {
@@ -52,20 +97,13 @@ impl Stats {
             .sum()
     }
 
-    fn percentiles(&self, series: &str) -> Option<Percentiles> {
-        let samples = self
-            .samples
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        Percentiles::of(samples.get(series)?)
-    }
-
-    fn series(&self) -> Vec<&'static str> {
-        self.samples
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .keys()
-            .copied()
+    /// Each series' percentiles so far.
+    pub fn latencies(&self) -> BTreeMap<&'static str, Percentiles> {
+        self.merged()
+            .iter()
+            .filter_map(|(series, histogram)| {
+                Some((*series, Percentiles::of_histogram(histogram)?))
+            })
             .collect()
     }
 
@@ -89,6 +127,23 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
+    /// From a histogram of microseconds (HdrHistogram's quantiles: the value at or above the
+    /// fraction of all samples, to three significant figures).
+    pub fn of_histogram(histogram: &Histogram<u64>) -> Option<Self> {
+        if histogram.is_empty() {
+            return None;
+        }
+        let ms = |micros: u64| micros as f64 / 1000.0;
+        Some(Self {
+            count: usize::try_from(histogram.len()).unwrap_or(usize::MAX),
+            p50: ms(histogram.value_at_quantile(0.50)),
+            p95: ms(histogram.value_at_quantile(0.95)),
+            p99: ms(histogram.value_at_quantile(0.99)),
+            p999: ms(histogram.value_at_quantile(0.999)),
+            max: ms(histogram.max()),
+        })
+    }
+
     pub fn of(samples: &[f64]) -> Option<Self> {
         if samples.is_empty() {
             return None;
@@ -317,10 +372,8 @@ impl Report {
     pub fn to_json(&self, stats: &Stats) -> Value {
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         let mut latencies = serde_json::Map::new();
-        for series in stats.series() {
-            if let Some(p) = stats.percentiles(series) {
-                latencies.insert(series.to_owned(), p.to_json());
-            }
+        for (series, p) in stats.latencies() {
+            latencies.insert(series.to_owned(), p.to_json());
         }
         let cpu = match (self.before.cpu_seconds, self.after.cpu_seconds) {
             (Some(before), Some(after)) => Some(after - before),
@@ -404,13 +457,11 @@ impl Report {
         for (kind, count) in stats.errors() {
             out.push_str(&format!("    error {kind}: {count}\n"));
         }
-        for series in stats.series() {
-            if let Some(p) = stats.percentiles(series) {
-                out.push_str(&format!(
+        for (series, p) in stats.latencies() {
+            out.push_str(&format!(
                     "  {series:<22} p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms  p999 {:.2} ms  max {:.2} ms  (n={})\n",
                     p.p50, p.p95, p.p99, p.p999, p.max, p.count
                 ));
-            }
         }
         if let (Some(before), Some(peak)) = (self.before.rss_bytes, self.peak.rss_bytes) {
             out.push_str(&format!(
@@ -461,6 +512,30 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latencies_are_merged_from_every_threads_histograms() {
+        let stats = std::sync::Arc::new(Stats::default());
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let stats = stats.clone();
+                std::thread::spawn(move || {
+                    for ms in 1..=250u64 {
+                        stats.sample("ack_ms", Duration::from_millis(t * 250 + ms));
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().expect("recorded");
+        }
+        let p = stats.latencies()["ack_ms"];
+        assert_eq!(p.count, 1000);
+        // Three significant figures.
+        assert!((p.p50 - 500.0).abs() <= 0.5, "{p:?}");
+        assert!((p.p99 - 990.0).abs() <= 1.0, "{p:?}");
+        assert!((p.max - 1000.0).abs() <= 1.0, "{p:?}");
+    }
 
     #[test]
     fn percentiles_are_nearest_rank() {
