@@ -1,6 +1,6 @@
 //! The HelpNow server: configuration, store, accounts, HTTP routes and the real-time channel.
 
-pub mod actor_socket;
+pub mod adapters;
 pub mod ai;
 pub mod auth;
 pub mod billing;

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 use super::events::{refuse_unknown, sent_text};
 use super::relay::FunnelRelay;
-use crate::actor_socket::{SocketClient, reply};
+use crate::adapters::socket::{SocketClient, reply};
 use crate::client::AddressLimiter;
 use crate::domain::VisitorId;
 use crate::realtime::{ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};

@@ -11,7 +11,7 @@ use helpnow_actors::member::{Event, Join, MemberActor, MemberRegistry, StopAck};
 use helpnow_actors::ports::ActorClient;
 use serde_json::{Value, json};
 
-use crate::actor_socket::{SocketClient, reply};
+use crate::adapters::socket::{SocketClient, reply};
 use crate::auth::session::COOKIE_NAME;
 use crate::auth::token;
 use crate::client::AddressLimiter;

@@ -1,0 +1,69 @@
+//! The actors' analytics port: their events go to the analytics table with the batch's other
+//! writes (`store::batch`), under the visitor (funnels) or the member's account (members). A name
+//! outside the spec's list is refused and logged; a failure is logged, never shown to anyone.
+
+use helpnow_actors::ports::Analytics;
+
+use crate::domain::analytics::EventName;
+use crate::store::analytics::NewAnalyticsEvent;
+use crate::store::batch::{Batcher, Statement};
+
+/// Whom the events of an actor kind are about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Subject {
+    /// A funnel's visitor (the visitor id).
+    Visitor,
+    /// A member (the user id).
+    Member,
+}
+
+pub struct BatchedAnalytics {
+    batcher: Batcher,
+    subject: Subject,
+}
+
+impl BatchedAnalytics {
+    /// The funnel actors' events, recorded with the visitor.
+    pub fn visitors(batcher: Batcher) -> Self {
+        Self {
+            batcher,
+            subject: Subject::Visitor,
+        }
+    }
+
+    /// The member actors' events, recorded under the member's account.
+    pub fn members(batcher: Batcher) -> Self {
+        Self {
+            batcher,
+            subject: Subject::Member,
+        }
+    }
+}
+
+impl Analytics for BatchedAnalytics {
+    fn record(&self, event: &'static str, subject: &str, properties: serde_json::Value) {
+        let Ok(name) = EventName::parse(event) else {
+            tracing::warn!(event, "an actor named an unknown analytics event");
+            return;
+        };
+        let statement = match self.subject {
+            Subject::Visitor => Statement::Analytics(NewAnalyticsEvent {
+                name: name.as_str().to_owned(),
+                properties,
+                visitor: Some(subject.to_owned()),
+                path: None,
+            }),
+            Subject::Member => Statement::MemberEvent {
+                name: name.as_str().to_owned(),
+                user: subject.to_owned(),
+                properties,
+            },
+        };
+        let batcher = self.batcher.clone();
+        tokio::spawn(async move {
+            if let Err(error) = batcher.submit(statement).await {
+                tracing::warn!(%error, event = %name, "an analytics event could not be stored");
+            }
+        });
+    }
+}
