@@ -1,4 +1,4 @@
-import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
+import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { authApi, type User } from './auth';
 
 export type Session = {
@@ -21,12 +21,17 @@ const SessionContext = createContext<Session>({
 /** Who is signed in, as the server says: the session cookie is HttpOnly, so only it can tell. */
 export function SessionProvider({ children }: { children: ReactNode }) {
   const [user, setUser] = useState<User | null | undefined>(undefined);
+  // Bumped by every sign-in and sign-out: an answer of `/api/auth/me` asked before one of them is
+  // stale (a slow answer must not sign back in a member who just signed out).
+  const generation = useRef(0);
 
   const refresh = useCallback(async () => {
+    const asked = generation.current;
     try {
-      setUser((await authApi.me()).user);
+      const me = (await authApi.me()).user;
+      if (generation.current === asked) setUser(me);
     } catch {
-      setUser((current) => current ?? null);
+      if (generation.current === asked) setUser((current) => current ?? null);
     }
   }, []);
 
@@ -34,15 +39,22 @@ export function SessionProvider({ children }: { children: ReactNode }) {
     void refresh();
   }, [refresh]);
 
+  const signedIn = useCallback((next: User) => {
+    generation.current += 1;
+    setUser(next);
+  }, []);
+
   const signOut = useCallback(async () => {
+    generation.current += 1;
     try {
       await authApi.logout();
     } finally {
+      generation.current += 1;
       setUser(null);
     }
   }, []);
 
-  const value = useMemo<Session>(() => ({ user, signedIn: setUser, signOut, refresh }), [user, signOut, refresh]);
+  const value = useMemo<Session>(() => ({ user, signedIn, signOut, refresh }), [user, signedIn, signOut, refresh]);
   return <SessionContext.Provider value={value}>{children}</SessionContext.Provider>;
 }
 

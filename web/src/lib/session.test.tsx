@@ -1,0 +1,66 @@
+import { act, render, screen } from '@testing-library/react';
+import { useEffect } from 'react';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { mockApi } from '../test/fetch-mock';
+import { SessionProvider, useSession, type Session } from './session';
+
+const MEMBER = { id: 'u1', email: 'ann@example.com', hasPassword: true };
+
+let session: Session | undefined;
+
+function Probe() {
+  const current = useSession();
+  useEffect(() => {
+    session = current;
+  });
+  const user = current.user;
+  return <p>{user === undefined ? 'asking' : user === null ? 'signed out' : user.email}</p>;
+}
+
+afterEach(() => {
+  vi.unstubAllGlobals();
+  session = undefined;
+});
+
+describe('SessionProvider', () => {
+  it('does not let a slow answer of /api/auth/me sign back in a member who signed out meanwhile', async () => {
+    let calls = 0;
+    let answerMe: (() => void) | undefined;
+    mockApi({
+      // The first answer comes at once; the second (a refresh) only when the test says.
+      'GET /api/auth/me': () => {
+        calls += 1;
+        const reply = { body: { user: MEMBER } };
+        if (calls === 1) return reply;
+        return new Promise((resolve) => {
+          answerMe = () => resolve(reply);
+        });
+      },
+      'POST /api/auth/logout': { body: null },
+    });
+    render(
+      <SessionProvider>
+        <Probe />
+      </SessionProvider>,
+    );
+    expect(await screen.findByText('ann@example.com')).toBeTruthy();
+
+    // A refresh is asked (the members page asks for the access facts), and before its answer comes,
+    // the member signs out.
+    let refreshed: Promise<void> | undefined;
+    act(() => {
+      refreshed = session?.refresh();
+    });
+    await act(async () => {
+      await session?.signOut();
+    });
+    expect(screen.getByText('signed out')).toBeTruthy();
+
+    // The stale answer arrives: it changes nothing.
+    await act(async () => {
+      answerMe?.();
+      await refreshed;
+    });
+    expect(screen.getByText('signed out')).toBeTruthy();
+  });
+});
