@@ -2,18 +2,21 @@
 //! point the server's `ai.base_url` at it (`http://ADDR/v1`). It answers
 //! `POST .../chat/completions` after `latency`, streamed (`"stream": true`, server-sent events of
 //! `chat.completion.chunk`s over chunked HTTP/1.1, as OpenAI sends them) at `tokens_per_second`, or
-//! whole. Connections are kept alive, as a provider's are.
+//! whole. It runs on actix-web (its own two workers); connections are kept alive, as a provider's
+//! are.
 //!
 //! Each token is `w<microseconds since the Unix epoch> `: the moment it was written. A client on
 //! the same machine that receives it in a `chat:delta` knows how long the server took to pass it
 //! on (the token forwarding overhead), whichever generator process wrote it.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use actix_web::dev::ServerHandle;
+use actix_web::{App, HttpResponse, HttpServer, web};
+use bytes::Bytes;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
 
 /// The longest request accepted (the server sends at most 20 messages of context).
 const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -41,128 +44,92 @@ pub fn stamps(text: &str) -> impl Iterator<Item = u64> + '_ {
         .filter_map(|word| word.strip_prefix('w')?.parse().ok())
 }
 
-/// Listens on `address` and serves until the returned task is aborted.
+/// The running mock: `abort` stops it.
+pub struct MockServer(ServerHandle);
+
+impl MockServer {
+    /// Stops serving (the connections open now end).
+    pub fn abort(&self) {
+        let handle = self.0.clone();
+        tokio::spawn(async move { handle.stop(false).await });
+    }
+}
+
+/// Listens on `address` (actix-web, two workers of its own) and serves until aborted.
 pub async fn start(
     address: SocketAddr,
     settings: MockAiSettings,
-) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    let listener = TcpListener::bind(address).await?;
-    let bound = listener.local_addr()?;
-    let task = tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                // Out of files, say: wait rather than spin.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            };
-            let _ = stream.set_nodelay(true);
-            tokio::spawn(serve(stream, settings));
-        }
-    });
-    Ok((bound, task))
-}
-
-/// One connection: requests one after another until the client closes it or hangs up.
-async fn serve(stream: TcpStream, settings: MockAiSettings) {
-    let mut stream = BufReader::new(stream);
-    while let Ok(Some(body)) = read_request(&mut stream).await {
-        let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let streamed = request.get("stream") == Some(&Value::Bool(true));
-        tokio::time::sleep(settings.latency).await;
-        let answered = if streamed {
-            stream_answer(stream.get_mut(), settings).await
-        } else {
-            whole_answer(stream.get_mut(), settings).await
-        };
-        if answered.is_err() {
-            return;
-        }
-    }
-}
-
-/// The body of the next request, `None` when the client closed the connection.
-async fn read_request(stream: &mut BufReader<TcpStream>) -> std::io::Result<Option<Vec<u8>>> {
-    let mut length = 0;
-    let mut first = true;
-    loop {
-        let mut line = String::new();
-        if stream.read_line(&mut line).await? == 0 {
-            return Ok(None);
-        }
-        if first {
-            first = false;
-            if !line.starts_with("POST ") {
-                return Err(std::io::Error::other("only POST is served"));
-            }
-            continue;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap_or(0);
-        }
-    }
-    if length > MAX_BODY {
-        return Err(std::io::Error::other("the request is too large"));
-    }
-    let mut body = vec![0; length];
-    stream.read_exact(&mut body).await?;
-    Ok(Some(body))
+) -> std::io::Result<(SocketAddr, MockServer)> {
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(web::Data::new(settings))
+            .app_data(web::PayloadConfig::new(MAX_BODY))
+            // Any path ending in the chat-completion endpoint (`/v1/chat/completions`).
+            .route("/{path:.*}", web::post().to(complete))
+    })
+    .workers(2)
+    .disable_signals()
+    .bind(address)?;
+    let bound = server
+        .addrs()
+        .first()
+        .copied()
+        .ok_or_else(|| std::io::Error::other("the mock is bound to no address"))?;
+    let server = server.run();
+    let handle = server.handle();
+    tokio::spawn(server);
+    Ok((bound, MockServer(handle)))
 }
 
 fn token() -> String {
     format!("w{} ", now_micros())
 }
 
-async fn whole_answer(stream: &mut TcpStream, settings: MockAiSettings) -> std::io::Result<()> {
-    let content: String = (0..settings.reply_tokens.max(1)).map(|_| token()).collect();
-    let body = json!({
-        "id": "chatcmpl-loadtest",
-        "object": "chat.completion",
-        "choices": [{
-            "index": 0,
-            "message": { "role": "assistant", "content": content },
-            "finish_reason": "stop",
-        }],
-    })
-    .to_string();
-    let response = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(response.as_bytes()).await
+/// A chat completion after `latency`: streamed when the request asks for it, else whole.
+async fn complete(settings: web::Data<MockAiSettings>, body: web::Bytes) -> HttpResponse {
+    let settings = **settings;
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    tokio::time::sleep(settings.latency).await;
+    if request.get("stream") == Some(&Value::Bool(true)) {
+        HttpResponse::Ok()
+            .content_type("text/event-stream")
+            .insert_header(("cache-control", "no-cache"))
+            .streaming(chunks(settings))
+    } else {
+        let content: String = (0..settings.reply_tokens.max(1)).map(|_| token()).collect();
+        HttpResponse::Ok().json(json!({
+            "id": "chatcmpl-loadtest",
+            "object": "chat.completion",
+            "choices": [{
+                "index": 0,
+                "message": { "role": "assistant", "content": content },
+                "finish_reason": "stop",
+            }],
+        }))
+    }
 }
 
-async fn stream_answer(stream: &mut TcpStream, settings: MockAiSettings) -> std::io::Result<()> {
-    stream
-        .write_all(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
-              Transfer-Encoding: chunked\r\n\r\n",
-        )
-        .await?;
+/// The server-sent events of a streamed answer: a `chat.completion.chunk` per token at a steady
+/// cadence (each token at its own time, however late the one before was), then `[DONE]`.
+fn chunks(settings: MockAiSettings) -> impl futures_util::Stream<Item = Result<Bytes, Infallible>> {
     let interval = Duration::from_secs_f64(1.0 / settings.tokens_per_second.max(0.001));
+    let tokens = settings.reply_tokens.max(1);
     let started = tokio::time::Instant::now();
-    for index in 0..settings.reply_tokens.max(1) {
-        // A steady cadence: each token at its own time, however late the one before was.
+    futures_util::stream::unfold(0, move |index| async move {
+        if index > tokens {
+            return None;
+        }
+        if index == tokens {
+            return Some((Ok(Bytes::from_static(b"data: [DONE]\n\n")), index + 1));
+        }
         tokio::time::sleep_until(started + interval * index).await;
         let chunk = json!({
             "id": "chatcmpl-loadtest",
             "object": "chat.completion.chunk",
             "choices": [{ "index": 0, "delta": { "content": token() }, "finish_reason": null }],
         });
-        write_chunk(stream, &format!("data: {chunk}\n\n")).await?;
-    }
-    write_chunk(stream, "data: [DONE]\n\n").await?;
-    stream.write_all(b"0\r\n\r\n").await
-}
-
-async fn write_chunk(stream: &mut TcpStream, data: &str) -> std::io::Result<()> {
-    let framed = format!("{:x}\r\n{data}\r\n", data.len());
-    stream.write_all(framed.as_bytes()).await
+        Some((Ok(Bytes::from(format!("data: {chunk}\n\n"))), index + 1))
+    })
 }
 
 #[cfg(test)]
