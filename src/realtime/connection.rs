@@ -15,9 +15,10 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde_json::{Map, Value, json};
 
 use super::engineio::{self, Message, OpenPayload};
+use super::namespace::{ConnectRequest, Handshake};
+use super::payload::{ConnectError, DisconnectReason, Payload};
 use super::socket::{
-    AckSender, ConnectError, ConnectFinished, ConnectRequest, DisconnectReason, Handshake,
-    Outbound, Outgoing, Payload, Resume, Route, SocketEvent, SocketRef,
+    AckSender, ConnectFinished, Outbound, Outgoing, Resume, Route, SocketEvent, SocketRef,
 };
 use super::socketio::{self, PacketType};
 use super::state::ServerState;

@@ -10,9 +10,9 @@ use super::RealtimeServer;
 use super::connection::Connection;
 use super::engineio::{self, Packet};
 use super::errors::{EngineError, Refusal};
+use super::payload::DisconnectReason;
 use super::polling;
 use super::session_messages::{Deliver, Fail, Poll, PollingHandle};
-use super::socket::DisconnectReason;
 
 impl RealtimeServer {
     /// The `/socket.io/` resource, to add to an actix-web `App`.

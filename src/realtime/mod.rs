@@ -12,6 +12,8 @@ mod endpoint;
 pub mod engineio;
 mod errors;
 mod keepalive;
+mod namespace;
+mod payload;
 mod polling;
 mod server;
 mod session_messages;
@@ -25,9 +27,8 @@ mod wire;
 
 pub use config::{OriginPolicy, RateLimit, RealtimeConfig};
 pub use keepalive::KeepAlive;
+pub use namespace::{ConnectRequest, Handshake, Namespace};
+pub use payload::{AckError, ConnectError, DisconnectReason, Payload};
 pub use server::{RealtimeServer, RealtimeServerBuilder};
-pub use socket::{
-    AckError, AckSender, ConnectError, ConnectRequest, DisconnectReason, Handshake, Namespace,
-    Payload, SocketEvent, SocketRef,
-};
+pub use socket::{AckSender, SocketEvent, SocketRef};
 pub use upgrade::UpgradeRequest;

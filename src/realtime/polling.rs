@@ -11,12 +11,13 @@ use tokio::sync::oneshot;
 use super::connection::{self, Connection, Transport};
 use super::engineio::{self, Packet};
 use super::errors::EngineError;
+use super::payload::DisconnectReason;
 use super::session_messages::{
     Deliver, Discard, Fail, HandOver, HandedOver, Poll, PollingHandle, Probing, SessionEnded,
     Undiscard,
 };
 use super::sessions::PollingSessions;
-use super::socket::{DisconnectReason, Outbound, Route};
+use super::socket::{Outbound, Route};
 
 pub(crate) struct PollingTransport {
     sessions: PollingSessions,

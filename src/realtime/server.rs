@@ -10,8 +10,8 @@ use std::time::Duration;
 use prometheus::IntGauge;
 
 use super::config::RealtimeConfig;
+use super::namespace::Namespace;
 use super::sessions::PollingSessions;
-use super::socket::Namespace;
 use super::state::ServerState;
 
 #[derive(Clone)]

@@ -9,7 +9,8 @@ use tokio::sync::oneshot;
 use super::connection::Connection;
 use super::engineio::Packet;
 use super::errors::EngineError;
-use super::socket::{DisconnectReason, Outbound};
+use super::payload::DisconnectReason;
+use super::socket::Outbound;
 
 /// A GET: resolves with the next payload.
 #[derive(Message)]

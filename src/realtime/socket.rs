@@ -1,5 +1,7 @@
-//! What a namespace sees: the connect request, the socket it may emit to from any actor
-//! ([`SocketRef`]), the events its handler receives ([`SocketEvent`]) and acknowledgements.
+//! The socket a namespace emits to from any actor ([`SocketRef`]), the events its handler receives
+//! ([`SocketEvent`]) with their acknowledgements ([`AckSender`]), and the route between a socket
+//! and its connection's current transport. What a namespace decides with is in
+//! [`super::namespace`]; the values the events carry are in [`super::payload`].
 //!
 //! A `SocketRef` outlives its transport. Events emitted while the socket is still connecting wait
 //! for the connection; with connection state recovery, events emitted while it is disconnected
@@ -7,170 +9,21 @@
 //! offset so that a returning client gets exactly the ones it missed.
 
 use std::collections::VecDeque;
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use actix::{Message, Recipient};
 use bytes::Bytes;
-use futures_util::future::BoxFuture;
+
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::payload::{AckError, ConnectError, DisconnectReason, Payload};
 use super::socketio::{self, PacketType};
 
 /// Events kept for a disconnected socket at most, whatever their age.
 const RECOVERY_LOG_LIMIT: usize = 1024;
-
-/// A namespace: decides who may connect and hands each accepted socket to its handler.
-pub trait Namespace: Send + Sync + 'static {
-    /// Accepts the socket by returning the recipient of its events (usually the conversation
-    /// actor it belongs to), or refuses it with the `CONNECT_ERROR` the client will see.
-    /// Also called when a client recovers its session, with `request.recovered` set.
-    fn connect(
-        &self,
-        request: ConnectRequest,
-        socket: SocketRef,
-    ) -> BoxFuture<'static, Result<Recipient<SocketEvent>, ConnectError>>;
-}
-
-/// The Socket.IO handshake of one namespace connection.
-#[derive(Debug, Clone)]
-pub struct ConnectRequest {
-    /// The client's `auth` object (empty when it sent none).
-    pub auth: Map<String, Value>,
-    /// What the HTTP request that opened the connection said.
-    pub handshake: Arc<Handshake>,
-    /// The client came back within the recovery window and keeps its socket id.
-    pub recovered: bool,
-}
-
-/// What the request that opened an Engine.IO connection carried.
-#[derive(Debug, Clone, Default)]
-pub struct Handshake {
-    pub origin: Option<String>,
-    pub cookie_header: Option<String>,
-    /// The client's address (the trusted proxy's `X-Forwarded-For` entry when configured).
-    pub address: Option<IpAddr>,
-}
-
-impl Handshake {
-    /// The value of the cookie `name`, if the request sent one.
-    /// Parsed as actix-web parses a request's cookies (`HttpRequest::cookies`): each pair by the
-    /// `cookie` crate, quotes around a value taken off.
-    pub fn cookie(&self, name: &str) -> Option<&str> {
-        self.cookie_header
-            .as_deref()?
-            .split(';')
-            .filter_map(|pair| actix_web::cookie::Cookie::parse(pair.trim()).ok())
-            .find(|cookie| cookie.name() == name)
-            .and_then(|cookie| cookie.value_raw())
-    }
-}
-
-/// A refusal: the client's `connect_error` gets `message` and, when set, `data`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConnectError {
-    pub message: String,
-    pub data: Option<Value>,
-}
-
-impl ConnectError {
-    pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            data: None,
-        }
-    }
-
-    pub fn with_data(mut self, data: Value) -> Self {
-        self.data = Some(data);
-        self
-    }
-
-    pub(crate) fn to_json(&self) -> Value {
-        let mut object = Map::new();
-        object.insert("message".into(), Value::String(self.message.clone()));
-        if let Some(data) = &self.data {
-            object.insert("data".into(), data.clone());
-        }
-        Value::Object(object)
-    }
-}
-
-/// The arguments of an event or acknowledgement. Binary arguments sit in `attachments` and are
-/// referred to from `args` by `{"_placeholder": true, "num": N}`, as on the wire.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Payload {
-    pub args: Vec<Value>,
-    pub attachments: Vec<Bytes>,
-}
-
-impl Payload {
-    /// One JSON argument.
-    pub fn json<T: Serialize + ?Sized>(data: &T) -> Result<Self, serde_json::Error> {
-        Ok(Self::value(serde_json::to_value(data)?))
-    }
-
-    /// One JSON argument, already a value (taken as it is, not copied).
-    pub fn value(data: Value) -> Self {
-        Self {
-            args: vec![data],
-            attachments: Vec::new(),
-        }
-    }
-
-    /// Adds a binary argument and returns the placeholder that stands for it in `args`.
-    pub fn attach(&mut self, bytes: Bytes) -> Value {
-        self.attachments.push(bytes);
-        serde_json::json!({"_placeholder": true, "num": self.attachments.len() - 1})
-    }
-}
-
-/// Why a socket was disconnected, in the reference implementation's words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DisconnectReason {
-    TransportClose,
-    TransportError,
-    PingTimeout,
-    ParseError,
-    ServerShuttingDown,
-    ClientNamespaceDisconnect,
-    ServerNamespaceDisconnect,
-    RateLimited,
-    /// The server closed the connection for the client to connect again.
-    ForcedClose,
-}
-
-impl DisconnectReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::TransportClose => "transport close",
-            Self::TransportError => "transport error",
-            Self::PingTimeout => "ping timeout",
-            Self::ParseError => "parse error",
-            Self::ServerShuttingDown => "server shutting down",
-            Self::ClientNamespaceDisconnect => "client namespace disconnect",
-            Self::ServerNamespaceDisconnect => "server namespace disconnect",
-            Self::RateLimited => "rate limited",
-            Self::ForcedClose => "forced close",
-        }
-    }
-
-    /// Whether the client may come back and recover its session: the connection was lost, not
-    /// ended on purpose (the same list as the reference).
-    pub fn is_recoverable(self) -> bool {
-        matches!(
-            self,
-            Self::TransportClose
-                | Self::TransportError
-                | Self::PingTimeout
-                | Self::ServerShuttingDown
-                | Self::ForcedClose
-        )
-    }
-}
 
 /// What a socket's handler receives, in the order the client sent it.
 #[derive(Debug, Message)]
@@ -226,15 +79,6 @@ impl AckSender {
             Err(err) => tracing::error!(%err, "an acknowledgement could not be serialized"),
         }
     }
-}
-
-/// The client did not acknowledge in time, or went away first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum AckError {
-    #[error("the client did not acknowledge in time")]
-    Timeout,
-    #[error("the socket is not connected")]
-    Disconnected,
 }
 
 /// One encoded Socket.IO packet: its text frame, then its binary attachments.
@@ -686,17 +530,6 @@ pub(crate) fn random_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cookies_are_found_by_name() {
-        let handshake = Handshake {
-            cookie_header: Some("a=1; vid=abc; session=\"x y\"".into()),
-            ..Handshake::default()
-        };
-        assert_eq!(handshake.cookie("vid"), Some("abc"));
-        assert_eq!(handshake.cookie("session"), Some("x y"));
-        assert_eq!(handshake.cookie("missing"), None);
-    }
 
     #[test]
     fn a_connecting_socket_keeps_what_is_emitted_until_it_is_attached() {

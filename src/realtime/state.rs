@@ -12,7 +12,9 @@ use actix_web::http::header::{self, HeaderMap};
 use prometheus::IntGauge;
 
 use super::config::RealtimeConfig;
-use super::socket::{DisconnectReason, Handshake, Namespace, Outbound, Route, SocketRef};
+use super::namespace::{Handshake, Namespace};
+use super::payload::DisconnectReason;
+use super::socket::{Outbound, Route, SocketRef};
 use crate::client::client_key_of;
 use crate::sync::lock;
 

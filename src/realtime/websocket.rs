@@ -17,8 +17,10 @@ use super::RealtimeServer;
 use super::connection::{self, Connection, Transport};
 use super::engineio::{Message, Packet};
 use super::errors::EngineError;
+use super::namespace::Handshake;
+use super::payload::DisconnectReason;
 use super::session_messages::{Discard, HandOver, PollingHandle, Probing, SessionEnded, Undiscard};
-use super::socket::{DisconnectReason, Handshake, Outbound};
+use super::socket::Outbound;
 use super::wire::{FrameReader, FrameWriter};
 
 pub(crate) struct WebSocketTransport {
