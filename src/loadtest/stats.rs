@@ -144,27 +144,6 @@ impl Percentiles {
         })
     }
 
-    pub fn of(samples: &[f64]) -> Option<Self> {
-        if samples.is_empty() {
-            return None;
-        }
-        let mut sorted = samples.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        // Nearest rank: the smallest sample at or above the fraction of all samples.
-        let at = |fraction: f64| {
-            let rank = (fraction * sorted.len() as f64).ceil() as usize;
-            sorted[rank.clamp(1, sorted.len()) - 1]
-        };
-        Some(Self {
-            count: sorted.len(),
-            p50: at(0.50),
-            p95: at(0.95),
-            p99: at(0.99),
-            p999: at(0.999),
-            max: sorted[sorted.len() - 1],
-        })
-    }
-
     fn to_json(self) -> Value {
         let round = |ms: f64| (ms * 1000.0).round() / 1000.0;
         json!({
@@ -535,19 +514,6 @@ mod tests {
         assert!((p.p50 - 500.0).abs() <= 0.5, "{p:?}");
         assert!((p.p99 - 990.0).abs() <= 1.0, "{p:?}");
         assert!((p.max - 1000.0).abs() <= 1.0, "{p:?}");
-    }
-
-    #[test]
-    fn percentiles_are_nearest_rank() {
-        let samples: Vec<f64> = (1..=1000).map(f64::from).collect();
-        let p = Percentiles::of(&samples).expect("some");
-        assert_eq!(
-            (p.p50, p.p95, p.p99, p.p999, p.max),
-            (500.0, 950.0, 990.0, 999.0, 1000.0)
-        );
-        assert_eq!(Percentiles::of(&[]), None);
-        let one = Percentiles::of(&[3.0]).expect("some");
-        assert_eq!((one.p50, one.p999), (3.0, 3.0));
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! dispatched: a new polling session, a GET or POST for an existing one (found in the session
 //! table). WebSocket upgrades arrive through [`super::upgrade`], which checks them here too.
 
+use std::sync::Arc;
+
 use actix_web::http::Method;
 use actix_web::http::header::{self, ContentType, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -175,7 +177,7 @@ fn open_polling(server: &RealtimeServer, req: &HttpRequest) -> HttpResponse {
 }
 
 /// The polling session `sid`, or the error for a sid that has none.
-fn session(server: &RealtimeServer, sid: &str) -> Result<PollingHandle, EngineError> {
+fn session(server: &RealtimeServer, sid: &str) -> Result<Arc<PollingHandle>, EngineError> {
     server
         .sessions()
         .get(sid)

@@ -9,7 +9,8 @@ use super::session_messages::PollingHandle;
 use crate::sync::lock;
 
 struct PollingEntry {
-    handle: PollingHandle,
+    /// Shared: a GET, a POST or an upgrade takes a reference, not a copy of each recipient.
+    handle: Arc<PollingHandle>,
     upgrading: bool,
 }
 
@@ -21,13 +22,13 @@ impl PollingSessions {
         lock(&self.0).insert(
             sid,
             PollingEntry {
-                handle,
+                handle: Arc::new(handle),
                 upgrading: false,
             },
         );
     }
 
-    pub(crate) fn get(&self, sid: &str) -> Option<PollingHandle> {
+    pub(crate) fn get(&self, sid: &str) -> Option<Arc<PollingHandle>> {
         lock(&self.0).get(sid).map(|entry| entry.handle.clone())
     }
 
@@ -36,7 +37,7 @@ impl PollingSessions {
     }
 
     /// Claims a polling session for a WebSocket upgrade; only one may try at a time.
-    pub(crate) fn begin_upgrade(&self, sid: &str) -> Result<PollingHandle, EngineError> {
+    pub(crate) fn begin_upgrade(&self, sid: &str) -> Result<Arc<PollingHandle>, EngineError> {
         let mut sessions = lock(&self.0);
         let entry = sessions.get_mut(sid).ok_or(EngineError::UnknownSid)?;
         if entry.upgrading {

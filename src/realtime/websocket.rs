@@ -45,7 +45,7 @@ enum State {
     Probing {
         server: RealtimeServer,
         sid: Arc<str>,
-        polling: PollingHandle,
+        polling: Arc<PollingHandle>,
     },
     Closed,
 }
