@@ -1,28 +1,26 @@
-//! A Socket.IO client over WebSocket, as small as a load generator needs: the HTTP upgrade by
-//! hand on a TCP socket bound to a chosen local address (so thousands of connections spread over
-//! 127.0.0.x and never run out of source ports), actix-http's WebSocket codec in client mode, and
-//! the product's own Engine.IO and Socket.IO codecs. Pings are answered as they come.
+//! A Socket.IO client over WebSocket, as small as a load generator needs: tokio-tungstenite's
+//! client on a TCP socket bound to a chosen local address (so thousands of connections spread
+//! over 127.0.0.x and never run out of source ports), and the product's own Engine.IO and
+//! Socket.IO codecs. Pings are answered as they come.
 
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use actix_codec::Framed;
-use actix_http::ws;
-use bytes::BytesMut;
 use futures_util::{SinkExt, StreamExt};
-use rand::Rng;
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpSocket, TcpStream};
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{self, Message, http};
 
 use crate::realtime::{engineio, socketio};
 
 /// Largest frame accepted from the server (its own `max_payload` default).
 const MAX_FRAME: usize = 1024 * 1024;
-/// The longest upgrade answer read.
-const MAX_UPGRADE_RESPONSE: usize = 16 * 1024;
+/// Each connection's read buffer. tungstenite allocates it up front (128 KiB by default), and
+/// the generator holds up to 19,000 connections; the frames it reads are a few hundred bytes.
+const READ_BUFFER: usize = 4 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -69,7 +67,7 @@ pub struct Target {
 
 /// A Socket.IO socket of one namespace.
 pub struct Client {
-    framed: Framed<Upgraded, ws::Codec>,
+    socket: WebSocketStream<TcpStream>,
     namespace: String,
     next_ack: u64,
 }
@@ -85,12 +83,11 @@ impl Client {
         cookie: Option<&str>,
         patience: Duration,
     ) -> Result<Self, ClientError> {
-        let (stream, read) = tokio::time::timeout(patience, upgrade(target, local, cookie))
+        let socket = tokio::time::timeout(patience, open(target, local, cookie))
             .await
             .map_err(|_| ClientError::Timeout("the upgrade"))??;
-        let codec = ws::Codec::new().client_mode().max_size(MAX_FRAME);
         let mut client = Self {
-            framed: Framed::new(Upgraded { read, stream }, codec),
+            socket,
             namespace: namespace.to_owned(),
             next_ack: 0,
         };
@@ -139,8 +136,8 @@ impl Client {
     }
 
     async fn send_text(&mut self, text: String) -> Result<(), ClientError> {
-        self.framed
-            .send(ws::Message::Text(text.into()))
+        self.socket
+            .send(Message::text(text))
             .await
             .map_err(|error| ClientError::Protocol(error.to_string()))
     }
@@ -181,34 +178,28 @@ impl Client {
     /// connection at once races the server's cleanup of the last one, and a server at its
     /// connection cap refuses the new one (the 19,000-conversation runs lost about 50 joins so).
     pub async fn close(mut self) {
-        if self.framed.send(ws::Message::Close(None)).await.is_err() {
+        if self.socket.close(None).await.is_err() {
             return;
         }
         let _ = tokio::time::timeout(CLOSE_WAIT, async {
-            while let Some(Ok(_)) = self.framed.next().await {}
+            while let Some(Ok(_)) = self.socket.next().await {}
         })
         .await;
     }
 
     async fn next_engine_message(&mut self) -> Result<EngineEvent, ClientError> {
         loop {
-            let frame = self
-                .framed
-                .next()
-                .await
-                .ok_or(ClientError::Closed)?
-                .map_err(|error| ClientError::Protocol(error.to_string()))?;
-            let text = match frame {
-                ws::Frame::Text(bytes) => String::from_utf8(bytes.to_vec())
-                    .map_err(|_| ClientError::Protocol("a text frame is not UTF-8".into()))?,
-                ws::Frame::Ping(data) => {
-                    self.framed
-                        .send(ws::Message::Pong(data))
-                        .await
-                        .map_err(|error| ClientError::Protocol(error.to_string()))?;
-                    continue;
+            // tungstenite answers a WebSocket ping itself, on the next read or write.
+            let message = match self.socket.next().await.ok_or(ClientError::Closed)? {
+                Ok(message) => message,
+                Err(tungstenite::Error::ConnectionClosed | tungstenite::Error::Io(_)) => {
+                    return Err(ClientError::Closed);
                 }
-                ws::Frame::Close(_) => return Err(ClientError::Closed),
+                Err(error) => return Err(ClientError::Protocol(error.to_string())),
+            };
+            let text = match message {
+                Message::Text(text) => text,
+                Message::Close(_) => return Err(ClientError::Closed),
                 _ => continue,
             };
             match engineio::Packet::decode_text(&text)
@@ -252,12 +243,12 @@ pub fn ack_of(packet: &socketio::Packet, id: u64) -> Option<&Value> {
     packet.data.as_ref()?.as_array()?.first()
 }
 
-/// The HTTP upgrade to `/socket.io/?EIO=4&transport=websocket` from `local`.
-async fn upgrade(
+/// The WebSocket to `/socket.io/?EIO=4&transport=websocket`, from `local`.
+async fn open(
     target: &Target,
     local: IpAddr,
     cookie: Option<&str>,
-) -> Result<(TcpStream, BytesMut), ClientError> {
+) -> Result<WebSocketStream<TcpStream>, ClientError> {
     let socket = match target.address {
         SocketAddr::V4(_) => TcpSocket::new_v4(),
         SocketAddr::V6(_) => TcpSocket::new_v6(),
@@ -266,89 +257,34 @@ async fn upgrade(
     socket
         .bind(SocketAddr::new(local, 0))
         .map_err(ClientError::Connect)?;
-    let mut stream = socket
+    let stream = socket
         .connect(target.address)
         .await
         .map_err(ClientError::Connect)?;
     stream.set_nodelay(true).map_err(ClientError::Connect)?;
-    let key: [u8; 16] = rand::rng().random();
-    let key = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, key);
-    let cookie = cookie
-        .map(|cookie| format!("Cookie: {cookie}\r\n"))
-        .unwrap_or_default();
-    let request = format!(
-        "GET /socket.io/?EIO=4&transport=websocket HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n\
-         Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{cookie}\r\n",
-        host = target.host,
-    );
-    stream
-        .write_all(request.as_bytes())
-        .await
-        .map_err(ClientError::Connect)?;
-    // Read the answer's head up to its blank line; what came after it (the first frames) is
-    // the start of the WebSocket stream.
-    let mut read = BytesMut::with_capacity(1024);
-    let end = loop {
-        if let Some(at) = read.windows(4).position(|window| window == b"\r\n\r\n") {
-            break at + 4;
-        }
-        if read.len() > MAX_UPGRADE_RESPONSE {
-            return Err(ClientError::Upgrade("the answer's head is too long".into()));
-        }
-        if stream
-            .read_buf(&mut read)
-            .await
-            .map_err(|_| ClientError::Closed)?
-            == 0
-        {
-            return Err(ClientError::Closed);
-        }
-    };
-    let head = read.split_to(end);
-    let head = String::from_utf8_lossy(&head);
-    let status = head.lines().next().unwrap_or_default().to_owned();
-    if !status.contains(" 101 ") {
-        return Err(ClientError::Upgrade(status));
+    let mut request = format!(
+        "ws://{host}/socket.io/?EIO=4&transport=websocket",
+        host = target.host
+    )
+    .into_client_request()
+    .map_err(|error| ClientError::Upgrade(error.to_string()))?;
+    if let Some(cookie) = cookie {
+        let cookie = http::HeaderValue::from_str(cookie)
+            .map_err(|_| ClientError::Upgrade("the cookie is not a header value".into()))?;
+        request.headers_mut().insert(http::header::COOKIE, cookie);
     }
-    Ok((stream, read))
-}
-
-/// The upgraded connection: what was read past the upgrade's head (the first frames), then the
-/// socket. (A `Framed` built from parts with a read buffer decodes it only once more bytes come.)
-struct Upgraded {
-    read: BytesMut,
-    stream: TcpStream,
-}
-
-impl AsyncRead for Upgraded {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        if self.read.is_empty() {
-            return Pin::new(&mut self.stream).poll_read(cx, buf);
+    let config = WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER)
+        .max_frame_size(Some(MAX_FRAME))
+        .max_message_size(Some(MAX_FRAME));
+    match tokio_tungstenite::client_async_with_config(request, stream, Some(config)).await {
+        Ok((socket, _answer)) => Ok(socket),
+        Err(tungstenite::Error::Http(answer)) => {
+            Err(ClientError::Upgrade(answer.status().to_string()))
         }
-        let taken = self.read.len().min(buf.remaining());
-        buf.put_slice(&self.read.split_to(taken));
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl AsyncWrite for Upgraded {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, data)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.stream).poll_shutdown(cx)
+        Err(tungstenite::Error::Io(_) | tungstenite::Error::ConnectionClosed) => {
+            Err(ClientError::Closed)
+        }
+        Err(error) => Err(ClientError::Upgrade(error.to_string())),
     }
 }
