@@ -16,10 +16,9 @@ use serde_json::{Map, Value, json};
 
 use super::engineio::{self, Message, OpenPayload};
 use super::namespace::{ConnectRequest, Handshake};
-use super::payload::{ConnectError, DisconnectReason, Payload};
-use super::socket::{
-    AckSender, ConnectFinished, Outbound, Outgoing, Resume, Route, SocketEvent, SocketRef,
-};
+use super::payload::{ConnectError, DisconnectReason, Outgoing, Payload};
+use super::route::Route;
+use super::socket::{AckSender, ConnectFinished, Outbound, Resume, SocketEvent, SocketRef};
 use super::socketio::{self, PacketType};
 use super::state::ServerState;
 use actix::Recipient;
@@ -40,7 +39,7 @@ pub(crate) struct Connection {
     pub sid: Arc<str>,
     handshake: Arc<Handshake>,
     /// Where this connection's sockets send to; follows the connection across an upgrade.
-    pub route: Arc<Route>,
+    pub route: Arc<Route<Outbound>>,
     sockets: Vec<Joined>,
     /// Namespaces whose connect handler has not answered yet.
     connecting: Vec<Arc<str>>,
@@ -527,7 +526,7 @@ where
             conn.next_ack_id += 1;
             // Forget the waits whose callers gave up.
             conn.acks.retain(|pending| !pending.reply.is_closed());
-            let outgoing = super::socket::encode_event(&namespace, &event, payload, Some(id));
+            let outgoing = Outgoing::event(&namespace, &event, payload, Some(id));
             conn.acks.push(PendingAck {
                 namespace,
                 id,

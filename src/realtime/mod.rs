@@ -15,6 +15,8 @@ mod keepalive;
 mod namespace;
 mod payload;
 mod polling;
+mod recovery;
+mod route;
 mod server;
 mod session_messages;
 mod sessions;

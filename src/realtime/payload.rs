@@ -5,6 +5,8 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::socketio;
+
 /// The arguments of an event or acknowledgement. Binary arguments sit in `attachments` and are
 /// referred to from `args` by `{"_placeholder": true, "num": N}`, as on the wire.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -115,4 +117,52 @@ pub enum AckError {
     Timeout,
     #[error("the socket is not connected")]
     Disconnected,
+}
+
+/// One encoded Socket.IO packet: its text frame, then its binary attachments.
+#[derive(Debug, Clone)]
+pub(crate) struct Outgoing {
+    pub text: String,
+    pub attachments: Vec<Bytes>,
+}
+
+impl Outgoing {
+    /// Encodes an EVENT (BINARY_EVENT when it has attachments).
+    pub(crate) fn event(
+        namespace: &str,
+        event: &str,
+        payload: Payload,
+        ack_id: Option<u64>,
+    ) -> Outgoing {
+        let packet = socketio::Packet::event(
+            namespace,
+            event,
+            payload.args,
+            ack_id,
+            payload.attachments.len(),
+        );
+        Self {
+            text: packet.encode(),
+            attachments: payload.attachments,
+        }
+    }
+
+    /// Encodes an ACK (BINARY_ACK when it has attachments) answering the client's event `id`.
+    pub(crate) fn ack(namespace: &str, id: u64, payload: Payload) -> Outgoing {
+        let packet = socketio::Packet {
+            kind: if payload.attachments.is_empty() {
+                socketio::PacketType::Ack
+            } else {
+                socketio::PacketType::BinaryAck
+            },
+            namespace: namespace.to_owned(),
+            ack_id: Some(id),
+            data: Some(Value::Array(payload.args)),
+            attachments: payload.attachments.len(),
+        };
+        Self {
+            text: packet.encode(),
+            attachments: payload.attachments,
+        }
+    }
 }

@@ -12,19 +12,20 @@ use super::connection::{self, Connection, Transport};
 use super::engineio::{self, Packet};
 use super::errors::EngineError;
 use super::payload::DisconnectReason;
+use super::route::Route;
 use super::session_messages::{
     Deliver, Discard, Fail, HandOver, HandedOver, Poll, PollingHandle, Probing, SessionEnded,
     Undiscard,
 };
 use super::sessions::PollingSessions;
-use super::socket::{Outbound, Route};
+use super::socket::Outbound;
 
 pub(crate) struct PollingTransport {
     sessions: PollingSessions,
     sid: Arc<str>,
     /// `None` once handed to a WebSocket.
     conn: Option<Connection>,
-    route: Arc<Route>,
+    route: Arc<Route<Outbound>>,
     /// Packets waiting for the next GET.
     outbox: Vec<Packet>,
     /// The GET waiting for packets.

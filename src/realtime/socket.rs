@@ -1,29 +1,34 @@
 //! The socket a namespace emits to from any actor ([`SocketRef`]), the events its handler receives
-//! ([`SocketEvent`]) with their acknowledgements ([`AckSender`]), and the route between a socket
-//! and its connection's current transport. What a namespace decides with is in
-//! [`super::namespace`]; the values the events carry are in [`super::payload`].
+//! ([`SocketEvent`]) with their acknowledgements ([`AckSender`]), and what a socket asks of its
+//! connection's transport ([`Outbound`]). What a namespace decides with is in
+//! [`super::namespace`]; the values the events carry and their encoding in [`super::payload`];
+//! the way to the current transport in [`super::route`]; the recovery log in
+//! [`super::recovery`].
 //!
 //! A `SocketRef` outlives its transport. Events emitted while the socket is still connecting wait
 //! for the connection; with connection state recovery, events emitted while it is disconnected
 //! wait for the client to come back (up to the recovery window), and every event carries an
 //! offset so that a returning client gets exactly the ones it missed.
+//!
+//! The acknowledgements stay here: an [`AckSender`] answers through its `SocketRef`, a
+//! [`SocketEvent`] carries both, and the namespace's decision ([`ConnectFinished`], one of the
+//! [`Outbound`] messages a connecting `SocketRef` queues) carries the handler that receives
+//! `SocketEvent`s. Those types refer to each other, so a file of their own would import this one
+//! and be imported by it.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use actix::{Message, Recipient};
-use bytes::Bytes;
 
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::payload::{AckError, ConnectError, DisconnectReason, Payload};
-use super::socketio::{self, PacketType};
-
-/// Events kept for a disconnected socket at most, whatever their age.
-const RECOVERY_LOG_LIMIT: usize = 1024;
+use super::payload::{AckError, ConnectError, DisconnectReason, Outgoing, Payload};
+use super::recovery::RecoveryLog;
+use super::route::Route;
+use crate::sync::lock;
 
 /// What a socket's handler receives, in the order the client sent it.
 #[derive(Debug, Message)]
@@ -55,21 +60,8 @@ impl AckSender {
     }
 
     pub fn send(self, payload: Payload) {
-        let packet = socketio::Packet {
-            kind: if payload.attachments.is_empty() {
-                PacketType::Ack
-            } else {
-                PacketType::BinaryAck
-            },
-            namespace: self.socket.namespace().to_owned(),
-            ack_id: Some(self.id),
-            data: Some(Value::Array(payload.args)),
-            attachments: payload.attachments.len(),
-        };
-        self.socket.deliver(Outbound::Send(Outgoing {
-            text: packet.encode(),
-            attachments: payload.attachments,
-        }));
+        let packet = Outgoing::ack(self.socket.namespace(), self.id, payload);
+        self.socket.deliver(Outbound::Send(packet));
     }
 
     /// Acknowledges with one JSON argument.
@@ -79,13 +71,6 @@ impl AckSender {
             Err(err) => tracing::error!(%err, "an acknowledgement could not be serialized"),
         }
     }
-}
-
-/// One encoded Socket.IO packet: its text frame, then its binary attachments.
-#[derive(Debug, Clone)]
-pub(crate) struct Outgoing {
-    pub text: String,
-    pub attachments: Vec<Bytes>,
 }
 
 /// What a transport actor is asked to do for the sockets it carries.
@@ -142,66 +127,6 @@ pub(crate) enum Resume {
     After(Option<String>),
 }
 
-/// The current transport actor of one Engine.IO connection. It changes when a connection
-/// upgrades from polling to WebSocket; every socket of the connection follows through this.
-#[derive(Debug, Default)]
-pub(crate) struct Route(Mutex<RouteState>);
-
-#[derive(Debug, Default)]
-enum RouteState {
-    #[default]
-    Closed,
-    To(Recipient<Outbound>),
-    /// Mid-upgrade: held back until the old transport has passed on what it still had.
-    Holding(Vec<Outbound>),
-}
-
-impl Route {
-    pub fn set(&self, target: Option<Recipient<Outbound>>) {
-        *lock(&self.0) = match target {
-            Some(target) => RouteState::To(target),
-            None => RouteState::Closed,
-        };
-    }
-
-    /// Starts holding messages back (the upgrade handover began).
-    pub fn hold(&self) {
-        *lock(&self.0) = RouteState::Holding(Vec::new());
-    }
-
-    /// Sends what was held back to `target`, in order, and routes there from now on.
-    pub fn release_to(&self, target: Recipient<Outbound>) {
-        let mut state = lock(&self.0);
-        if let RouteState::Holding(held) = std::mem::take(&mut *state) {
-            for message in held {
-                target.do_send(message);
-            }
-        }
-        *state = RouteState::To(target);
-    }
-
-    /// Queues the message for the current transport; without one it is dropped (what recovery
-    /// needs is in the socket's log).
-    pub fn send(&self, message: Outbound) {
-        let _ = self.deliver(message);
-    }
-
-    /// Like [`Route::send`], but gives the message back when there is no transport.
-    pub fn deliver(&self, message: Outbound) -> Result<(), Outbound> {
-        match &mut *lock(&self.0) {
-            RouteState::To(target) => {
-                target.do_send(message);
-                Ok(())
-            }
-            RouteState::Holding(held) => {
-                held.push(message);
-                Ok(())
-            }
-            RouteState::Closed => Err(message),
-        }
-    }
-}
-
 /// A handle on one connected (or connecting, or recovering) socket. Cheap to clone; any actor may
 /// hold one and emit through it.
 #[derive(Debug, Clone)]
@@ -220,31 +145,19 @@ struct Shared {
 #[derive(Debug)]
 struct State {
     target: Target,
-    next_offset: u64,
-    /// With recovery on: recent events and their offsets, oldest first.
-    log: VecDeque<Logged>,
-    /// Events dropped from the front of the log, so a client that got none cannot be served.
-    pruned: bool,
+    /// With recovery on: what a returning client may have missed.
+    log: RecoveryLog,
 }
 
 #[derive(Debug)]
 enum Target {
     /// The namespace has not decided yet; what is emitted meanwhile waits here.
     Connecting(Vec<Outbound>),
-    Attached(Arc<Route>),
+    Attached(Arc<Route<Outbound>>),
     /// Disconnected, waiting for the client to recover the session.
     Detached,
     Closed,
 }
-
-#[derive(Debug)]
-struct Logged {
-    offset: u64,
-    at: Instant,
-    packet: Outgoing,
-}
-
-use crate::sync::lock;
 
 impl SocketRef {
     pub(crate) fn new(namespace: Arc<str>, recovery_window: Option<Duration>) -> Self {
@@ -255,9 +168,7 @@ impl SocketRef {
             recovery_window,
             state: Mutex::new(State {
                 target: Target::Connecting(Vec::new()),
-                next_offset: 0,
-                log: VecDeque::new(),
-                pruned: false,
+                log: RecoveryLog::default(),
             }),
         }))
     }
@@ -318,32 +229,13 @@ impl SocketRef {
         }
         let window = self.0.recovery_window.filter(|_| recoverable);
         let offset = window.map(|_| {
-            let offset = state.next_offset;
-            state.next_offset += 1;
+            let offset = state.log.take_offset();
             payload.args.push(Value::String(offset.to_string()));
             offset
         });
-        let packet = encode_event(&self.0.namespace, event, payload, None);
+        let packet = Outgoing::event(&self.0.namespace, event, payload, None);
         if let (Some(offset), Some(window)) = (offset, window) {
-            let now = Instant::now();
-            if state.log.capacity() == 0 {
-                // Most sockets log an event or two: room for four would be mostly empty.
-                state.log.reserve_exact(1);
-            }
-            state.log.push_back(Logged {
-                offset,
-                at: now,
-                packet: packet.clone(),
-            });
-            while state.log.len() > RECOVERY_LOG_LIMIT
-                || state
-                    .log
-                    .front()
-                    .is_some_and(|oldest| now.duration_since(oldest.at) > window)
-            {
-                state.log.pop_front();
-                state.pruned = true;
-            }
+            state.log.record(offset, packet.clone(), window);
         }
         Self::route(&mut state, Outbound::Send(packet));
     }
@@ -386,7 +278,7 @@ impl SocketRef {
         match state.target {
             Target::Detached => {
                 state.target = Target::Closed;
-                state.log.clear();
+                state.log.discard();
             }
             Target::Closed => {}
             _ => Self::route(&mut state, Outbound::Disconnect { namespace }),
@@ -423,7 +315,7 @@ impl SocketRef {
     /// Connects the socket to a transport and returns what must be written right after the
     /// CONNECT packet: the events emitted while connecting, or the ones a recovering client
     /// missed. From then on, events go to the transport.
-    pub(crate) fn attach(&self, route: Arc<Route>, resume: &Resume) -> Vec<Outbound> {
+    pub(crate) fn attach(&self, route: Arc<Route<Outbound>>, resume: &Resume) -> Vec<Outbound> {
         let mut state = lock(&self.0.state);
         let waiting = match std::mem::replace(&mut state.target, Target::Attached(route)) {
             Target::Connecting(waiting) => waiting,
@@ -432,12 +324,10 @@ impl SocketRef {
         match resume {
             Resume::Fresh => waiting,
             Resume::After(offset) => {
-                let after = offset.as_deref().and_then(|o| o.parse::<u64>().ok());
                 let missed = state
                     .log
-                    .iter()
-                    .filter(|logged| after.is_none_or(|after| logged.offset > after))
-                    .map(|logged| Outbound::Send(logged.packet.clone()));
+                    .after(offset.as_deref())
+                    .map(|packet| Outbound::Send(packet.clone()));
                 // Acknowledgement waits and acks queued while recovering are not in the log.
                 missed
                     .chain(
@@ -453,22 +343,7 @@ impl SocketRef {
     /// Whether a client that last got event `offset` can be given everything it missed.
     pub(crate) fn can_resume(&self, offset: Option<&str>) -> bool {
         let state = lock(&self.0.state);
-        if !matches!(state.target, Target::Detached) {
-            return false;
-        }
-        match offset {
-            // Nothing received yet: everything must still be in the log.
-            None => !state.pruned,
-            Some(offset) => match offset.parse::<u64>() {
-                Ok(offset) => {
-                    state.log.iter().any(|logged| logged.offset == offset)
-                        || (offset + 1 == state.next_offset
-                            && state.log.is_empty()
-                            && !state.pruned)
-                }
-                Err(_) => false,
-            },
-        }
+        matches!(state.target, Target::Detached) && state.log.can_resume(offset)
     }
 
     /// The transport is gone: keep logging for a recovering client, or close for good.
@@ -481,7 +356,7 @@ impl SocketRef {
             state.target = Target::Detached;
         } else {
             state.target = Target::Closed;
-            state.log = VecDeque::new();
+            state.log.discard();
         }
     }
 
@@ -490,7 +365,7 @@ impl SocketRef {
         let mut state = lock(&self.0.state);
         if matches!(state.target, Target::Detached) {
             state.target = Target::Closed;
-            state.log = VecDeque::new();
+            state.log.discard();
         }
     }
 }
@@ -500,26 +375,6 @@ fn event_payload<T: Serialize + ?Sized>(event: &str, data: &T) -> Option<Payload
     Payload::json(data)
         .inspect_err(|err| tracing::error!(%err, event, "an event could not be serialized"))
         .ok()
-}
-
-/// Encodes an EVENT (BINARY_EVENT when it has attachments).
-pub(crate) fn encode_event(
-    namespace: &str,
-    event: &str,
-    payload: Payload,
-    ack_id: Option<u64>,
-) -> Outgoing {
-    let packet = socketio::Packet::event(
-        namespace,
-        event,
-        payload.args,
-        ack_id,
-        payload.attachments.len(),
-    );
-    Outgoing {
-        text: packet.encode(),
-        attachments: payload.attachments,
-    }
 }
 
 /// A random id of 20 URL-safe characters (120 bits), for sids and pids.

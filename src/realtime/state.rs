@@ -14,7 +14,8 @@ use prometheus::IntGauge;
 use super::config::RealtimeConfig;
 use super::namespace::{Handshake, Namespace};
 use super::payload::DisconnectReason;
-use super::socket::{Outbound, Route, SocketRef};
+use super::route::Route;
+use super::socket::{Outbound, SocketRef};
 use crate::client::client_key_of;
 use crate::sync::lock;
 
@@ -28,7 +29,7 @@ struct Inner {
     config: RealtimeConfig,
     namespaces: HashMap<String, Arc<dyn Namespace>>,
     /// Every open connection's route, to close them all when the server stops.
-    live: Mutex<HashMap<Arc<str>, Arc<Route>>>,
+    live: Mutex<HashMap<Arc<str>, Arc<Route<Outbound>>>>,
     /// Set by `close_all`: new connections are refused from then on.
     stopping: AtomicBool,
     /// Upgraded WebSocket sockets still open, until their last frames are written.
@@ -80,7 +81,7 @@ impl ServerState {
         self.0.namespaces.get(path).cloned()
     }
 
-    pub(crate) fn connection_opened(&self, sid: Arc<str>, route: Arc<Route>) {
+    pub(crate) fn connection_opened(&self, sid: Arc<str>, route: Arc<Route<Outbound>>) {
         lock(&self.0.live).insert(sid, route);
         if let Some(gauge) = &self.0.connections {
             gauge.inc();
@@ -110,7 +111,7 @@ impl ServerState {
     /// Closes every connection with `server shutting down`, and refuses new ones from now on.
     pub(crate) fn close_all(&self) {
         self.0.stopping.store(true, Ordering::SeqCst);
-        let routes: Vec<Arc<Route>> = lock(&self.0.live).values().cloned().collect();
+        let routes: Vec<Arc<Route<Outbound>>> = lock(&self.0.live).values().cloned().collect();
         for route in routes {
             route.send(Outbound::Close(DisconnectReason::ServerShuttingDown));
         }
