@@ -30,8 +30,10 @@ pub(crate) trait Transport: Actor + Handler<Outbound> + Sized {
     fn connection(&mut self) -> Option<&mut Connection>;
     /// Writes Engine.IO packets to the client, in order.
     fn write(&mut self, ctx: &mut Self::Context, packets: Vec<engineio::Packet>);
-    /// Ends the transport once its connection has closed.
-    fn close_transport(&mut self, ctx: &mut Self::Context);
+    /// Ends the transport once its connection has closed. `owe_close`: the server closed it on
+    /// purpose, so a long-polling client that has no GET waiting gets the close packet with its
+    /// next one (see [`close`]).
+    fn close_transport(&mut self, ctx: &mut Self::Context, owe_close: bool);
 }
 
 pub(crate) struct Connection {
@@ -259,8 +261,33 @@ where
     }
 }
 
-/// Closes the connection: handlers are told, then the transport ends.
+/// Closes the connection: handlers are told, then the transport ends. As in engine.io, a failure
+/// of the transport or of Engine.IO's framing, or a missed pong, forgets the session at once
+/// (the socket's `onClose`); any other close is the server's decision (`socket.close()`), after
+/// which a long-polling client's next GET still gets the close packet.
 pub(crate) fn close<A>(act: &mut A, ctx: &mut A::Context, reason: DisconnectReason)
+where
+    A: Transport,
+{
+    let failed = matches!(
+        reason,
+        DisconnectReason::TransportError
+            | DisconnectReason::PingTimeout
+            | DisconnectReason::ParseError
+    );
+    close_with(act, ctx, reason, !failed);
+}
+
+/// A Socket.IO packet the protocol does not allow: socket.io closes the connection on purpose
+/// (`conn.close()`), though the reason its sockets get is the parse error.
+fn protocol_error<A>(act: &mut A, ctx: &mut A::Context)
+where
+    A: Transport,
+{
+    close_with(act, ctx, DisconnectReason::ParseError, true);
+}
+
+fn close_with<A>(act: &mut A, ctx: &mut A::Context, reason: DisconnectReason, owe_close: bool)
 where
     A: Transport,
 {
@@ -268,7 +295,7 @@ where
         tracing::debug!(sid = %conn.sid, reason = reason.as_str(), "connection closed");
         conn.shut(reason);
     }
-    act.close_transport(ctx);
+    act.close_transport(ctx, owe_close);
 }
 
 /// Handles one Engine.IO packet from the client.
@@ -364,7 +391,7 @@ where
     };
     match complete {
         Some((packet, attachments)) => dispatch(act, ctx, packet, attachments),
-        None => close(act, ctx, DisconnectReason::ParseError),
+        None => protocol_error(act, ctx),
     }
 }
 
@@ -380,23 +407,23 @@ where
             let busy = conn.joined(&namespace).is_some()
                 || conn.connecting.iter().any(|n| **n == *namespace);
             if busy {
-                close(act, ctx, DisconnectReason::ParseError);
+                protocol_error(act, ctx);
             } else {
                 connect(act, ctx, namespace, packet.data);
             }
         }
         PacketType::Disconnect => {
             if !conn.leave(&namespace, DisconnectReason::ClientNamespaceDisconnect) {
-                close(act, ctx, DisconnectReason::ParseError);
+                protocol_error(act, ctx);
             }
         }
         PacketType::Event | PacketType::BinaryEvent => {
             let Some(joined) = conn.joined(&namespace) else {
-                close(act, ctx, DisconnectReason::ParseError);
+                protocol_error(act, ctx);
                 return;
             };
             let Some(Value::Array(mut items)) = packet.data else {
-                close(act, ctx, DisconnectReason::ParseError);
+                protocol_error(act, ctx);
                 return;
             };
             // The decoder guarantees a leading event name: a string, or a number (named by its
@@ -432,7 +459,7 @@ where
                 let _ = pending.reply.send(Payload { args, attachments });
             }
         }
-        PacketType::ConnectError => close(act, ctx, DisconnectReason::ParseError),
+        PacketType::ConnectError => protocol_error(act, ctx),
     }
 }
 

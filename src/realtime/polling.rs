@@ -4,6 +4,7 @@
 //! connection to the WebSocket actor and forwards what is still on its way.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, MessageResult};
 use tokio::sync::oneshot;
@@ -20,6 +21,10 @@ use super::session_messages::{
 use super::sessions::PollingSessions;
 use super::socket::Outbound;
 
+/// How long a session the server closed while no GET was pending keeps the close for the
+/// client's next GET (engine.io's `closeTimeout`).
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
+
 pub(crate) struct PollingTransport {
     sessions: PollingSessions,
     sid: Arc<str>,
@@ -35,6 +40,9 @@ pub(crate) struct PollingTransport {
     closed: bool,
     /// The client sent a close packet: nothing more is owed to it.
     client_closed: bool,
+    /// The server closed the session while no GET was pending: the next GET gets what is left
+    /// and the close packet, then the sid is forgotten.
+    close_owed: bool,
     /// After the handover: the WebSocket that now carries the connection.
     forward_to: Option<actix::Recipient<Outbound>>,
     /// A WebSocket probing this session, told if it ends first.
@@ -53,6 +61,7 @@ impl PollingTransport {
             discarded: false,
             closed: false,
             client_closed: false,
+            close_owed: false,
             forward_to: None,
             prober: None,
         }
@@ -88,7 +97,7 @@ impl Actor for PollingTransport {
     }
 
     fn stopped(&mut self, _: &mut Self::Context) {
-        if self.conn.is_some() {
+        if self.conn.is_some() || self.close_owed {
             self.sessions.remove(&self.sid);
             self.answer_now(Packet::Close);
             if let Some(prober) = self.prober.take() {
@@ -108,17 +117,28 @@ impl Transport for PollingTransport {
         self.flush();
     }
 
-    fn close_transport(&mut self, ctx: &mut Self::Context) {
+    fn close_transport(&mut self, ctx: &mut Self::Context, owe_close: bool) {
         // Once handed over, the connection is the WebSocket's to close; this actor must live
         // until it has passed on what it still holds.
         if self.closed || self.conn.is_none() {
             return;
         }
         self.closed = true;
-        // A waiting GET learns of the close; after that the sid is unknown, as in the reference.
-        if !self.client_closed && self.waiting.is_some() {
+        let get_pending = self.waiting.as_ref().is_some_and(|w| !w.is_closed());
+        if self.client_closed || self.discarded {
+            // Nothing is owed to a client that left, or that is upgrading (its probe is told).
+        } else if get_pending {
+            // The waiting GET learns of the close; after that the sid is unknown.
             self.outbox.push(Packet::Close);
             self.flush();
+        } else if owe_close {
+            // As engine.io does, the close waits for the client's next GET, so that the client
+            // sees "transport close" rather than an unknown session. The connection is gone
+            // already (it counts no more); only the sid and the outbox wait.
+            self.close_owed = true;
+            self.conn = None;
+            ctx.run_later(CLOSE_TIMEOUT, |_, ctx| ctx.stop());
+            return;
         }
         ctx.stop();
     }
@@ -141,6 +161,17 @@ impl Handler<Poll> for PollingTransport {
     type Result = Result<oneshot::Receiver<String>, EngineError>;
 
     fn handle(&mut self, _: Poll, ctx: &mut Self::Context) -> Self::Result {
+        if self.close_owed {
+            // What was left, or a noop (engine.io's flush of an empty buffer), then the close.
+            if self.outbox.is_empty() {
+                self.outbox.push(Packet::Noop);
+            }
+            self.outbox.push(Packet::Close);
+            let (sender, receiver) = oneshot::channel();
+            let _ = sender.send(engineio::encode_payload(&std::mem::take(&mut self.outbox)));
+            ctx.stop();
+            return Ok(receiver);
+        }
         if self.conn.is_none() || self.closed {
             return Err(EngineError::UnknownSid);
         }
@@ -164,6 +195,13 @@ impl Handler<Deliver> for PollingTransport {
     type Result = ();
 
     fn handle(&mut self, Deliver(packets): Deliver, ctx: &mut Self::Context) {
+        if self.close_owed {
+            // The session is closed; a client that says it is leaving is owed nothing more.
+            if packets.contains(&Packet::Close) {
+                ctx.stop();
+            }
+            return;
+        }
         for packet in packets {
             if packet == Packet::Close {
                 // The client is leaving: its waiting GET ends with a noop and the sid is gone.

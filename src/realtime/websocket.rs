@@ -224,7 +224,7 @@ impl Transport for WebSocketTransport {
         }
     }
 
-    fn close_transport(&mut self, ctx: &mut Self::Context) {
+    fn close_transport(&mut self, ctx: &mut Self::Context, _owe_close: bool) {
         if let Some(writer) = &self.writer {
             writer.close(self.close_reason.take());
         }

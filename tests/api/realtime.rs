@@ -169,6 +169,11 @@ async fn a_client_that_sends_too_fast_is_disconnected() {
     let (sid, _) = open_session(&app).await;
     let flood = ["40"; 5].join("\u{1e}");
     assert_eq!(post(&app, &sid, &flood).await.status(), StatusCode::OK);
+    // The next GET gets what was left and the close packet (engine.io's closeTimeout), then the
+    // session is gone.
+    let (status, last) = poll(&app, &sid).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(last.ends_with("\u{1e}1"), "{last}");
     assert_eq!(
         poll(&app, &sid).await.0,
         StatusCode::BAD_REQUEST,
