@@ -8,7 +8,7 @@ use chrono::Utc;
 use serde_json::json;
 
 use super::demo::{self, CardError, check_card};
-use super::service::{Billing, EventOutcome};
+use super::service::{Billing, ConfirmError, EventOutcome, SubscriptionCheck};
 use super::{BillingError, CheckoutStatus};
 use crate::auth::token;
 use crate::domain::Email;
@@ -35,6 +35,40 @@ pub enum RefundError {
     AlreadyRefunded,
     #[error(transparent)]
     Billing(#[from] BillingError),
+}
+
+/// Why the success page gets no answer for a checkout.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckoutReturnError {
+    #[error("no such checkout")]
+    Unknown,
+    #[error("the checkout is not paid")]
+    NotPaid,
+    #[error(transparent)]
+    Billing(#[from] BillingError),
+}
+
+impl From<ConfirmError> for CheckoutReturnError {
+    fn from(error: ConfirmError) -> Self {
+        match error {
+            ConfirmError::Unknown => Self::Unknown,
+            ConfirmError::NotPaid => Self::NotPaid,
+            ConfirmError::Billing(error) => Self::Billing(error),
+        }
+    }
+}
+
+/// What the success page learns of a paid checkout.
+#[derive(Debug, Clone)]
+pub struct CheckoutReturn {
+    pub email: String,
+    pub tracking_id: String,
+    pub provider_session_id: String,
+    pub has_password: bool,
+    pub trial_active: bool,
+    pub trial_end_date: Option<chrono::DateTime<Utc>>,
+    /// The one-time sign-in token's secret, for this browser's cookie, when one is issued.
+    pub sign_in_secret: Option<String>,
 }
 
 /// A subscription canceled at the end of its period.
@@ -139,6 +173,56 @@ impl Billing {
                 .await?;
         }
         Ok(())
+    }
+
+    /// The success page: the checkout the provider's session id names (or, without one, the
+    /// tracking id), confirmed with the provider and fulfilled if the webhook has not been yet,
+    /// and this browser's one-time sign-in when `started_here` (its start cookie names this
+    /// checkout). A tracking id that is not this checkout's is an unknown checkout.
+    pub async fn checkout_return(
+        &self,
+        provider_session_id: Option<String>,
+        tracking: Option<&str>,
+        started_here: impl FnOnce(&str) -> bool,
+    ) -> Result<CheckoutReturn, CheckoutReturnError> {
+        let provider_session_id = match (provider_session_id, tracking) {
+            (Some(id), _) => id,
+            (None, Some(tracking)) => self
+                .checkout_by_tracking_id(tracking)
+                .await?
+                .map(|checkout| checkout.provider_session_id)
+                .ok_or(CheckoutReturnError::Unknown)?,
+            (None, None) => return Err(CheckoutReturnError::Unknown),
+        };
+        let confirmed = self.confirm_checkout(&provider_session_id).await?;
+        let facts = self.access_facts(&confirmed.user_id).await?;
+        let check = facts.as_ref().map(SubscriptionCheck::from_facts);
+        let stored = self
+            .checkout(&provider_session_id)
+            .await?
+            .ok_or(CheckoutReturnError::Unknown)?;
+        if tracking.is_some_and(|tracking| tracking != stored.tracking_id) {
+            return Err(CheckoutReturnError::Unknown);
+        }
+        let has_password = facts.as_ref().is_some_and(|f| f.has_password);
+        let sign_in_secret = self
+            .checkout_sign_in(
+                &stored,
+                &confirmed.user_id,
+                &confirmed.email,
+                started_here(&stored.tracking_id),
+                has_password,
+            )
+            .await?;
+        Ok(CheckoutReturn {
+            email: confirmed.email,
+            tracking_id: confirmed.tracking_id,
+            provider_session_id: confirmed.provider_session_id,
+            has_password,
+            trial_active: check.as_ref().is_some_and(|c| c.trial_active),
+            trial_end_date: check.and_then(|c| c.trial_end_date),
+            sign_in_secret,
+        })
     }
 
     /// The success page's one-time sign-in: the browser that started `checkout` gets one sign-in

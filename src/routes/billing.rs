@@ -12,8 +12,8 @@ use serde_json::json;
 
 use crate::auth::{CurrentUser, MaybeUser, SessionCookies};
 use crate::billing::demo;
-use crate::billing::service::{ConfirmError, SIGN_IN_TOKEN_LIFETIME, StartCheckout};
-use crate::billing::{Billing, BillingError, DemoPayError, RefundError};
+use crate::billing::service::{SIGN_IN_TOKEN_LIFETIME, StartCheckout};
+use crate::billing::{Billing, BillingError, CheckoutReturnError, DemoPayError, RefundError};
 use crate::domain::billing::{
     Attribution, CheckoutSource, MONTHLY_PRICE_CENTS, REFUNDABLE_FEE_CENTS, TRIAL_DAYS,
 };
@@ -236,96 +236,46 @@ pub async fn checkout_success(
     query: web::Query<SuccessQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let query = query.into_inner();
-    let tracking = clean(query.session);
-    let provider_session_id = match (clean(query.session_id), tracking.clone()) {
-        (Some(id), _) => id,
-        (None, Some(tracking)) => billing
-            .checkout_by_tracking_id(&tracking)
-            .await
-            .context("cannot read a checkout")?
-            .map(|checkout| checkout.provider_session_id)
-            .ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::NOT_FOUND,
-                    "unknown_checkout",
-                    "Error processing checkout success",
-                )
-            })?,
-        (None, None) => return Err(ApiError::bad_request("missing_session", MISSING_SESSION)),
-    };
-    let confirmed = match billing.confirm_checkout(&provider_session_id).await {
-        Ok(confirmed) => confirmed,
-        Err(ConfirmError::Unknown) => {
+    let (session_id, tracking) = (clean(query.session_id), clean(query.session));
+    if session_id.is_none() && tracking.is_none() {
+        return Err(ApiError::bad_request("missing_session", MISSING_SESSION));
+    }
+    let start_cookie = req.cookie(CHECKOUT_START_COOKIE);
+    let started_here = |tracking_id: &str| start_cookie.is_some_and(|c| c.value() == tracking_id);
+    let paid = match billing
+        .checkout_return(session_id, tracking.as_deref(), started_here)
+        .await
+    {
+        Ok(paid) => paid,
+        Err(CheckoutReturnError::Unknown) => {
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,
                 "unknown_checkout",
                 "Error processing checkout success",
             ));
         }
-        Err(ConfirmError::NotPaid) => {
+        Err(CheckoutReturnError::NotPaid) => {
             return Err(ApiError::new(
                 StatusCode::PAYMENT_REQUIRED,
                 "not_paid",
                 "Your payment has not been completed. Please try the checkout again.",
             ));
         }
-        Err(ConfirmError::Billing(error)) => {
-            return Err(billing_error("cannot confirm a checkout", error));
+        Err(CheckoutReturnError::Billing(error)) => {
+            return Err(billing_error("cannot answer the success page", error));
         }
     };
-    let facts = billing
-        .access_facts(&confirmed.user_id)
-        .await
-        .context("cannot read access")?;
-    let check = facts
-        .as_ref()
-        .map(crate::billing::service::SubscriptionCheck::from_facts);
-    let stored = billing
-        .checkout(&provider_session_id)
-        .await
-        .context("cannot read a checkout")?
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::NOT_FOUND,
-                "unknown_checkout",
-                "Error processing checkout success",
-            )
-        })?;
-    if tracking
-        .as_deref()
-        .is_some_and(|tracking| tracking != stored.tracking_id)
-    {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "unknown_checkout",
-            "Error processing checkout success",
-        ));
-    }
-    let has_password = facts.as_ref().is_some_and(|f| f.has_password);
     let mut response = HttpResponse::Ok();
-    let started_here = req
-        .cookie(CHECKOUT_START_COOKIE)
-        .is_some_and(|cookie| cookie.value() == stored.tracking_id);
-    let secret = billing
-        .checkout_sign_in(
-            &stored,
-            &confirmed.user_id,
-            &confirmed.email,
-            started_here,
-            has_password,
-        )
-        .await
-        .context("cannot issue a sign-in token")?;
-    if let Some(secret) = secret {
+    if let Some(secret) = paid.sign_in_secret {
         response.cookie(checkout_cookie(**cookies, secret));
     }
     Ok(response.json(json!({
-        "email": confirmed.email,
-        "sessionId": confirmed.tracking_id,
-        "paymentSessionId": confirmed.provider_session_id,
-        "hasPassword": has_password,
-        "trialActive": check.as_ref().is_some_and(|c| c.trial_active),
-        "trialEndDate": check.and_then(|c| c.trial_end_date),
+        "email": paid.email,
+        "sessionId": paid.tracking_id,
+        "paymentSessionId": paid.provider_session_id,
+        "hasPassword": paid.has_password,
+        "trialActive": paid.trial_active,
+        "trialEndDate": paid.trial_end_date,
     })))
 }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use actix_web::{HttpResponse, get, route, web};
+use actix_web::{HttpResponse, get, guard, route, web};
 use serde_json::json;
 
 use crate::metrics::Metrics;
@@ -18,24 +18,14 @@ pub async fn live() -> HttpResponse {
     HttpResponse::Ok().json(json!({ "status": "ok" }))
 }
 
-/// Readiness: whether this process should get traffic.
-#[route("/health/ready", method = "GET", method = "HEAD")]
+/// Readiness: whether this process should get traffic (at `/health/ready`, and at `/health`
+/// where the balancer asks).
 pub async fn ready(db: web::Data<Db>, realtime: web::Data<RealtimeServer>) -> HttpResponse {
-    readiness(&db, &realtime).await
-}
-
-/// Readiness, at the path the balancer checks.
-#[route("/health", method = "GET", method = "HEAD")]
-pub async fn health(db: web::Data<Db>, realtime: web::Data<RealtimeServer>) -> HttpResponse {
-    readiness(&db, &realtime).await
-}
-
-async fn readiness(db: &Db, realtime: &RealtimeServer) -> HttpResponse {
     if realtime.is_stopping() {
         // Its connections are closing: the balancer sends new ones elsewhere.
         return HttpResponse::ServiceUnavailable().json(json!({ "status": "stopping" }));
     }
-    if store::is_healthy(db).await {
+    if store::is_healthy(&db).await {
         HttpResponse::Ok().json(json!({ "status": "ok", "database": "ok" }))
     } else {
         tracing::warn!("health check: the database does not answer");
@@ -60,7 +50,12 @@ pub async fn metrics(metrics: web::Data<Arc<Metrics>>) -> HttpResponse {
 /// This module's endpoints.
 pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
     cfg.service(live)
-        .service(ready)
-        .service(health)
+        .service(
+            web::resource(["/health/ready", "/health"]).route(
+                web::route()
+                    .guard(guard::Any(guard::Get()).or(guard::Head()))
+                    .to(ready),
+            ),
+        )
         .service(metrics);
 }
