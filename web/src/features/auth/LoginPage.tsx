@@ -2,20 +2,13 @@ import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
 import { Button } from '../../components/Button';
 import { Field } from '../../components/Field';
+import { SignInForm } from '../../components/SignInForm';
 import { useSession } from '../../lib/session';
 import { ApiError } from '../../lib/api';
 import { authApi } from '../../lib/auth';
 
 const NETWORK_ERROR = 'Network error. Please check your internet connection and try again.';
 const RESET_PROBLEM = 'There was a problem sending the password reset email. Please try again later.';
-
-function loginError(cause: unknown): string {
-  if (cause instanceof ApiError && ['invalid_credentials', 'too_many_requests'].includes(cause.code)) {
-    return cause.message;
-  }
-  const message = cause instanceof Error ? cause.message : String(cause);
-  return `Failed to log in: ${message}`;
-}
 
 function resetError(cause: unknown): string {
   if (cause instanceof ApiError) {
@@ -149,29 +142,12 @@ function ChooseNewPassword({ token, onInvalid }: { token: string; onInvalid: (me
 export function LoginPage() {
   const navigate = useNavigate();
   const [params, setParams] = useSearchParams();
-  const { user, signedIn, signOut } = useSession();
+  const { user, signOut } = useSession();
   const resetToken = params.get('reset');
+  // The email typed into the sign-in form, offered to the reset form.
   const [email, setEmail] = useState('');
-  const [password, setPassword] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
   const [forgotOpen, setForgotOpen] = useState(false);
   const [resetProblem, setResetProblem] = useState<string | null>(null);
-
-  async function handleSubmit(event: FormEvent<HTMLFormElement>) {
-    event.preventDefault();
-    if (busy) return;
-    setBusy(true);
-    setError(null);
-    try {
-      const answer = await authApi.login({ email: email.trim(), password });
-      signedIn(answer.user);
-      navigate('/members');
-    } catch (cause) {
-      setError(loginError(cause));
-      setBusy(false);
-    }
-  }
 
   if (resetToken && !resetProblem) {
     return (
@@ -214,34 +190,7 @@ export function LoginPage() {
           {resetProblem}
         </p>
       )}
-      <form className="form" onSubmit={handleSubmit} aria-busy={busy}>
-        <Field
-          id="login-email"
-          label="Email"
-          type="email"
-          autoComplete="email"
-          required
-          value={email}
-          onChange={(event) => setEmail(event.target.value)}
-        />
-        <Field
-          id="login-password"
-          label="Password"
-          type="password"
-          autoComplete="current-password"
-          required
-          value={password}
-          onChange={(event) => setPassword(event.target.value)}
-        />
-        {error && (
-          <p className="form__error" role="alert">
-            {error}
-          </p>
-        )}
-        <Button type="submit" className="form__submit" disabled={busy}>
-          {busy ? 'Signing in...' : 'Sign in'}
-        </Button>
-      </form>
+      <SignInForm idPrefix="login" onSignedIn={() => navigate('/members')} onEmailChange={setEmail} />
       <p className="auth-card__switch">
         <Link to="/signup">Need an account? Sign up</Link>
       </p>
