@@ -68,6 +68,10 @@ pub async fn start(
             .route("/{path:.*}", web::post().to(complete))
     })
     .workers(2)
+    // Each token is a small write of its own: without TCP_NODELAY, Nagle's algorithm holds one
+    // back until the one before is acknowledged, about one token late (actix-web leaves the
+    // system's default, Nagle on).
+    .tcp_nodelay(true)
     .disable_signals()
     .bind(address)?;
     let bound = server

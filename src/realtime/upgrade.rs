@@ -47,10 +47,10 @@ const CLOSE_LINGER: Duration = Duration::from_secs(5);
 pub type UpgradeRequest = (Request, Framed<TcpStream, h1::Codec>);
 
 impl RealtimeServer {
-    /// actix-web's `HttpServer` with its default settings, assembled from its parts with one
-    /// more: WebSocket upgrades are handed to this server with their socket. `app` makes the
-    /// application for each worker (as `HttpServer::new` takes it); `on_connect` sees each new
-    /// connection's extensions. Set the builder's shutdown and signals, then run it.
+    /// actix-web's `HttpServer` with its default settings but TCP_NODELAY, assembled from its
+    /// parts with one more: WebSocket upgrades are handed to this server with their socket.
+    /// `app` makes the application for each worker (as `HttpServer::new` takes it); `on_connect`
+    /// sees each new connection's extensions. Set the builder's shutdown and signals, then run it.
     pub fn http_server<F, I, S, B>(
         &self,
         listener: TcpListener,
@@ -90,6 +90,10 @@ impl RealtimeServer {
                 })
                 .client_request_timeout(Duration::from_secs(5))
                 .client_disconnect_timeout(Duration::from_secs(1))
+                // Real-time frames are small writes, often two in a row (an acknowledgement,
+                // then an event): with Nagle's algorithm on (actix-web's default leaves it), the
+                // second waits for the client's delayed ACK.
+                .tcp_nodelay(true)
                 .local_addr(local_addr)
                 .on_connect_ext(move |_: &TcpStream, extensions| on_connect(extensions))
                 .upgrade(upgrades.upgrade_service())
