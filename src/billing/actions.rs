@@ -37,27 +37,6 @@ pub enum RefundError {
     Billing(#[from] BillingError),
 }
 
-/// Why the success page gets no answer for a checkout.
-#[derive(Debug, thiserror::Error)]
-pub enum CheckoutReturnError {
-    #[error("no such checkout")]
-    Unknown,
-    #[error("the checkout is not paid")]
-    NotPaid,
-    #[error(transparent)]
-    Billing(#[from] BillingError),
-}
-
-impl From<ConfirmError> for CheckoutReturnError {
-    fn from(error: ConfirmError) -> Self {
-        match error {
-            ConfirmError::Unknown => Self::Unknown,
-            ConfirmError::NotPaid => Self::NotPaid,
-            ConfirmError::Billing(error) => Self::Billing(error),
-        }
-    }
-}
-
 /// What the success page learns of a paid checkout.
 #[derive(Debug, Clone)]
 pub struct CheckoutReturn {
@@ -178,21 +157,22 @@ impl Billing {
     /// The success page: the checkout the provider's session id names (or, without one, the
     /// tracking id), confirmed with the provider and fulfilled if the webhook has not been yet,
     /// and this browser's one-time sign-in when `started_here` (its start cookie names this
-    /// checkout). A tracking id that is not this checkout's is an unknown checkout.
+    /// checkout). A tracking id that is not this checkout's is an unknown checkout (the
+    /// confirmation's own errors: unknown, not paid, or the store's or provider's failure).
     pub async fn checkout_return(
         &self,
         provider_session_id: Option<String>,
         tracking: Option<&str>,
         started_here: impl FnOnce(&str) -> bool,
-    ) -> Result<CheckoutReturn, CheckoutReturnError> {
+    ) -> Result<CheckoutReturn, ConfirmError> {
         let provider_session_id = match (provider_session_id, tracking) {
             (Some(id), _) => id,
             (None, Some(tracking)) => self
                 .checkout_by_tracking_id(tracking)
                 .await?
                 .map(|checkout| checkout.provider_session_id)
-                .ok_or(CheckoutReturnError::Unknown)?,
-            (None, None) => return Err(CheckoutReturnError::Unknown),
+                .ok_or(ConfirmError::Unknown)?,
+            (None, None) => return Err(ConfirmError::Unknown),
         };
         let confirmed = self.confirm_checkout(&provider_session_id).await?;
         let facts = self.access_facts(&confirmed.user_id).await?;
@@ -200,9 +180,9 @@ impl Billing {
         let stored = self
             .checkout(&provider_session_id)
             .await?
-            .ok_or(CheckoutReturnError::Unknown)?;
+            .ok_or(ConfirmError::Unknown)?;
         if tracking.is_some_and(|tracking| tracking != stored.tracking_id) {
-            return Err(CheckoutReturnError::Unknown);
+            return Err(ConfirmError::Unknown);
         }
         let has_password = facts.as_ref().is_some_and(|f| f.has_password);
         let sign_in_secret = self
@@ -229,7 +209,7 @@ impl Billing {
     /// token for it, within the hour after payment, and only for an account the checkout itself
     /// created that has no password yet, so paying with someone else's address signs nobody into
     /// their account. The token's secret, when one is issued.
-    pub async fn checkout_sign_in(
+    async fn checkout_sign_in(
         &self,
         checkout: &StoredCheckout,
         user_id: &str,

@@ -12,8 +12,8 @@ use serde_json::json;
 
 use crate::auth::{CurrentUser, MaybeUser, SessionCookies};
 use crate::billing::demo;
-use crate::billing::service::{SIGN_IN_TOKEN_LIFETIME, StartCheckout};
-use crate::billing::{Billing, BillingError, CheckoutReturnError, DemoPayError, RefundError};
+use crate::billing::service::{ConfirmError, SIGN_IN_TOKEN_LIFETIME, StartCheckout};
+use crate::billing::{Billing, BillingError, DemoPayError, RefundError};
 use crate::domain::billing::{
     Attribution, CheckoutSource, MONTHLY_PRICE_CENTS, REFUNDABLE_FEE_CENTS, TRIAL_DAYS,
 };
@@ -247,21 +247,21 @@ pub async fn checkout_success(
         .await
     {
         Ok(paid) => paid,
-        Err(CheckoutReturnError::Unknown) => {
+        Err(ConfirmError::Unknown) => {
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,
                 "unknown_checkout",
                 "Error processing checkout success",
             ));
         }
-        Err(CheckoutReturnError::NotPaid) => {
+        Err(ConfirmError::NotPaid) => {
             return Err(ApiError::new(
                 StatusCode::PAYMENT_REQUIRED,
                 "not_paid",
                 "Your payment has not been completed. Please try the checkout again.",
             ));
         }
-        Err(CheckoutReturnError::Billing(error)) => {
+        Err(ConfirmError::Billing(error)) => {
             return Err(billing_error("cannot answer the success page", error));
         }
     };
