@@ -37,9 +37,32 @@ pub enum RefundError {
     Billing(#[from] BillingError),
 }
 
+/// Where the success page sends the buyer next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReturnTo {
+    /// The buyer is signed in as the account that got the payment: straight to the members page.
+    Members,
+    /// The account this checkout created has no password yet: account setup.
+    Setup,
+    /// The account existed before this checkout and this browser is not signed in to it: the
+    /// 'Welcome Back!' dialog, to sign in with the password the buyer already has.
+    SignIn,
+}
+
+impl ReturnTo {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Members => "members",
+            Self::Setup => "setup",
+            Self::SignIn => "sign-in",
+        }
+    }
+}
+
 /// What the success page learns of a paid checkout.
 #[derive(Debug, Clone)]
 pub struct CheckoutReturn {
+    pub next: ReturnTo,
     pub email: String,
     pub tracking_id: String,
     pub provider_session_id: String,
@@ -157,13 +180,15 @@ impl Billing {
     /// The success page: the checkout the provider's session id names (or, without one, the
     /// tracking id), confirmed with the provider and fulfilled if the webhook has not been yet,
     /// and this browser's one-time sign-in when `started_here` (its start cookie names this
-    /// checkout). A tracking id that is not this checkout's is an unknown checkout (the
-    /// confirmation's own errors: unknown, not paid, or the store's or provider's failure).
+    /// checkout), and where the buyer goes next, `viewer` being the signed-in user's id. A tracking
+    /// id that is not this checkout's is an unknown checkout (the confirmation's own errors:
+    /// unknown, not paid, or the store's or provider's failure).
     pub async fn checkout_return(
         &self,
         provider_session_id: Option<String>,
         tracking: Option<&str>,
         started_here: impl FnOnce(&str) -> bool,
+        viewer: Option<&str>,
     ) -> Result<CheckoutReturn, ConfirmError> {
         let provider_session_id = match (provider_session_id, tracking) {
             (Some(id), _) => id,
@@ -194,7 +219,15 @@ impl Billing {
                 has_password,
             )
             .await?;
+        let next = if viewer == Some(confirmed.user_id.as_str()) {
+            ReturnTo::Members
+        } else if sign_in_secret.is_some() || (stored.created_account && !has_password) {
+            ReturnTo::Setup
+        } else {
+            ReturnTo::SignIn
+        };
         Ok(CheckoutReturn {
+            next,
             email: confirmed.email,
             tracking_id: confirmed.tracking_id,
             provider_session_id: confirmed.provider_session_id,

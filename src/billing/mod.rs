@@ -13,7 +13,7 @@ use futures_util::future::BoxFuture;
 
 use crate::domain::billing::{CheckoutSource, CompletedCheckout, SubscriptionSnapshot};
 use crate::store::billing::StoredCheckout;
-pub use actions::{Canceled, CheckoutReturn, DemoPayError, RefundError};
+pub use actions::{Canceled, CheckoutReturn, DemoPayError, RefundError, ReturnTo};
 pub use service::Billing;
 
 /// What the provider needs to open a hosted checkout. Prices are the server's: the request only

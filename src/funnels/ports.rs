@@ -9,6 +9,7 @@ use futures_util::future::BoxFuture;
 use helpnow_actors::funnel::ports::{
     CheckoutError, FunnelCheckout, FunnelCheckoutRequest, FunnelClaims, Holder,
 };
+use helpnow_actors::rules::FunnelKind;
 
 use super::{CHECKOUT_HANDOFF_PATH, checkout_source};
 use crate::auth::AuthThrottle;
@@ -16,6 +17,33 @@ use crate::billing::Billing;
 use crate::billing::service::{FunnelLink, StartCheckout};
 use crate::cluster::Cluster;
 use crate::domain::billing::Attribution;
+
+fn attribution_param(value: Option<&str>) -> Option<&str> {
+    value.map(str::trim).filter(|value| !value.is_empty())
+}
+
+/// Where a canceled checkout of a chat funnel returns: the funnel's page, with its keyword and
+/// campaign, where the conversation (the final message and its 'Get started >>') is still there.
+pub fn funnel_page_after_cancel(
+    funnel: FunnelKind,
+    keyword: Option<&str>,
+    campaignid: Option<&str>,
+) -> String {
+    let path = match funnel {
+        FunnelKind::Refundable => "/Chat-Help-2",
+        FunnelKind::Chat => "/chat-help",
+        FunnelKind::Help => "/get-help",
+    };
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    if let Some(keyword) = keyword {
+        query.append_pair("keyword", keyword);
+    }
+    if let Some(campaignid) = campaignid {
+        query.append_pair("campaignid", campaignid);
+    }
+    query.append_pair("canceled", "true");
+    format!("{path}?{}", query.finish())
+}
 
 /// What the funnel actors open checkouts with: billing, under the per-address checkout limit
 /// that `create-checkout.js` has too (every checkout is a call to the payment provider).
@@ -36,6 +64,11 @@ impl FunnelCheckout for FunnelCheckouts {
             if !throttle.allow_checkout(request.client_address).await {
                 return Err(CheckoutError("too many checkouts from this address".into()));
             }
+            let cancel_path = funnel_page_after_cancel(
+                request.funnel,
+                attribution_param(request.attribution.keyword.as_deref()),
+                attribution_param(request.attribution.campaignid.as_deref()),
+            );
             let attribution = request.attribution;
             let started = billing
                 .start_checkout(StartCheckout {
@@ -52,7 +85,7 @@ impl FunnelCheckout for FunnelCheckouts {
                     },
                     user: None,
                     visitor_id: Some(request.visitor_id),
-                    cancel_path: "/?canceled=true".to_owned(),
+                    cancel_path,
                     funnel: Some(FunnelLink {
                         conversation_id: request.conversation_id,
                         record: request.record,
@@ -86,5 +119,22 @@ impl FunnelClaims for ClusterClaims {
 
     fn renew_every(&self) -> Option<std::time::Duration> {
         Some(crate::cluster::CLAIM_RENEW_EVERY)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_canceled_chat_checkout_returns_to_its_funnel_page_with_its_campaign() {
+        assert_eq!(
+            funnel_page_after_cancel(FunnelKind::Refundable, Some("printer help"), Some("555")),
+            "/Chat-Help-2?keyword=printer+help&campaignid=555&canceled=true"
+        );
+        assert_eq!(
+            funnel_page_after_cancel(FunnelKind::Chat, None, None),
+            "/chat-help?canceled=true"
+        );
     }
 }

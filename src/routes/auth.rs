@@ -40,6 +40,19 @@ pub struct Credentials {
     password: Option<String>,
 }
 
+/// Sign-up: an email and a password, or (the access dialog's create mode) an email alone, and the
+/// password chosen later from a mailed link.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignupRequest {
+    #[serde(default)]
+    email: Option<String>,
+    #[serde(default)]
+    password: Option<String>,
+    #[serde(default)]
+    set_password_by_mail: bool,
+}
+
 fn email_error(error: EmailError) -> ApiError {
     ApiError::bad_request(error.code(), error.to_string())
 }
@@ -68,21 +81,31 @@ pub async fn signup(
     mailer: web::Data<Mailer>,
     cookies: web::Data<SessionCookies>,
     throttle: web::Data<AuthThrottle>,
-    body: web::Json<Credentials>,
+    body: web::Json<SignupRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.into_inner();
     let email = Email::parse(body.email.as_deref().unwrap_or_default()).map_err(email_error)?;
-    let password = NewPassword::parse(body.password.unwrap_or_default()).map_err(password_error)?;
+    let password = if body.set_password_by_mail {
+        None
+    } else {
+        Some(NewPassword::parse(body.password.unwrap_or_default()).map_err(password_error)?)
+    };
     if !throttle
         .allow_signup(client_key(&req, settings.server.trust_forwarded_for))
         .await
     {
         return Err(too_many("Too many requests. Please try again later."));
     }
-    let hash = auth::password::hash_password(password)
-        .await
-        .context("cannot hash a password")?;
-    let id = match store::users::create(&db, &email, Some(hash)).await {
+    let hash = match password {
+        Some(password) => Some(
+            auth::password::hash_password(password)
+                .await
+                .context("cannot hash a password")?,
+        ),
+        None => None,
+    };
+    let by_mail = hash.is_none();
+    let id = match store::users::create(&db, &email, hash).await {
         Ok(id) => id,
         Err(store::users::CreateUserError::EmailTaken) => {
             return Err(ApiError::new(
@@ -93,6 +116,21 @@ pub async fn signup(
         }
         Err(error) => return Err(ApiError::internal("cannot create an account", error)),
     };
+    if by_mail {
+        // No password yet: the welcome mail is the link that chooses one.
+        send_password_mail(&db, &settings, &mailer, &id, &email, PasswordMail::Choose).await?;
+        store::analytics::record_server_event(
+            &db,
+            EventName::SIGN_UP,
+            Some(&id),
+            json!({"method": "email_link"}),
+        )
+        .await;
+        let cookie = auth::session::start(&db, **cookies, &id).await?;
+        return Ok(HttpResponse::Created()
+            .cookie(cookie)
+            .json(user_body(&id, email.as_str())));
+    }
     let product = &settings.product.name;
     let welcome = OutgoingMail {
         to: email.as_str().to_owned(),
@@ -217,19 +255,28 @@ pub async fn me(user: MaybeUser, db: web::Data<Db>) -> Result<HttpResponse, ApiE
         .context("cannot read an account")?;
     let check = facts.as_ref().map(SubscriptionCheck::from_facts);
     let has_password = facts.as_ref().is_none_or(|facts| facts.has_password);
+    let latest_checkout = match &facts {
+        Some(facts) if facts.trial_started => {
+            store::billing::latest_fulfilled_checkout_of(&db, &user.id)
+                .await
+                .context("cannot read a checkout")?
+        }
+        _ => None,
+    };
+    // The members page offers 'Refund my $1 setup fee' only while there is one to give back.
+    let fee_refundable = latest_checkout
+        .as_ref()
+        .is_some_and(|checkout| checkout.refundable_fee && checkout.fee_refunded_at.is_none());
     let pending_setup = if has_password {
         None
     } else {
-        store::billing::latest_fulfilled_checkout_of(&db, &user.id)
-            .await
-            .context("cannot read a checkout")?
-            .map(|checkout| {
-                json!({
-                    "email": user.email,
-                    "session": checkout.tracking_id,
-                    "paymentSessionId": checkout.provider_session_id,
-                })
+        latest_checkout.as_ref().map(|checkout| {
+            json!({
+                "email": user.email,
+                "session": checkout.tracking_id,
+                "paymentSessionId": checkout.provider_session_id,
             })
+        })
     };
     // The members area greets a funnel visitor with the issue they came with.
     let funnel = store::users::funnel_record(&db, &user.id)
@@ -244,6 +291,7 @@ pub async fn me(user: MaybeUser, db: web::Data<Db>) -> Result<HttpResponse, ApiE
             "trialActive": check.trial_active,
             "hasActiveSubscription": check.has_active_subscription,
             "trialEndDate": check.trial_end_date,
+            "feeRefundable": fee_refundable,
         })
     });
     Ok(HttpResponse::Ok().json(json!({
@@ -252,7 +300,8 @@ pub async fn me(user: MaybeUser, db: web::Data<Db>) -> Result<HttpResponse, ApiE
             "email": user.email,
             "hasPassword": has_password,
             "access": access.unwrap_or_else(|| json!({
-                "hasAccess": false, "trialActive": false, "hasActiveSubscription": false, "trialEndDate": null
+                "hasAccess": false, "trialActive": false, "hasActiveSubscription": false, "trialEndDate": null,
+                "feeRefundable": false
             })),
             "pendingSetup": pending_setup,
             "funnel": funnel,
@@ -312,6 +361,15 @@ pub async fn request_reset(
     Ok(HttpResponse::Ok().json(json!({ "message": RESET_SENT })))
 }
 
+/// Why a mail carries a link that sets a password.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PasswordMail {
+    /// 'Forgot password?' (and the checkout debug page).
+    Reset,
+    /// An account created with an email alone (the access dialog): its first password.
+    Choose,
+}
+
 /// Stores a reset link for an account and mails it (also used by the checkout debug page).
 pub async fn send_reset_mail(
     db: &Db,
@@ -319,6 +377,18 @@ pub async fn send_reset_mail(
     mailer: &Mailer,
     user_id: &str,
     email: &Email,
+) -> Result<(), ApiError> {
+    send_password_mail(db, settings, mailer, user_id, email, PasswordMail::Reset).await
+}
+
+/// Stores a one-hour, one-time link that sets the account's password, and mails it.
+pub async fn send_password_mail(
+    db: &Db,
+    settings: &Settings,
+    mailer: &Mailer,
+    user_id: &str,
+    email: &Email,
+    purpose: PasswordMail,
 ) -> Result<(), ApiError> {
     let secret = token::new_secret();
     store::password_resets::create(db, user_id, token::hash_secret(&secret), RESET_LIFETIME)
@@ -331,16 +401,30 @@ pub async fn send_reset_mail(
         .context("reset link")?;
     link.query_pairs_mut().append_pair("reset", &secret);
     let product = &settings.product.name;
-    let text = format!(
-        "Hello,\n\nSomeone (we hope you) asked to reset the password of your {product} account.\n\n\
-         Choose a new password here (the link works once, for one hour):\n\n{link}\n\n\
-         If you did not ask for this, ignore this mail; your password stays as it is.\n\n\
-         The {product} team\n"
-    );
+    let (subject, text) = match purpose {
+        PasswordMail::Reset => (
+            format!("Reset your {product} password"),
+            format!(
+                "Hello,\n\nSomeone (we hope you) asked to reset the password of your {product} account.\n\n\
+                 Choose a new password here (the link works once, for one hour):\n\n{link}\n\n\
+                 If you did not ask for this, ignore this mail; your password stays as it is.\n\n\
+                 The {product} team\n"
+            ),
+        ),
+        PasswordMail::Choose => (
+            format!("Welcome to {product}: choose your password"),
+            format!(
+                "Welcome to {product}!\n\nYour account {email} is ready, and you are signed in on the \
+                 device where you created it.\n\nTo sign in anywhere else, choose your password here \
+                 (the link works once, for one hour; after that, use 'Forgot password?' on the sign-in \
+                 page):\n\n{link}\n\nThe {product} team\n"
+            ),
+        ),
+    };
     mailer
         .send(OutgoingMail {
             to: email.as_str().to_owned(),
-            subject: format!("Reset your {product} password"),
+            subject,
             text,
             kind: MailKind::PasswordReset,
         })

@@ -233,6 +233,7 @@ pub async fn checkout_success(
     req: HttpRequest,
     billing: web::Data<Billing>,
     cookies: web::Data<SessionCookies>,
+    viewer: MaybeUser,
     query: web::Query<SuccessQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let query = query.into_inner();
@@ -243,7 +244,12 @@ pub async fn checkout_success(
     let start_cookie = req.cookie(CHECKOUT_START_COOKIE);
     let started_here = |tracking_id: &str| start_cookie.is_some_and(|c| c.value() == tracking_id);
     let paid = match billing
-        .checkout_return(session_id, tracking.as_deref(), started_here)
+        .checkout_return(
+            session_id,
+            tracking.as_deref(),
+            started_here,
+            viewer.0.as_ref().map(|user| user.id.as_str()),
+        )
         .await
     {
         Ok(paid) => paid,
@@ -270,6 +276,7 @@ pub async fn checkout_success(
         response.cookie(checkout_cookie(**cookies, secret));
     }
     Ok(response.json(json!({
+        "next": paid.next.as_str(),
         "email": paid.email,
         "sessionId": paid.tracking_id,
         "paymentSessionId": paid.provider_session_id,
@@ -401,12 +408,18 @@ pub async fn complete_demo_checkout(
         ));
     }
     let body = body.into_inner();
-    let email =
-        Email::parse(body.email.as_deref().unwrap_or_default()).map_err(|error| match error {
-            EmailError::Missing | EmailError::Invalid => {
-                ApiError::bad_request("invalid_email", "Please enter a valid email address.")
-            }
-        })?;
+    // A checkout started signed in pays for that account: its address is fixed, as on Stripe's
+    // page when the checkout names the customer's email.
+    let typed = checkout
+        .email
+        .as_deref()
+        .filter(|email| checkout.user_id.is_some() && !email.is_empty())
+        .or(body.email.as_deref());
+    let email = Email::parse(typed.unwrap_or_default()).map_err(|error| match error {
+        EmailError::Missing | EmailError::Invalid => {
+            ApiError::bad_request("invalid_email", "Please enter a valid email address.")
+        }
+    })?;
     match billing
         .pay_demo_checkout(
             &checkout,

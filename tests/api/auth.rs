@@ -341,3 +341,54 @@ async fn a_password_is_reset_through_the_mailed_link_once() {
         .await;
     assert_eq!(new.status(), 200);
 }
+
+#[tokio::test]
+async fn an_account_made_with_an_email_alone_is_signed_in_and_chooses_its_password_by_mail() {
+    let app = spawn_app().await;
+    let response = app
+        .post_json(
+            "/api/auth/signup",
+            &json!({"email": "ann@example.com", "setPasswordByMail": true}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let (session, _) = session_cookie(&response);
+    let who = me(&app, &session).await;
+    assert_eq!(who["user"]["email"], "ann@example.com");
+    assert_eq!(who["user"]["hasPassword"], false);
+    // No password works until one is chosen, an empty one least of all.
+    let (status, _) = error_of(
+        app.post_json(
+            "/api/auth/login",
+            &json!({"email": "ann@example.com", "password": ""}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 400);
+
+    let token = reset_token_mailed_to(&app, "ann@example.com").await;
+    let response = app
+        .post_json(
+            "/api/auth/reset/confirm",
+            &json!({"token": token, "password": "chosen-secret"}),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let login = app
+        .post_json(
+            "/api/auth/login",
+            &json!({"email": "ann@example.com", "password": "chosen-secret"}),
+        )
+        .await;
+    assert_eq!(login.status(), 200);
+
+    // A password is still required when the mail is not asked for.
+    let (status, error) = error_of(
+        app.post_json("/api/auth/signup", &json!({"email": "bob@example.com"}))
+            .await,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(error["error"], "password_required");
+}

@@ -127,6 +127,7 @@ async fn a_funnel_visitor_pays_one_dollar_and_sets_up_a_trial_account() {
     let (_, stranger) = confirm(&app, &json!({}), &redirect).await;
     assert_eq!(stranger, None);
     let (answer, checkout_cookie) = confirm(&app, &started, &redirect).await;
+    assert_eq!(answer["next"], "setup");
     assert_eq!(answer["email"], "ann@example.com");
     assert_eq!(answer["hasPassword"], false);
     assert_eq!(answer["trialActive"], true);
@@ -304,6 +305,10 @@ async fn an_existing_account_must_give_its_own_password() {
     let (answer, cookie) = confirm(&app, &started, &redirect).await;
     assert_eq!(answer["hasPassword"], true);
     assert_eq!(
+        answer["next"], "sign-in",
+        "a signed-out buyer of an existing account is welcomed back to sign in"
+    );
+    assert_eq!(
         cookie, None,
         "paying with an address signs nobody into its existing account"
     );
@@ -332,6 +337,59 @@ async fn an_existing_account_must_give_its_own_password() {
         count(&app, "RETURN count(SELECT VALUE id FROM user)").await,
         1,
         "no second account"
+    );
+}
+
+#[tokio::test]
+async fn a_signed_in_member_who_buys_goes_straight_to_the_members_page_with_access() {
+    let app = spawn_app().await;
+    let session = sign_up(&app, "ann@example.com", "original1").await;
+    assert_eq!(
+        me(&app, &session).await["user"]["access"]["hasAccess"],
+        false
+    );
+    let response = post_with_cookie(
+        &app,
+        "/api/create-checkout.js",
+        &session,
+        &json!({"source": "chat_trial_prompt"}),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    let start = cookie_named(&response, "helpnow_checkout_start").expect("the start cookie");
+    let started: Value = response.json().await.expect("json");
+    let id = started["sessionId"].as_str().expect("id");
+    let page: Value = app
+        .client
+        .get(app.url(&format!("/api/demo-checkout/{id}")))
+        .send()
+        .await
+        .expect("request reaches the server")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(page["email"], "ann@example.com", "the account's address");
+    // The checkout page fixes the address; a different one typed anyway changes nothing.
+    let redirect = pay(&app, id, "someone.else@example.com").await;
+    let query = redirect.split_once('?').map(|(_, q)| q).unwrap_or_default();
+    let response = get_with_cookie(
+        &app,
+        &format!("/api/checkout-success?{query}"),
+        &format!("{start}; {session}"),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(cookie_named(&response, "helpnow_checkout"), None);
+    let answer: Value = response.json().await.expect("json");
+    assert_eq!(answer["next"], "members");
+    assert_eq!(answer["email"], "ann@example.com");
+    let who = me(&app, &session).await;
+    assert_eq!(who["user"]["access"]["hasAccess"], true);
+    assert_eq!(who["user"]["access"]["trialActive"], true);
+    assert_eq!(
+        count(&app, "RETURN count(SELECT VALUE id FROM user)").await,
+        1,
+        "no account for the typed address"
     );
 }
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { DESKTOP, PHONE, openPage, resultsDir, setUp } from './harness.mjs';
+import { signUp } from './members-support.mjs';
 import path from 'node:path';
 
 let env;
@@ -72,6 +73,68 @@ describe('checkout on the demo provider', () => {
 
     const expected = /Failed to load resource: the server responded with a status of 402/;
     assert.deepEqual(problems.filter((problem) => !expected.test(problem)), []);
+    await context.close();
+  });
+
+  test('a signed-in member who buys the trial goes straight to the members page with access', async () => {
+    const { page, context, problems } = await openPage(env.browser, PHONE);
+    const email = 'signed.in.buyer@example.com';
+    const cookie = await signUp(env.baseUrl, email);
+    const [name, value] = cookie.split('=');
+    await context.addCookies([{ name, value, url: env.baseUrl }]);
+
+    await page.goto(`${env.baseUrl}/`);
+    await page.getByRole('button', { name: 'Start Your 7-Day Trial for $1' }).first().click();
+    await page
+      .getByRole('dialog', { name: 'Get Unlimited AI Access!' })
+      .getByRole('button', { name: 'Start Your 7-Day Trial for $1' })
+      .click();
+    await page.waitForURL((url) => url.pathname.startsWith('/demo-checkout/'));
+    // The checkout is for this account: its address, fixed.
+    assert.equal(await page.getByLabel('Email').inputValue(), email);
+    assert.equal(await page.getByLabel('Email').isEditable(), false);
+    await page.getByLabel('Card number').fill('4242 4242 4242 4242');
+    await page.getByRole('button', { name: 'Start trial' }).click();
+
+    // No password to choose or type again: the members page, with the trial and a welcome.
+    await page.waitForURL((url) => url.pathname === '/' && url.search === '');
+    const welcome = page.getByRole('dialog', { name: /^Welcome to / });
+    await welcome.waitFor();
+    await welcome.getByRole('button', { name: /^Start Using / }).click();
+    await page.getByText('Trial Active').first().waitFor();
+    await page.getByText(/Your trial runs until/).waitFor();
+    assert.equal(await page.getByRole('heading', { name: 'Choose a password' }).count(), 0);
+    await page.screenshot({ path: path.join(resultsDir, 'signed-in-buyer-phone.png'), fullPage: true });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test("a signed-out buyer whose email has an account is welcomed back and signs in with the password they know", async () => {
+    const { page, context, problems } = await openPage(env.browser, DESKTOP);
+    const email = 'returning.buyer@example.com';
+    await signUp(env.baseUrl, email, 'my old password');
+
+    await page.goto(`${env.baseUrl}/?subscribe=true`);
+    await page
+      .getByRole('dialog', { name: 'Get Unlimited AI Access!' })
+      .getByRole('button', { name: 'Start Your Trial for $1' })
+      .click();
+    await page.waitForURL((url) => url.pathname.startsWith('/demo-checkout/'));
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Card number').fill('4242 4242 4242 4242');
+    await page.getByRole('button', { name: 'Start trial' }).click();
+
+    const dialog = page.getByRole('dialog', { name: 'Welcome Back!' });
+    await dialog.getByText(email).waitFor();
+    await page.screenshot({ path: path.join(resultsDir, 'welcome-back.png') });
+    await dialog.getByRole('link', { name: 'Login to Your Account' }).click();
+    await page.waitForURL((url) => url.pathname === '/login');
+    assert.equal(await page.getByLabel('Email').inputValue(), email, 'the address is filled in');
+    await page.getByLabel('Password').fill('my old password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL((url) => url.pathname === '/' || url.pathname === '/members');
+    await page.getByText(/Your trial runs until/).waitFor();
+    assert.deepEqual(problems, []);
     await context.close();
   });
 

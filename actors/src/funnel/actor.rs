@@ -247,6 +247,15 @@ impl FunnelActor {
         self.clients.retain(|c| c.id() != client.id());
         if let Some(conversation) = &self.conversation {
             client.emit("conversation", conversation.view(self.reply_pending));
+            // A second tab, or a reload, sees the same countdown as the first.
+            if self.checkout_timer.is_some()
+                && let Some(deadline) = conversation.checkout_deadline
+            {
+                client.emit(
+                    "countdown",
+                    countdown_view(deadline - self.deps.clock.now()),
+                );
+            }
         }
         self.clients.push(client);
         if self.checkout_due {
@@ -515,9 +524,10 @@ impl FunnelActor {
             // Passed while this conversation was not live (a restart, or nobody connected).
             return self.postpone_checkout(ctx);
         }
-        let wait = (deadline - self.deps.clock.now())
-            .to_std()
-            .unwrap_or(Duration::ZERO);
+        let left = deadline - self.deps.clock.now();
+        let wait = left.to_std().unwrap_or(Duration::ZERO);
+        // The page shows it ('Taking you to the secure checkout in 15 s'): no surprise.
+        self.broadcast("countdown", &countdown_view(left));
         let due = tokio::time::Instant::now() + wait;
         self.checkout_timer = Some(ctx.run_later(wait, move |act, ctx| {
             act.deps
@@ -863,4 +873,10 @@ fn usable_ai_reply(reply: Result<String, AiError>) -> Result<String, AiError> {
 
 fn chrono_duration(duration: Duration) -> chrono::TimeDelta {
     chrono::TimeDelta::from_std(duration).unwrap_or(chrono::TimeDelta::MAX)
+}
+
+/// The `countdown` event: how long until the automatic checkout opens, relative, so a client's
+/// clock does not matter.
+fn countdown_view(left: chrono::TimeDelta) -> Value {
+    json!({ "checkoutInMs": left.num_milliseconds().max(0) })
 }

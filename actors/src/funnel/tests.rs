@@ -526,6 +526,10 @@ async fn the_checkout_opens_15_seconds_after_the_final_message() {
         client.exchange(text).await;
     }
     let final_at = Instant::now();
+    // The page is told when, to show a countdown.
+    let countdown = client.next_named("countdown").await;
+    let left = countdown["checkoutInMs"].as_i64().expect("milliseconds");
+    assert!((14_000..=15_000).contains(&left), "{countdown}");
     let checkout = client.next_named("checkout").await;
     assert_about(final_at.elapsed(), Duration::from_secs(15));
     assert_eq!(checkout["url"], "/api/funnels/checkout/handoff-1");

@@ -45,7 +45,10 @@ BEGIN TRANSACTION;
 LET $cs = (SELECT * FROM checkout_session WHERE provider_session_id = $f.provider_session_id LIMIT 1)[0];
 IF $cs = NONE { THROW 'unknown_checkout'; };
 IF $cs.fulfilled_at != NONE { THROW 'already_fulfilled'; };
-LET $found = (SELECT VALUE id FROM user WHERE email = $f.email LIMIT 1)[0];
+-- A checkout started signed in belongs to that account, whatever address was typed; else the
+-- account of the typed address, or a new one.
+LET $starter = IF $cs.user != NONE AND record::exists($cs.user) { $cs.user } ELSE { NONE };
+LET $found = $starter ?? (SELECT VALUE id FROM user WHERE email = $f.email LIMIT 1)[0];
 LET $uid = IF $found != NONE { $found } ELSE { (CREATE user CONTENT { email: $f.email } RETURN VALUE id)[0] };
 LET $att = $cs.attribution ?? {};
 LET $history = {

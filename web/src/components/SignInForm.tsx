@@ -22,12 +22,20 @@ type SignInFormProps = {
   onSignedIn?: (user: User) => void;
   /** The email as typed, for a form beside this one (the reset link's). */
   onEmailChange?: (email: string) => void;
+  /** An address the page already knows (the 'Welcome Back!' dialog's). */
+  initialEmail?: string;
 };
 
 /** Email, password and 'Sign in': the sign-in page's form and the members page's panel. */
-export function SignInForm({ idPrefix, 'aria-label': label, onSignedIn, onEmailChange }: SignInFormProps) {
+export function SignInForm({
+  idPrefix,
+  'aria-label': label,
+  onSignedIn,
+  onEmailChange,
+  initialEmail = '',
+}: SignInFormProps) {
   const { signedIn } = useSession();
-  const [email, setEmail] = useState('');
+  const [email, setEmail] = useState(initialEmail);
   const [password, setPassword] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);

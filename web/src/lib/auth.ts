@@ -6,6 +6,8 @@ export type Access = {
   trialActive: boolean;
   hasActiveSubscription: boolean;
   trialEndDate: string | null;
+  /** A $1 setup fee was paid and not refunded yet: 'Refund my $1 setup fee' is offered. */
+  feeRefundable?: boolean;
 };
 
 /** The checkout that created an account which has no password yet. */
@@ -31,6 +33,9 @@ export type Credentials = { email: string; password: string };
 export const authApi = {
   me: (signal?: AbortSignal) => api.get<{ user: User | null }>('/api/auth/me', signal),
   signup: (credentials: Credentials) => api.post<UserAnswer>('/api/auth/signup', credentials),
+  /** An account from an email alone: signed in at once, the password chosen from a mailed link. */
+  signupByEmail: (email: string) =>
+    api.post<UserAnswer>('/api/auth/signup', { email, setPasswordByMail: true }),
   login: (credentials: Credentials) => api.post<UserAnswer>('/api/auth/login', credentials),
   logout: () => api.post<null>('/api/auth/logout', {}),
   requestReset: (email: string) => api.post<{ message: string }>('/api/auth/reset', { email }),

@@ -5,6 +5,12 @@ export const CHECKOUT_SUCCESS_TIMEOUT_MS = 15_000;
 
 /** What the server knows about a paid checkout: the success page and the access dialog ask for it. */
 export type CheckoutSuccess = {
+  /**
+   * Where the buyer goes, as the server decided: 'members' (signed in as the account that got the
+   * payment), 'setup' (an account this checkout created, without a password yet) or 'sign-in' (an
+   * account that existed before: 'Welcome Back!').
+   */
+  next: 'members' | 'setup' | 'sign-in';
   email: string;
   sessionId: string;
   paymentSessionId: string;

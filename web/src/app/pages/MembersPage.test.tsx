@@ -330,11 +330,12 @@ describe('MembersPage address handling', () => {
     const dialog = await screen.findByRole('dialog', { name: 'Welcome Back!' });
     expect(dialog.textContent).toContain('ann@example.com');
     const login = within(dialog).getByRole('link', { name: 'Login to Your Account' });
-    expect(login.getAttribute('href')).toBe('/login');
+    expect(login.getAttribute('href')).toBe('/login?email=ann%40example.com');
     expect(router.state.location.search).toBe('');
 
     fireEvent.click(login);
     await waitFor(() => expect(router.state.location.pathname).toBe('/login'));
+    expect(router.state.location.search).toBe('?email=ann%40example.com');
   });
 
   it('says calmly that a canceled checkout charged nothing, with the trial button', async () => {

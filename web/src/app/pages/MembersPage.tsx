@@ -80,7 +80,7 @@ function MembershipStatus({ access }: { access: Access }) {
       {access.trialActive && (
         <p className="members-status__text">After the trial: $20/month. Cancel anytime.</p>
       )}
-      <BillingActions />
+      <BillingActions feeRefundable={access.feeRefundable === true} />
     </section>
   );
 }
@@ -153,6 +153,8 @@ export function MembersPage() {
 
     switch (action.kind) {
       case 'none':
+        // Back from a paid checkout while signed in (the success page says so).
+        if ((location.state as { welcome?: boolean } | null)?.welcome) setOverlay({ kind: 'welcome' });
         return;
       case 'clean':
         cleanUrl();
@@ -194,7 +196,7 @@ export function MembersPage() {
           .finally(() => setSigningIn(false));
         return;
     }
-  }, [user, location.key, location.search, navigate, signedIn]);
+  }, [user, location.key, location.search, location.state, navigate, signedIn]);
 
   const closeOverlay = () => setOverlay(null);
   const openTrial = () => setOverlay({ kind: 'trial' });
@@ -232,6 +234,11 @@ export function MembersPage() {
         )}
       </section>
 
+      {(viewer === 'loading' || signingIn) && (
+        // Holds the place of what follows until the server has said who is looking, so the footer
+        // does not show up and then jump away.
+        <div className="members__placeholder" aria-hidden="true" />
+      )}
       {viewer !== 'loading' && !signingIn && (
         // A new account (or signing out) starts with a fresh chat and closed sidebars.
         <MembersWorkspace

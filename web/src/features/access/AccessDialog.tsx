@@ -75,7 +75,9 @@ function LoginForm({ initialEmail, onSuccess }: { initialEmail: string; onSucces
     setBusy('submitting');
     setNote(null);
     try {
-      const { user } = creating ? await authApi.signup(credentials) : await authApi.login(credentials);
+      const { user } = creating
+        ? await authApi.signupByEmail(credentials.email)
+        : await authApi.login(credentials);
       // The members page behind then asks the server for the access facts this answer lacks.
       signedIn(user);
       onSuccess(creating ? ACCOUNT_CREATED : LOGIN_SUCCESS);
@@ -115,7 +117,7 @@ function LoginForm({ initialEmail, onSuccess }: { initialEmail: string; onSucces
     >
       <p className="access-dialog__lead">
         {creating
-          ? 'Create your account with the email you used at checkout.'
+          ? 'Create your account with the email you used at checkout. We will email you a link to choose your password.'
           : 'Sign in with the email you used at checkout.'}
       </p>
       <Field
@@ -126,14 +128,16 @@ function LoginForm({ initialEmail, onSuccess }: { initialEmail: string; onSucces
         value={email}
         onChange={(event) => setEmail(event.target.value)}
       />
-      <Field
-        id="access-password"
-        label="Password"
-        type="password"
-        autoComplete={creating ? 'new-password' : 'current-password'}
-        value={password}
-        onChange={(event) => setPassword(event.target.value)}
-      />
+      {!creating && (
+        <Field
+          id="access-password"
+          label="Password"
+          type="password"
+          autoComplete="current-password"
+          value={password}
+          onChange={(event) => setPassword(event.target.value)}
+        />
+      )}
       {note && (
         <p className={note.ok ? 'form__success' : 'form__error'} role={note.ok ? 'status' : 'alert'}>
           {note.text}

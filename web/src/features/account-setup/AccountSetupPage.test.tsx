@@ -92,7 +92,8 @@ describe('AccountSetupPage', () => {
   });
 
   it('lets the person type an email when neither the query nor the server has one', async () => {
-    mockApi({ 'GET /api/account/setup': NO_SESSION });
+    // The server did not answer (a restart, say): the form still works from the query.
+    mockApi({ 'GET /api/account/setup': { status: 503, body: {} } });
     renderSetup('/account-setup?success=true');
     const email = (await screen.findByLabelText('Email')) as HTMLInputElement;
     expect(email.value).toBe('');
@@ -178,20 +179,29 @@ describe('AccountSetupPage', () => {
     expect((screen.getByRole('button', { name: 'Access Account' }) as HTMLButtonElement).disabled).toBe(false);
   });
 
-  it('without a checkout on this device, keeps the query email and explains the way in', async () => {
-    const fetchMock = mockApi({ 'GET /api/account/setup': NO_SESSION, 'POST /api/account/setup': NO_SESSION });
+  it('without a checkout on this device, says so at once and explains the way in', async () => {
+    const fetchMock = mockApi({ 'GET /api/account/setup': NO_SESSION });
     renderSetup();
-    const email = (await screen.findByLabelText('Email')) as HTMLInputElement;
-    expect(email.value).toBe('ann@example.com');
-    expect(email.readOnly).toBe(true);
+
+    const alert = await screen.findByRole('alert');
+    expect(alert.textContent).toContain('We could not find your checkout in this browser.');
+    expect(alert.textContent).toContain('sign-in link in your welcome email');
+    expect(screen.getByRole('link', { name: 'Forgot password?' }).getAttribute('href')).toBe(
+      '/login?email=ann%40example.com',
+    );
+    // No form to fill in that could not work.
+    expect(screen.queryByLabelText('Password')).toBeNull();
+    expect(fetchMock.mock.calls.some(([, init]) => init?.method === 'POST')).toBe(false);
+  });
+
+  it('a refused setup after the form keeps the explanation', async () => {
+    mockApi({ 'GET /api/account/setup': { body: NEW_ACCOUNT }, 'POST /api/account/setup': NO_SESSION });
+    renderSetup();
+    await screen.findByLabelText('Confirm Password');
     fill({ password: 'secret1', confirm: 'secret1' });
     submit();
-
     const alert = await screen.findByRole('alert');
     expect(alert.textContent).toContain('No session information found. Please contact support.');
     expect(alert.textContent).toContain('sign-in link in your welcome email');
-    expect(screen.getByRole('link', { name: 'Forgot password?' }).getAttribute('href')).toBe('/login');
-    const call = fetchMock.mock.calls.find(([url, init]) => url === '/api/account/setup' && init?.method === 'POST');
-    expect(JSON.parse(String(call?.[1]?.body))).toEqual({ email: 'ann@example.com', password: 'secret1' });
   });
 });

@@ -15,9 +15,22 @@ type Phase =
   | { phase: 'checking' }
   /** `status` is null when the server knows no checkout for this browser (another device, say). */
   | { phase: 'setup'; status: AccountSetupStatus | null }
+  /** The server knows no checkout (nor a signed-in member without a password) for this browser. */
+  | { phase: 'no-session' }
   | { phase: 'success'; trialActive: boolean };
 
 type Failure = { text: string; noSession: boolean };
+
+/** What someone who paid can do when this browser holds no checkout (another device, an old link). */
+function NoSessionHint({ email }: { email: string }) {
+  const login = email ? `/login?${new URLSearchParams({ email })}` : '/login';
+  return (
+    <p className="account-setup__error-hint">
+      If you already paid, open the sign-in link in your welcome email, or use <Link to={login}>Forgot password?</Link>{' '}
+      on the sign-in page to choose a password.
+    </p>
+  );
+}
 
 function ReturnHome() {
   const navigate = useNavigate();
@@ -110,12 +123,7 @@ function SetupForm({
         {failure && (
           <div className="form__error" role="alert">
             <p className="account-setup__error-text">{failure.text}</p>
-            {failure.noSession && (
-              <p className="account-setup__error-hint">
-                If you already paid, open the sign-in link in your welcome email, or use{' '}
-                <Link to="/login">Forgot password?</Link> on the sign-in page to choose a password.
-              </p>
-            )}
+            {failure.noSession && <NoSessionHint email={email.trim()} />}
           </div>
         )}
         <Button type="submit" className="form__submit" disabled={busy}>
@@ -164,10 +172,13 @@ export function AccountSetupPage() {
     accountSetupApi
       .status(controller.signal)
       .then((status) => setState({ phase: 'setup', status }))
-      .catch(() => {
-        // Without the checkout's cookie (no_session) or an answer at all, the form still works
-        // from the query's email; submitting then brings the server's own explanation.
-        if (!controller.signal.aborted) setState({ phase: 'setup', status: null });
+      .catch((cause) => {
+        if (controller.signal.aborted) return;
+        // No checkout for this browser: said at once, not after a password is typed. Without an
+        // answer at all (offline, say) the form still works from the query's email, and submitting
+        // brings the server's own explanation.
+        const noSession = cause instanceof ApiError && cause.code === 'no_session';
+        setState(noSession ? { phase: 'no-session' } : { phase: 'setup', status: null });
       });
     return () => controller.abort();
   }, [cameFromCheckout]);
@@ -194,11 +205,18 @@ export function AccountSetupPage() {
       <h1 id="account-setup-title" className="page-title">
         Choose a password
       </h1>
-      {state.phase === 'checking' ? (
+      {state.phase === 'checking' && (
         <p className="account-setup__checking" role="status">
           <span className="spinner" aria-hidden="true" /> Checking your subscription status...
         </p>
-      ) : (
+      )}
+      {state.phase === 'no-session' && (
+        <div className="form__error" role="alert">
+          <p className="account-setup__error-text">We could not find your checkout in this browser.</p>
+          <NoSessionHint email={queryEmail} />
+        </div>
+      )}
+      {state.phase === 'setup' && (
         <SetupForm
           status={state.status}
           queryEmail={queryEmail}

@@ -144,8 +144,10 @@ export function LoginPage() {
   const [params, setParams] = useSearchParams();
   const { user, signOut } = useSession();
   const resetToken = params.get('reset');
+  // `?email=`: the address a link already knows ('Welcome Back!' after a checkout).
+  const knownEmail = params.get('email')?.trim() ?? '';
   // The email typed into the sign-in form, offered to the reset form.
-  const [email, setEmail] = useState('');
+  const [email, setEmail] = useState(knownEmail);
   const [forgotOpen, setForgotOpen] = useState(false);
   const [resetProblem, setResetProblem] = useState<string | null>(null);
 
@@ -190,7 +192,12 @@ export function LoginPage() {
           {resetProblem}
         </p>
       )}
-      <SignInForm idPrefix="login" onSignedIn={() => navigate('/members')} onEmailChange={setEmail} />
+      <SignInForm
+        idPrefix="login"
+        initialEmail={knownEmail}
+        onSignedIn={() => navigate('/members')}
+        onEmailChange={setEmail}
+      />
       <p className="auth-card__switch">
         <Link to="/signup">Need an account? Sign up</Link>
       </p>

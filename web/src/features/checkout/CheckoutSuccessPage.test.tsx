@@ -2,9 +2,22 @@ import { act, fireEvent, render, screen, waitFor } from '@testing-library/react'
 import { createMemoryRouter, RouterProvider } from 'react-router';
 import { vi } from 'vitest';
 import { mockApi } from '../../test/fetch-mock';
+import { SessionProvider, useSession } from '../../lib/session';
 import { CheckoutSuccessPage } from './CheckoutSuccessPage';
 
+/** The members page as far as these tests care: who is signed in, and what the address said. */
+function Home() {
+  const { user } = useSession();
+  return (
+    <>
+      <h1>Home</h1>
+      <p data-testid="member">{user?.access?.trialActive ? `${user.email} has a trial` : ''}</p>
+    </>
+  );
+}
+
 const PAID = {
+  next: 'setup',
   email: 'ann@example.com',
   sessionId: 's1',
   paymentSessionId: 'cs_1',
@@ -18,11 +31,15 @@ function renderSuccess(path: string) {
     [
       { path: '/checkout-success', element: <CheckoutSuccessPage /> },
       { path: '/account-setup', element: <h1>Account setup</h1> },
-      { path: '/', element: <h1>Home</h1> },
+      { path: '/', element: <Home /> },
     ],
     { initialEntries: [path] },
   );
-  render(<RouterProvider router={router} />);
+  render(
+    <SessionProvider>
+      <RouterProvider router={router} />
+    </SessionProvider>,
+  );
   return router;
 }
 
@@ -52,6 +69,36 @@ describe('CheckoutSuccessPage', () => {
     });
     // Replaced, so Back does not process the checkout again.
     expect(router.state.historyAction).toBe('REPLACE');
+  });
+
+  it('takes a buyer who is signed in to that account straight to the members page, with the access', async () => {
+    let paid = false;
+    const member = (trialActive: boolean) => ({
+      user: {
+        id: 'u1',
+        email: 'ann@example.com',
+        access: { hasAccess: trialActive, trialActive, hasActiveSubscription: trialActive, trialEndDate: null },
+      },
+    });
+    mockApi({
+      'GET /api/auth/me': () => Promise.resolve({ body: member(paid) }),
+      'GET /api/checkout-success': () => {
+        paid = true;
+        return Promise.resolve({ body: { ...PAID, next: 'members', hasPassword: true } });
+      },
+    });
+    const router = renderSuccess('/checkout-success?session_id=cs_1&session=s1');
+    await waitFor(() => expect(router.state.location.pathname).toBe('/'));
+    expect(router.state.location.search).toBe('');
+    expect(router.state.location.state).toEqual({ welcome: true });
+    expect(screen.getByTestId('member').textContent).toBe('ann@example.com has a trial');
+  });
+
+  it("sends a signed-out buyer whose email has an account to 'Welcome Back!'", async () => {
+    mockApi({ 'GET /api/checkout-success': { body: { ...PAID, next: 'sign-in', hasPassword: true } } });
+    const router = renderSuccess('/checkout-success?session_id=cs_1&session=s1');
+    await waitFor(() => expect(router.state.location.pathname).toBe('/'));
+    expect(router.state.location.search).toBe('?existing=true&email=ann%40example.com');
   });
 
   it('accepts the session parameter alone', async () => {
@@ -110,7 +157,7 @@ describe('CheckoutSuccessPage', () => {
     await act(() => vi.advanceTimersByTimeAsync(14_999));
     expect(screen.getByRole('heading', { level: 1, name: 'Processing your subscription...' })).toBeTruthy();
     expect(screen.queryByRole('alert')).toBeNull();
-    expect(fetchMock).toHaveBeenCalledTimes(1);
+    expect(fetchMock.mock.calls.filter(([url]) => String(url).startsWith('/api/checkout-success'))).toHaveLength(1);
 
     await act(() => vi.advanceTimersByTimeAsync(1));
     expect(screen.getByRole('alert').textContent).toBe('An error occurred while processing your checkout.');

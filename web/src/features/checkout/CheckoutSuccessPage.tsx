@@ -3,6 +3,7 @@ import { useLocation, useNavigate, useSearchParams } from 'react-router';
 import { Button } from '../../components/Button';
 import { ApiError } from '../../lib/api';
 import { fetchCheckoutSuccess, type CheckoutSuccess } from '../../lib/checkout';
+import { useSession } from '../../lib/session';
 
 const MISSING_SESSION = 'Missing required session parameters';
 const PROCESSING_FAILED = 'Error processing checkout success';
@@ -29,9 +30,16 @@ function accountSetupPath(answer: CheckoutSuccess): string {
   return `/account-setup?${query}`;
 }
 
+/** Where the buyer goes after a paid checkout, as the server decided. */
+function nextPath(answer: CheckoutSuccess): string {
+  if (answer.next === 'sign-in') return `/?${new URLSearchParams({ existing: 'true', email: answer.email })}`;
+  return accountSetupPath(answer);
+}
+
 /** `/checkout-success`: where the payment provider sends the browser after a paid checkout. */
 export function CheckoutSuccessPage() {
   const navigate = useNavigate();
+  const { refresh } = useSession();
   const { search } = useLocation();
   const [params] = useSearchParams();
   const hasSession = Boolean(params.get('session_id') || params.get('session'));
@@ -44,13 +52,20 @@ export function CheckoutSuccessPage() {
     fetchCheckoutSuccess(search, controller.signal)
       .then((answer) => {
         if (!answer?.sessionId || !answer.paymentSessionId || !answer.email) throw new Error(CHECKOUT_FAILED);
-        navigate(accountSetupPath(answer), { replace: true });
+        if (answer.next === 'members') {
+          // Signed in already: the members page, with the access this payment gave.
+          return refresh().then(() => {
+            if (!controller.signal.aborted) navigate('/', { replace: true, state: { welcome: true } });
+          });
+        }
+        navigate(nextPath(answer), { replace: true });
+        return undefined;
       })
       .catch((cause) => {
         if (!controller.signal.aborted) setFailure(failureText(cause));
       });
     return () => controller.abort();
-  }, [hasSession, search, navigate]);
+  }, [hasSession, search, navigate, refresh]);
 
   const message = hasSession ? failure : MISSING_SESSION;
   if (message === null) {

@@ -120,6 +120,8 @@ function PaymentForm({ id, checkout }: { id: string; checkout: DemoCheckout }) {
         label="Email"
         type="email"
         autoComplete="email"
+        hint={checkout.email ? 'The email of your account.' : undefined}
+        readOnly={Boolean(checkout.email)}
         value={email}
         onChange={(event) => setEmail(event.target.value)}
       />

@@ -327,6 +327,39 @@ describe('ChatFunnelPage', () => {
     expect(screen.getByRole('button', { name: 'Get started >>' })).toBeTruthy();
   });
 
+  it('back from a canceled checkout, keeps the conversation and its campaign, and says nothing was charged', async () => {
+    mockApi();
+    const router = renderFunnel('/Chat-Help-2?keyword=printer&campaignid=555&canceled=true');
+    server('conversation', conversation({ stage: 2, final: true, messages: [GREETING, FINAL] }));
+    expect(screen.getByRole('button', { name: 'Get started >>' })).toBeTruthy();
+    expect(screen.getAllByRole('status').map((status) => status.textContent)).toContain(
+      'Your checkout was canceled, and nothing was charged. Your conversation is still here.',
+    );
+    await waitFor(() => expect(router.state.location.search).toBe('?keyword=printer&campaignid=555'));
+    // One connection: tidying the address does not reconnect.
+    expect(sockets).toHaveLength(1);
+  });
+
+  it('counts down to the automatic checkout the server announces, with focus on Get started', async () => {
+    mockApi();
+    renderFunnel();
+    server('conversation', conversation());
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    server('message', FINAL);
+    const button = screen.getByRole('button', { name: 'Get started >>' });
+    expect(document.activeElement).toBe(button);
+    expect(screen.getByText('Press ‘Get started >>’ above to continue.')).toBeTruthy();
+
+    server('countdown', { checkoutInMs: 15_000 });
+    expect(screen.getByRole('timer').textContent).toBe(
+      'Taking you to the secure checkout in 15 s. Press ‘Get started >>’ to go now.',
+    );
+    await act(() => vi.advanceTimersByTimeAsync(5_000));
+    expect(screen.getByRole('timer').textContent).toContain('in 10 s.');
+    await act(() => vi.advanceTimersByTimeAsync(9_900));
+    expect(screen.getByRole('timer').textContent).toContain('in 1 s.');
+  });
+
   it("follows the server's automatic checkout, then the 10 s and 2 s safety net", async () => {
     const assign = watchRedirects();
     mockApi();

@@ -1,5 +1,5 @@
-import { useEffect, useMemo, useRef } from 'react';
-import { useLocation } from 'react-router';
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { useLocation, useNavigate } from 'react-router';
 import { usePublicConfig } from '../../lib/public-config';
 import { Button } from '../../components/Button';
 import { funnelsApi } from './api';
@@ -8,7 +8,7 @@ import { ChatComposer } from './ChatComposer';
 import { ChatMessages } from './ChatMessages';
 import { FunnelFooter } from './FunnelFooter';
 import { chatHeadline, type ChatFunnelKind } from './headline';
-import { useFunnelChat } from './useFunnelChat';
+import { useFunnelChat, useSecondsLeft } from './useFunnelChat';
 import './funnels.css';
 
 type ChatFunnelPageProps = {
@@ -22,7 +22,18 @@ const VIEW_EVENT = { chat: 'chatbot_funnel_view', refundable: 'refundable_fee_fu
 /** /chat-help, /Chat-Help-2 and /email-help: a live chat with the assistant that ends in the checkout. */
 export function ChatFunnelPage({ funnel, defaultKeyword }: ChatFunnelPageProps) {
   const { pathname, search } = useLocation();
+  const navigate = useNavigate();
   const { productName, assistantName } = usePublicConfig();
+  // Back from a canceled checkout: the conversation is still there (the server keeps it), and the
+  // page says so once; the address loses `canceled` so a reload does not say it again.
+  const [backFromCheckout] = useState(() => new URLSearchParams(search).get('canceled') === 'true');
+  useEffect(() => {
+    const query = new URLSearchParams(search);
+    if (!query.has('canceled')) return;
+    query.delete('canceled');
+    const rest = query.toString();
+    navigate({ pathname, search: rest ? `?${rest}` : '' }, { replace: true });
+  }, [navigate, pathname, search]);
 
   const queryParams = useMemo(() => readCampaignParams(search), [search]);
   const params = useMemo<CampaignParams>(
@@ -49,6 +60,7 @@ export function ChatFunnelPage({ funnel, defaultKeyword }: ChatFunnelPageProps) 
   const { state } = chat;
   const headline = state.headline ?? chatHeadline(funnel, params.keyword);
   const hasOffer = state.messages.some((message) => message.showSubscribeButton);
+  const secondsLeft = useSecondsLeft(chat.checkoutBusy ? null : chat.autoCheckoutAt);
 
   return (
     <div className="chat-funnel">
@@ -83,6 +95,11 @@ export function ChatFunnelPage({ funnel, defaultKeyword }: ChatFunnelPageProps) 
         />
 
         <div className="chat-window__status">
+          {backFromCheckout && (
+            <p className="chat-status" role="status">
+              Your checkout was canceled, and nothing was charged. Your conversation is still here.
+            </p>
+          )}
           {state.connection === 'reconnecting' && (
             <p className="chat-status" role="status">
               {state.hasConnected
@@ -114,7 +131,12 @@ export function ChatFunnelPage({ funnel, defaultKeyword }: ChatFunnelPageProps) 
             </p>
           )}
           {state.final && hasOffer && !chat.checkoutBusy && (
-            <p className="chat-status">Press ‘Get started &gt;&gt;’ above to continue.</p>
+            // No surprise: the page says when it will go, and the button goes now.
+            <p className="chat-status chat-status--countdown" role="timer" aria-atomic="true">
+              {secondsLeft !== null
+                ? `Taking you to the secure checkout in ${secondsLeft} s. Press ‘Get started >>’ to go now.`
+                : 'Press ‘Get started >>’ above to continue.'}
+            </p>
           )}
         </div>
 

@@ -20,6 +20,13 @@ export function ChatMessages({
   onCheckout,
 }: ChatMessagesProps) {
   const listRef = useRef<HTMLDivElement>(null);
+  const offerRef = useRef<HTMLButtonElement>(null);
+  const hasOffer = messages.some((message) => message.showSubscribeButton);
+
+  // The offer is what happens next: keyboard and screen-reader users land on its button.
+  useEffect(() => {
+    if (hasOffer) offerRef.current?.focus();
+  }, [hasOffer]);
 
   // Keep the newest message in view, as a chat does.
   useEffect(() => {
@@ -42,7 +49,7 @@ export function ChatMessages({
             <span className="funnel-sr-only">{message.role === 'assistant' ? `${assistantName}:` : 'You:'}</span>
             <p className="chat-message__text">{message.text}</p>
             {message.showSubscribeButton && (
-              <Button className="chat-message__cta" onClick={onCheckout} disabled={checkoutBusy}>
+              <Button ref={offerRef} className="chat-message__cta" onClick={onCheckout} disabled={checkoutBusy}>
                 Get started &gt;&gt;
               </Button>
             )}

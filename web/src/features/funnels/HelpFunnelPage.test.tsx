@@ -1,4 +1,4 @@
-import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
+import { act, cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { createMemoryRouter, RouterProvider } from 'react-router';
 import { vi } from 'vitest';
 import { PublicConfigProvider } from '../../lib/public-config';
@@ -52,6 +52,7 @@ async function reachSolution(fetchMock: ReturnType<typeof mockApi>) {
 
 afterEach(() => {
   vi.useRealTimers();
+  window.sessionStorage.clear();
 });
 
 describe('HelpFunnelPage', () => {
@@ -161,12 +162,36 @@ describe('HelpFunnelPage', () => {
       campaignid: '77',
       gclid: 'g1',
       headline: 'Need Printer Help? Get Instant Expert Help Now!',
-      cancelUrl: '/funnel?keyword=printer&campaignid=77&gclid=g1',
+      cancelUrl: '/funnel?keyword=printer&campaignid=77&gclid=g1&canceled=true',
     });
 
     answer({ body: STARTED });
     expect(await screen.findByRole('heading', { level: 1, name: 'Redirecting to checkout...' })).toBeTruthy();
     expect(assign).toHaveBeenCalledExactlyOnceWith('/demo-checkout/cs_1');
+  });
+
+  it('back from a canceled checkout, shows the solution the visitor had, and says nothing was charged', async () => {
+    watchRedirects();
+    const fetchMock = mockApi({
+      'POST /api/funnels/help': { body: ANSWER },
+      'POST /api/create-checkout.js': { body: STARTED },
+    });
+    renderHelp('/funnel?keyword=printer');
+    await reachSolution(fetchMock);
+    fireEvent.click(screen.getByRole('button', { name: 'Fix my issue for free >' }));
+    await screen.findByRole('heading', { level: 1, name: 'Redirecting to checkout...' });
+    cleanup();
+
+    // The checkout's Cancel brings the browser back to the cancel URL: a new page load.
+    const router = renderHelp('/funnel?keyword=printer&canceled=true');
+    expect(screen.getByRole('heading', { level: 1, name: 'Solution Found:' })).toBeTruthy();
+    expect(screen.getByText('Printer shows offline on Windows')).toBeTruthy();
+    expect(screen.getByText(ANSWER.intro)).toBeTruthy();
+    expect(screen.getByRole('status').textContent).toBe(
+      'Your checkout was canceled, and nothing was charged. Your solution is still here.',
+    );
+    expect(screen.getByRole('button', { name: 'Fix my issue for free >' })).toBeTruthy();
+    await waitFor(() => expect(router.state.location.search).toBe('?keyword=printer'));
   });
 
   it.each([

@@ -1,5 +1,5 @@
 import { useEffect, useId, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
-import { useLocation } from 'react-router';
+import { useLocation, useNavigate } from 'react-router';
 import { usePublicConfig } from '../../lib/public-config';
 import { Button } from '../../components/Button';
 import { AiCallsOverlay } from './AiCallsOverlay';
@@ -7,6 +7,7 @@ import { DEFAULT_HELP_INTRO, funnelsApi, type AiCallEvent, type HelpAnswer } fro
 import { browserLocation, CHECKOUT_FALLBACK_URL } from '../../lib/browser';
 import { readCampaignParams, rememberCampaignParams } from './campaign-params';
 import { helpHeadline } from './headline';
+import { preserveHelpFunnel, restoreHelpFunnel } from './preserved';
 import './funnels.css';
 
 /** The spec's help-funnel checkout safety: still here this long after the button means no redirect. */
@@ -17,9 +18,28 @@ type Step = 'issue' | 'solution' | 'redirecting';
 
 const NO_ANSWER: HelpAnswer = { summary: null, intro: DEFAULT_HELP_INTRO, aiEvents: [] };
 
+/** The page's query without `canceled` (which only says the checkout came back). */
+function withoutCanceled(search: string): string {
+  const query = new URLSearchParams(search);
+  query.delete('canceled');
+  const rest = query.toString();
+  return rest ? `?${rest}` : '';
+}
+
+/** What the visitor had before leaving for the checkout, if they come back within the hour. */
+function restored() {
+  const saved = restoreHelpFunnel();
+  if (!saved) return null;
+  return {
+    issue: saved.rawUserInput,
+    answer: { summary: saved.userIssue, intro: saved.aiIntro || DEFAULT_HELP_INTRO, aiEvents: [] } as HelpAnswer,
+  };
+}
+
 /** /get-help and /funnel: issue, then the solution teaser with its paywall, then the checkout. */
 export function HelpFunnelPage() {
   const { pathname, search } = useLocation();
+  const navigate = useNavigate();
   const { debugTools } = usePublicConfig();
   const params = useMemo(() => readCampaignParams(search), [search]);
   const headline = helpHeadline(params.keyword);
@@ -28,11 +48,14 @@ export function HelpFunnelPage() {
     rememberCampaignParams(params);
   }, [params]);
 
-  const [step, setStep] = useState<Step>('issue');
-  const [issue, setIssue] = useState('');
+  // Back from a canceled checkout (or with Back): the solution they had, not an empty form.
+  const [preserved] = useState(restored);
+  const [backFromCheckout] = useState(() => new URLSearchParams(search).get('canceled') === 'true');
+  const [step, setStep] = useState<Step>(preserved ? 'solution' : 'issue');
+  const [issue, setIssue] = useState(preserved?.issue ?? '');
   const [issueError, setIssueError] = useState<string | null>(null);
   const [analyzing, setAnalyzing] = useState(false);
-  const [answer, setAnswer] = useState<HelpAnswer>(NO_ANSWER);
+  const [answer, setAnswer] = useState<HelpAnswer>(preserved?.answer ?? NO_ANSWER);
   const [aiEvents, setAiEvents] = useState<AiCallEvent[]>([]);
   const [processing, setProcessing] = useState(false);
 
@@ -46,6 +69,13 @@ export function HelpFunnelPage() {
   const safetyTimer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
 
   useEffect(() => () => clearTimeout(safetyTimer.current), []);
+
+  // The address loses `canceled` (a reload must not say it again); the campaign stays.
+  useEffect(() => {
+    if (new URLSearchParams(search).has('canceled')) {
+      navigate({ pathname, search: withoutCanceled(search) }, { replace: true });
+    }
+  }, [navigate, pathname, search]);
 
   // Back from the checkout with the browser's Back button, a page restored from the back/forward
   // cache would still show 'Redirecting to checkout...' and its safety timer would fire: start over.
@@ -112,13 +142,26 @@ export function HelpFunnelPage() {
         isTrial: true,
         ...params,
         headline,
-        cancelUrl: `${pathname}${search}`,
+        cancelUrl: `${pathname}?${new URLSearchParams({
+          ...Object.fromEntries(new URLSearchParams(withoutCanceled(search))),
+          canceled: 'true',
+        })}`,
       });
       if (destinationChosen.current) return;
       if (!started?.url) {
         leaveFor(CHECKOUT_FALLBACK_URL);
         return;
       }
+      preserveHelpFunnel({
+        timestamp: Date.now(),
+        userIssue: answer.summary,
+        rawUserInput: issue.trim(),
+        aiIntro: answer.intro,
+        funnel: 'help_funnel',
+        campaignid: params.campaignid ?? null,
+        keyword: params.keyword ?? null,
+        headline,
+      });
       setStep('redirecting');
       leaveFor(started.url);
     } catch {
@@ -145,6 +188,11 @@ export function HelpFunnelPage() {
           <h1 id="help-funnel-title" className="help-funnel__headline">
             {headline}
           </h1>
+          {backFromCheckout && !preserved && (
+            <p className="help-funnel__notice" role="status">
+              Your checkout was canceled, and nothing was charged.
+            </p>
+          )}
           <p className="help-funnel__prompt">Enter your issue in the form below to receive an instant answer</p>
           <form className="help-funnel__form" onSubmit={onIssueSubmit} noValidate>
             <label htmlFor={issueId} className="help-funnel__label">
@@ -183,6 +231,11 @@ export function HelpFunnelPage() {
           <h1 id="help-funnel-title" ref={stepHeadingRef} tabIndex={-1} className="help-funnel__headline">
             Solution Found:
           </h1>
+          {backFromCheckout && (
+            <p className="help-funnel__notice" role="status">
+              Your checkout was canceled, and nothing was charged. Your solution is still here.
+            </p>
+          )}
           {answer.summary && <p className="help-funnel__summary">{answer.summary}</p>}
           <p className="help-funnel__intro">{answer.intro}</p>
           <ol className="help-funnel__steps">

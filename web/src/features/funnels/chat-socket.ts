@@ -32,6 +32,8 @@ export type FunnelServerEvents = {
   conversation: (conversation: WireConversation) => void;
   typing: (typing: { active: boolean }) => void;
   message: (message: WireMessage) => void;
+  /** When the automatic checkout will open (15 s after the final message), from now. */
+  countdown: (countdown: { checkoutInMs: number }) => void;
   /** The automatic checkout, 15 s after the final message. */
   checkout: (checkout: { url: string }) => void;
   notice: (notice: { code: string; text: string }) => void;

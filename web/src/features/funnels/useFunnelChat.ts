@@ -19,6 +19,18 @@ export const SEND_FAILED_TEXT = "Sorry, your message couldn't be sent. Please tr
 export const CONNECTION_CLOSED_TEXT = 'The chat was disconnected.';
 export const SERVICE_TROUBLE_TEXT = 'Our chat service is having trouble right now. Please try again in a moment.';
 
+/** Whole seconds until `at` (a `Date.now()` time), counted down once a second; null without one. */
+export function useSecondsLeft(at: number | null): number | null {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (at === null) return undefined;
+    setNow(Date.now());
+    const timer = setInterval(() => setNow(Date.now()), 250);
+    return () => clearInterval(timer);
+  }, [at]);
+  return at === null ? null : Math.max(0, Math.ceil((at - now) / 1000));
+}
+
 /** A path on this site, or an http(s) address: never a `javascript:` or other scheme. */
 function checkoutUrl(value: unknown): string | null {
   const url = record(value).url;
@@ -36,6 +48,8 @@ export function useFunnelChat(funnel: ChatFunnelKind, params: CampaignParams) {
   const [sending, setSending] = useState(false);
   const [sendError, setSendError] = useState<string | null>(null);
   const [checkoutBusy, setCheckoutBusy] = useState(false);
+  // When the server will open the checkout by itself (its `countdown` event), on this clock.
+  const [autoCheckoutAt, setAutoCheckoutAt] = useState<number | null>(null);
 
   const socketRef = useRef<FunnelSocket | null>(null);
   // Read by the callbacks, which must not wait for a render to see a send or checkout start.
@@ -110,6 +124,10 @@ export function useFunnelChat(funnel: ChatFunnelKind, params: CampaignParams) {
       const text = record(notice).text;
       dispatch({ type: 'notice', text: typeof text === 'string' && text !== '' ? text : SERVICE_TROUBLE_TEXT });
     });
+    socket.on('countdown', (countdown) => {
+      const left = record(countdown).checkoutInMs;
+      if (typeof left === 'number' && Number.isFinite(left)) setAutoCheckoutAt(Date.now() + Math.max(0, left));
+    });
     socket.on('checkout', (checkout) => {
       beginCheckout();
       leaveFor(checkoutUrl(checkout) ?? CHECKOUT_FALLBACK_URL);
@@ -179,6 +197,8 @@ export function useFunnelChat(funnel: ChatFunnelKind, params: CampaignParams) {
     busy: sending || state.awaitingReply,
     sendError,
     checkoutBusy,
+    /** Seconds until the automatic checkout, while the server counts down; else null. */
+    autoCheckoutAt,
     send,
     startCheckout,
     reconnect,

@@ -9,7 +9,7 @@ export function ExistingAccountDialog({ email, onClose }: { email: string; onClo
         You already have an account with <strong className="members-dialog__email">{email}</strong>. Please log in
         to continue.
       </p>
-      <Link to="/login" className="btn btn--primary form__submit">
+      <Link to={`/login?${new URLSearchParams({ email })}`} className="btn btn--primary form__submit">
         Login to Your Account
       </Link>
     </Modal>
