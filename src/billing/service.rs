@@ -34,7 +34,8 @@ pub struct Billing {
     mailer: Mailer,
     public_url: url::Url,
     product_name: String,
-    checks: Mutex<HashMap<String, (Instant, SubscriptionCheck)>>,
+    /// When each member's check last asked the provider (the 15 s throttle).
+    checks: Mutex<HashMap<String, Instant>>,
 }
 
 /// A checkout to open, as the route parsed it.
@@ -547,15 +548,27 @@ impl Billing {
             .map(|facts| SubscriptionCheck::from_facts(&facts)))
     }
 
-    /// The spec's `check-subscription`: at most one fresh answer per user per 15 s, which also
-    /// asks the provider for the subscription (so a lost webhook heals); in between, the last answer.
+    /// The spec's `check-subscription`: the member's access as stored now (so a webhook that
+    /// arrived a moment ago shows at once), and at most once per user per 15 s the provider is
+    /// asked too: about the member's unfulfilled checkouts and the subscription, so a lost
+    /// webhook heals.
     pub async fn throttled_check(
         &self,
         user_id: &str,
     ) -> Result<Option<SubscriptionCheck>, BillingError> {
-        if let Some(cached) = self.cached_check(user_id) {
-            return Ok(Some(cached));
+        if self.asked_provider_lately(user_id) {
+            return self.check(user_id).await;
         }
+        let result = self.refresh_from_provider(user_id).await;
+        if result.is_err() {
+            // Failed half-way: the next check may ask again at once.
+            self.forget_check(user_id);
+        }
+        result?;
+        self.check(user_id).await
+    }
+
+    async fn refresh_from_provider(&self, user_id: &str) -> Result<(), BillingError> {
         // A checkout this member paid whose webhook never came is fulfilled now, asking the
         // provider (never the browser) whether it was paid.
         for checkout in billing_store::unfulfilled_checkouts_of(&self.db, user_id).await? {
@@ -574,27 +587,29 @@ impl Billing {
             fresh.event_created = Utc::now().timestamp();
             billing_store::record_subscription(&self.db, self.provider.name(), &fresh).await?;
         }
-        let answer = self.check(user_id).await?;
-        if let Some(answer) = &answer
-            && let Ok(mut checks) = self.checks.lock()
-        {
-            if checks.len() > 10_000 {
-                checks.retain(|_, (at, _)| at.elapsed() < CHECK_THROTTLE);
-            }
-            checks.insert(user_id.to_owned(), (Instant::now(), answer.clone()));
-        }
-        Ok(answer)
+        Ok(())
     }
 
-    fn cached_check(&self, user_id: &str) -> Option<SubscriptionCheck> {
-        let checks = self.checks.lock().ok()?;
-        checks
+    /// Whether this member's check asked the provider within the last 15 s; if not, it is marked
+    /// as asking now (so concurrent checks ask once).
+    fn asked_provider_lately(&self, user_id: &str) -> bool {
+        let Ok(mut checks) = self.checks.lock() else {
+            return false;
+        };
+        if checks
             .get(user_id)
-            .filter(|(at, _)| at.elapsed() < CHECK_THROTTLE)
-            .map(|(_, answer)| answer.clone())
+            .is_some_and(|at| at.elapsed() < CHECK_THROTTLE)
+        {
+            return true;
+        }
+        if checks.len() > 10_000 {
+            checks.retain(|_, at| at.elapsed() < CHECK_THROTTLE);
+        }
+        checks.insert(user_id.to_owned(), Instant::now());
+        false
     }
 
-    /// Forgets a cached check (after something changed that the user must see at once).
+    /// Lets the next check ask the provider at once (after something changed on its side).
     pub fn forget_check(&self, user_id: &str) {
         if let Ok(mut checks) = self.checks.lock() {
             checks.remove(user_id);

@@ -890,3 +890,41 @@ async fn the_checkout_debug_api_serves_admins_only() {
         2
     );
 }
+
+#[tokio::test]
+async fn a_payment_confirmed_between_two_checks_shows_at_once() {
+    let app = spawn_app().await;
+    let session = sign_up(&app, "ann@example.com", "original1").await;
+    let ann_id = me(&app, &session).await["user"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let check = || async {
+        let response = post_with_cookie(
+            &app,
+            "/api/check-subscription.js",
+            &session,
+            &json!({"userId": ann_id}),
+        )
+        .await;
+        assert_eq!(response.status(), 200);
+        response.json::<Value>().await.expect("json")
+    };
+    assert_eq!(check().await["trialActive"], false);
+
+    // Paid in another tab: the payment event (the demo's stand-in for the webhook) is handled.
+    let response = post_with_cookie(
+        &app,
+        "/api/create-checkout.js",
+        &session,
+        &json!({"source": "chat_trial_prompt"}),
+    )
+    .await;
+    let started: Value = response.json().await.expect("json");
+    pay(&app, started["sessionId"].as_str().expect("id"), "ann@example.com").await;
+
+    // Within the 15 s in which the provider is not asked again, the stored access still shows.
+    let after = check().await;
+    assert_eq!(after["trialActive"], true, "{after}");
+    assert_eq!(after["hasActiveSubscription"], true, "{after}");
+}

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { DESKTOP, PHONE, openPage, resultsDir, setUp } from './harness.mjs';
-import { signUp } from './members-support.mjs';
+import { payTrial, signUp } from './members-support.mjs';
 import path from 'node:path';
 
 let env;
@@ -134,6 +134,23 @@ describe('checkout on the demo provider', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL((url) => url.pathname === '/' || url.pathname === '/members');
     await page.getByText(/Your trial runs until/).waitFor();
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test('a payment confirmed elsewhere while the members page is open shows without a reload', async () => {
+    const { page, context, problems } = await openPage(env.browser, DESKTOP);
+    const email = 'paid.in.another.tab@example.com';
+    const cookie = await signUp(env.baseUrl, email);
+    const [name, value] = cookie.split('=');
+    await context.addCookies([{ name, value, url: env.baseUrl }]);
+    await page.goto(`${env.baseUrl}/`);
+    await page.getByRole('button', { name: 'Start Your 7-Day Trial for $1' }).first().waitFor();
+
+    // Paid in another tab (the provider's webhook, on the demo provider its payment).
+    await payTrial(env.baseUrl, cookie, email);
+    await page.getByText('Trial Active').first().waitFor({ timeout: 20_000 });
+    assert.equal(await page.getByRole('button', { name: 'Start Your 7-Day Trial for $1' }).count(), 0);
     assert.deepEqual(problems, []);
     await context.close();
   });

@@ -29,9 +29,8 @@ export async function signUp(baseUrl, email, password = 'correct horse battery')
   return cookie.split(';')[0];
 }
 
-/** Signs up `email` and pays the trial checkout: the session cookie of a member with access. */
-export async function memberWithTrial(baseUrl, email) {
-  const cookie = await signUp(baseUrl, email);
+/** Pays the trial checkout for the member signed in with `cookie`. */
+export async function payTrial(baseUrl, cookie, email) {
   const { json: started } = await call(baseUrl, '/api/create-checkout.js', {
     cookie,
     body: { source: 'chat_trial_prompt', isTrial: true },
@@ -41,6 +40,12 @@ export async function memberWithTrial(baseUrl, email) {
     cookie,
     body: { email, cardNumber: TEST_CARD },
   });
+}
+
+/** Signs up `email` and pays the trial checkout: the session cookie of a member with access. */
+export async function memberWithTrial(baseUrl, email) {
+  const cookie = await signUp(baseUrl, email);
+  await payTrial(baseUrl, cookie, email);
   const { json: me } = await call(baseUrl, '/api/auth/me', { method: 'GET', cookie });
   if (!me.user?.access?.hasAccess) throw new Error(`no access after paying: ${JSON.stringify(me)}`);
   return cookie;

@@ -63,4 +63,37 @@ describe('SessionProvider', () => {
     });
     expect(screen.getByText('signed out')).toBeTruthy();
   });
+
+  it('keeps the last known member while the server cannot be reached, and asks again when back online', async () => {
+    window.localStorage.setItem('user-info', JSON.stringify({ data: MEMBER }));
+    let up = false;
+    mockApi({
+      'GET /api/auth/me': () =>
+        up ? { body: { user: { ...MEMBER, email: 'ann@example.com' } } } : { status: 502, body: {} },
+    });
+    render(
+      <SessionProvider>
+        <Probe />
+      </SessionProvider>,
+    );
+    expect(await screen.findByText('ann@example.com')).toBeTruthy();
+    expect(session?.unreachable).toBe(true);
+
+    up = true;
+    await act(async () => {
+      window.dispatchEvent(new Event('online'));
+    });
+    await vi.waitFor(() => expect(session?.unreachable).toBe(false));
+    expect(screen.getByText('ann@example.com')).toBeTruthy();
+  });
+
+  it('shows a visitor as signed out when nothing is known and the server cannot be reached', async () => {
+    mockApi({ 'GET /api/auth/me': { status: 502, body: {} } });
+    render(
+      <SessionProvider>
+        <Probe />
+      </SessionProvider>,
+    );
+    expect(await screen.findByText('signed out')).toBeTruthy();
+  });
 });

@@ -1,6 +1,7 @@
 import { afterEach, vi } from 'vitest';
 import { cleanup } from '@testing-library/react';
 import { installDialogPolyfill } from './dialog-polyfill';
+import { resetSubscriptionCheck } from '../lib/subscription';
 
 installDialogPolyfill();
 
@@ -10,6 +11,8 @@ window.scrollTo = vi.fn<() => void>() as typeof window.scrollTo;
 afterEach(() => {
   cleanup();
   window.localStorage.clear();
+  window.sessionStorage.clear();
+  resetSubscriptionCheck();
   vi.unstubAllGlobals();
   vi.restoreAllMocks();
 });

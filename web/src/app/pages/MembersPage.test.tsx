@@ -1,9 +1,6 @@
-import { StrictMode } from 'react';
-import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
-import { createMemoryRouter } from 'react-router';
+import { act, fireEvent, screen, waitFor, within } from '@testing-library/react';
 import { vi } from 'vitest';
-import { App } from '../App';
-import { routes } from '../routes';
+import { renderApp } from '../testing';
 import { mockApi } from '../../test/fetch-mock';
 import type { User } from '../../lib/auth';
 import type { FakeSocket, SocketOptions } from '../../test/fake-socket';
@@ -34,13 +31,6 @@ function signedInAs(user: User) {
   return { 'GET /api/auth/me': { body: { user } } };
 }
 
-function renderAt(path: string, { strict = false } = {}) {
-  const router = createMemoryRouter(routes, { initialEntries: [path] });
-  const app = <App router={router} />;
-  render(strict ? <StrictMode>{app}</StrictMode> : app);
-  return router;
-}
-
 function requestsTo(fetchMock: ReturnType<typeof mockApi>, path: string) {
   return fetchMock.mock.calls.filter(([url]) => url === path);
 }
@@ -58,7 +48,7 @@ const CHAT_HEADING = 'HelpNow AI assist, ask anything!';
 describe('MembersPage for each kind of person', () => {
   it('shows a visitor the trial offer, a sign-in panel and the chat, unconnected', async () => {
     mockApi();
-    renderAt('/');
+    await renderApp('/');
 
     expect(screen.getByRole('heading', { level: 1, name: 'Welcome to HelpNow' })).toBeTruthy();
     const signIn = await screen.findByRole('form', { name: 'Sign in' });
@@ -82,7 +72,7 @@ describe('MembersPage for each kind of person', () => {
         return { body: { user: { id: 'u1', email: 'ann@example.com' } } };
       },
     });
-    renderAt('/');
+    await renderApp('/');
     const signIn = await screen.findByRole('form', { name: 'Sign in' });
     fireEvent.change(within(signIn).getByLabelText('Email'), { target: { value: ' ann@example.com ' } });
     fireEvent.change(within(signIn).getByLabelText('Password'), { target: { value: 'secret1' } });
@@ -104,7 +94,7 @@ describe('MembersPage for each kind of person', () => {
         return { body: { user: { id: 'u1', email: 'ann@example.com' } } };
       },
     });
-    const router = renderAt('/login');
+    const router = await renderApp('/login');
     fireEvent.change(await screen.findByLabelText('Email'), { target: { value: 'ann@example.com' } });
     fireEvent.change(screen.getByLabelText('Password'), { target: { value: 'secret1' } });
     fireEvent.click(screen.getByRole('button', { name: 'Sign in' }));
@@ -125,7 +115,7 @@ describe('MembersPage for each kind of person', () => {
       },
       'POST /api/auth/login': { body: { user: { id: 'u1', email: 'ann@example.com' } } },
     });
-    renderAt('/');
+    await renderApp('/');
     const signIn = await screen.findByRole('form', { name: 'Sign in' });
     fireEvent.change(within(signIn).getByLabelText('Email'), { target: { value: 'ann@example.com' } });
     fireEvent.change(within(signIn).getByLabelText('Password'), { target: { value: 'secret1' } });
@@ -152,7 +142,7 @@ describe('MembersPage for each kind of person', () => {
     [500, 'internal', 'Something broke', 'Failed to log in: Something broke'],
   ])('shows the sign-in error for a %i %s', async (status, code, message, shown) => {
     mockApi({ 'POST /api/auth/login': { status, body: { error: code, message } } });
-    renderAt('/');
+    await renderApp('/');
     const signIn = await screen.findByRole('form', { name: 'Sign in' });
     fireEvent.change(within(signIn).getByLabelText('Email'), { target: { value: 'ann@example.com' } });
     fireEvent.change(within(signIn).getByLabelText('Password'), { target: { value: 'nope' } });
@@ -162,7 +152,7 @@ describe('MembersPage for each kind of person', () => {
 
   it('offers a member without access the trial, which opens the trial prompt', async () => {
     mockApi(signedInAs(member()));
-    renderAt('/');
+    await renderApp('/');
     fireEvent.click(await screen.findByRole('button', { name: 'Start Your 7-Day Trial for $1' }));
 
     const prompt = screen.getByRole('dialog', { name: 'Get Unlimited AI Access!' });
@@ -172,9 +162,47 @@ describe('MembersPage for each kind of person', () => {
     expect(sockets).toHaveLength(0);
   });
 
+  it('shows a payment confirmed while the page is open, without a reload', async () => {
+    let paid = false;
+    const fetchMock = mockApi({
+      'GET /api/auth/me': () => ({ body: { user: member(paid ? { access: TRIAL } : {}) } }),
+      'POST /api/check-subscription.js': () => ({
+        body: { hasActiveSubscription: paid, trialActive: paid, trialEndDate: paid ? TRIAL.trialEndDate : null, subscription: null },
+      }),
+    });
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'] });
+    await renderApp('/');
+    await screen.findByRole('button', { name: 'Start Your 7-Day Trial for $1' });
+    // Asked at once, with the member's own id.
+    await waitFor(() => expect(requestsTo(fetchMock, '/api/check-subscription.js')).toHaveLength(1));
+    expect(JSON.parse(String(requestsTo(fetchMock, '/api/check-subscription.js')[0]?.[1]?.body))).toEqual({
+      userId: 'u1',
+    });
+
+    // The webhook arrives; within the spec's 15 s the page knows.
+    paid = true;
+    await act(() => vi.advanceTimersByTimeAsync(15_000));
+    expect(await screen.findByText('Trial Active')).toBeTruthy();
+    expect(screen.queryByRole('button', { name: 'Start Your 7-Day Trial for $1' })).toBeNull();
+    const checks = requestsTo(fetchMock, '/api/check-subscription.js').length;
+    // With access, no more checks.
+    await act(() => vi.advanceTimersByTimeAsync(60_000));
+    expect(requestsTo(fetchMock, '/api/check-subscription.js')).toHaveLength(checks);
+  });
+
+  it('keeps a member signed in, as last seen, when the server cannot be reached', async () => {
+    window.localStorage.setItem('user-info', JSON.stringify({ data: member({ access: TRIAL }) }));
+    mockApi({ 'GET /api/auth/me': { status: 503, body: { error: 'unavailable', message: 'Try again' } } });
+    await renderApp('/');
+    expect((await screen.findAllByText('ann@example.com')).length).toBeGreaterThan(0);
+    expect(screen.getByText(/We can.t reach HelpNow right now/)).toBeTruthy();
+    expect(screen.getByText('Trial Active')).toBeTruthy();
+    expect(screen.queryByRole('form', { name: 'Sign in' })).toBeNull();
+  });
+
   it('shows an active trial with its end date', async () => {
     mockApi(signedInAs(member({ access: TRIAL })));
-    renderAt('/');
+    await renderApp('/');
     expect(await screen.findByText('Trial Active')).toBeTruthy();
     expect(screen.getByText('Your trial runs until January 8, 2030')).toBeTruthy();
     expect(screen.queryByText('Subscription active')).toBeNull();
@@ -186,7 +214,7 @@ describe('MembersPage for each kind of person', () => {
 
   it('shows an active subscription', async () => {
     mockApi(signedInAs(member({ access: SUBSCRIBED })));
-    renderAt('/');
+    await renderApp('/');
     expect(await screen.findByText('Subscription active')).toBeTruthy();
     expect(screen.queryByText('Trial Active')).toBeNull();
   });
@@ -201,7 +229,7 @@ describe('MembersPage for each kind of person', () => {
         }),
       ),
     );
-    renderAt('/');
+    await renderApp('/');
     expect(await screen.findByRole('heading', { name: 'Complete Your Account Setup' })).toBeTruthy();
     expect(screen.getByRole('link', { name: 'Complete Setup' }).getAttribute('href')).toBe(
       '/account-setup?email=ann%40example.com&session=s1&session_id=cs_1&success=true',
@@ -210,7 +238,7 @@ describe('MembersPage for each kind of person', () => {
 
   it('shows no setup banner for an account with a password', async () => {
     mockApi(signedInAs(member({ access: TRIAL })));
-    renderAt('/');
+    await renderApp('/');
     await screen.findByText('Trial Active');
     expect(screen.queryByText('Complete Your Account Setup')).toBeNull();
   });
@@ -219,7 +247,7 @@ describe('MembersPage for each kind of person', () => {
 describe('MembersPage address handling', () => {
   it('sends success=true with an email and a session on to account setup', async () => {
     mockApi();
-    const router = renderAt('/?success=true&email=ann%40example.com&session=s1&session_id=cs_1');
+    const router = await renderApp('/?success=true&email=ann%40example.com&session=s1&session_id=cs_1');
     await waitFor(() => expect(router.state.location.pathname).toBe('/account-setup'));
     expect(Object.fromEntries(new URLSearchParams(router.state.location.search))).toEqual({
       success: 'true',
@@ -239,7 +267,7 @@ describe('MembersPage address handling', () => {
         return { body: { user: { id: 'u1', email: 'ann@example.com' } } };
       },
     });
-    const router = renderAt('/?success=true&jwt=tok123');
+    const router = await renderApp('/?success=true&jwt=tok123');
 
     const welcome = await screen.findByRole('dialog', { name: 'Welcome to HelpNow!' });
     expect(router.state.location.search).toBe('');
@@ -259,7 +287,7 @@ describe('MembersPage address handling', () => {
       'GET /api/auth/me': () => ({ body: { user: current } }),
       'POST /api/auth/token': () => new Promise((resolve) => (answer = resolve)),
     });
-    const router = renderAt('/?success=true');
+    const router = await renderApp('/?success=true');
 
     await waitFor(() => expect(requestsTo(fetchMock, '/api/auth/token')).toHaveLength(1));
     expect(JSON.parse(String(requestsTo(fetchMock, '/api/auth/token')[0][1]?.body))).toEqual({});
@@ -292,7 +320,7 @@ describe('MembersPage address handling', () => {
       },
     });
     // Arriving from another page, the session is already known when the members page mounts.
-    const router = renderAt('/landing', { strict: true });
+    const router = await renderApp('/landing', { strict: true });
     await screen.findByRole('link', { name: 'Login' });
     await act(() => router.navigate('/?success=true&jwt=tok123'));
 
@@ -308,7 +336,7 @@ describe('MembersPage address handling', () => {
         body: { error: 'invalid_token', message: 'This sign-in link has expired or was already used.' },
       },
     });
-    const router = renderAt('/?success=true&email=ann%40example.com');
+    const router = await renderApp('/?success=true&email=ann%40example.com');
 
     const dialog = await screen.findByRole('dialog', { name: 'Access Your Subscription' });
     expect((within(dialog).getByLabelText('Email') as HTMLInputElement).value).toBe('ann@example.com');
@@ -318,7 +346,7 @@ describe('MembersPage address handling', () => {
 
   it('only tidies the address for someone already signed in', async () => {
     const fetchMock = mockApi(signedInAs(member({ access: TRIAL })));
-    const router = renderAt('/?success=true&jwt=tok123');
+    const router = await renderApp('/?success=true&jwt=tok123');
     await waitFor(() => expect(router.state.location.search).toBe(''));
     expect(requestsTo(fetchMock, '/api/auth/token')).toHaveLength(0);
     expect(screen.queryByRole('dialog')).toBeNull();
@@ -326,7 +354,7 @@ describe('MembersPage address handling', () => {
 
   it('welcomes back an existing account and points to the sign-in page', async () => {
     mockApi();
-    const router = renderAt('/?existing=true&email=ann%40example.com');
+    const router = await renderApp('/?existing=true&email=ann%40example.com');
     const dialog = await screen.findByRole('dialog', { name: 'Welcome Back!' });
     expect(dialog.textContent).toContain('ann@example.com');
     const login = within(dialog).getByRole('link', { name: 'Login to Your Account' });
@@ -340,7 +368,7 @@ describe('MembersPage address handling', () => {
 
   it('says calmly that a canceled checkout charged nothing, with the trial button', async () => {
     mockApi(signedInAs(member()));
-    const router = renderAt('/?canceled=true');
+    const router = await renderApp('/?canceled=true');
     const notice = (await screen.findByRole('heading', { name: 'Checkout canceled' })).closest('section')!;
     expect(notice.textContent).toContain('nothing was charged');
     expect(within(notice).getByRole('button', { name: 'Start Your 7-Day Trial for $1' })).toBeTruthy();
@@ -352,21 +380,21 @@ describe('MembersPage address handling', () => {
 
   it('words the canceled notice for a visitor', async () => {
     mockApi();
-    renderAt('/?canceled=true');
+    await renderApp('/?canceled=true');
     const notice = (await screen.findByRole('heading', { name: 'Checkout canceled' })).closest('section')!;
     expect(within(notice).getByRole('button', { name: 'Start Your Trial for $1' })).toBeTruthy();
   });
 
   it('says when the checkout could not be opened, with Try again', async () => {
     mockApi();
-    renderAt('/?success=demo');
+    await renderApp('/?success=demo');
     const notice = (await screen.findByRole('heading', { name: 'We could not open the checkout' })).closest('section')!;
     expect(within(notice).getByRole('button', { name: 'Try again' })).toBeTruthy();
   });
 
   it("opens the trial prompt from the header's Subscribe link", async () => {
     mockApi();
-    const router = renderAt('/');
+    const router = await renderApp('/');
     const subscribe = await screen.findByRole('link', { name: 'Subscribe' });
     expect(subscribe.getAttribute('href')).toBe('/?subscribe=true');
 
@@ -395,7 +423,7 @@ describe('MembersPage address handling', () => {
         },
       },
     });
-    renderAt('/?session=s1');
+    await renderApp('/?session=s1');
     const dialog = await screen.findByRole('dialog', { name: 'Access Your Subscription' });
     await waitFor(() =>
       expect((within(dialog).getByLabelText('Email') as HTMLInputElement).value).toBe('ann@example.com'),

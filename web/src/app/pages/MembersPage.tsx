@@ -19,6 +19,10 @@ import { WelcomeDialog } from '../../features/members/WelcomeDialog';
 import { membersApi } from '../../features/members/api';
 import { formatTrialEnd } from '../../features/members/format';
 import { urlAction } from '../../features/members/url-actions';
+import { CHECK_THROTTLE_MS } from '../../lib/subscription';
+
+/** How often a member without access is checked again while the page is open (the spec's throttle). */
+export const ACCESS_CHECK_EVERY_MS = CHECK_THROTTLE_MS;
 
 /** The spec's pause before the address loses the checkout parameters after the automatic sign-in. */
 export const URL_CLEANUP_DELAY_MS = 1000;
@@ -109,7 +113,7 @@ function ShortcutsRow({ names }: { names?: string[] }) {
 /** `/`: the members page. Its query string carries what checkouts and mail links bring back. */
 export function MembersPage() {
   const { productName, assistantName } = usePublicConfig();
-  const { user, signedIn, refresh } = useSession();
+  const { user, signedIn, refresh, unreachable, checkAccess } = useSession();
   const location = useLocation();
   const navigate = useNavigate();
   const [overlay, setOverlay] = useState<Overlay | null>(null);
@@ -123,6 +127,24 @@ export function MembersPage() {
   const viewer = viewerOf(user, user ? accessAnsweredFor === user.id : false);
 
   useEffect(() => () => clearTimeout(cleanupTimer.current), []);
+
+  // A member without access may have just paid (the webhook can come while the page is open):
+  // the spec's subscription check, now, when the page comes back into view, and every 15 s.
+  useEffect(() => {
+    if (viewer !== 'no-access') return undefined;
+    const check = () => {
+      if (document.visibilityState !== 'hidden') void checkAccess();
+    };
+    check();
+    const timer = setInterval(check, ACCESS_CHECK_EVERY_MS);
+    window.addEventListener('focus', check);
+    document.addEventListener('visibilitychange', check);
+    return () => {
+      clearInterval(timer);
+      window.removeEventListener('focus', check);
+      document.removeEventListener('visibilitychange', check);
+    };
+  }, [viewer, checkAccess]);
 
   // A member with access has opened the members area: counted once per account and visit.
   const memberAreaRecordedFor = useRef<string | null>(null);
@@ -209,6 +231,11 @@ export function MembersPage() {
 
   return (
     <div className="members">
+      {unreachable && (
+        <p className="members__unreachable" role="status">
+          We can&apos;t reach {productName} right now. You are seeing your account as it was; we keep trying.
+        </p>
+      )}
       {user?.pendingSetup && <PendingSetupBanner pending={user.pendingSetup} />}
       {notice && (
         <CheckoutNotice
