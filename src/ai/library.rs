@@ -1,17 +1,40 @@
 //! The offline help library (`config/help-library/*.md`): curated step-by-step answers to the
-//! problems non-technical people bring, chosen by keyword retrieval when no AI service answers.
+//! problems non-technical people bring, chosen by ranking when no AI service answers.
 //!
 //! Each file is a small front matter (`title:`, `keywords:` between `---` lines), then the answer
-//! in Markdown: a short summary, numbered steps, and what to try next. A keyword's weight is its
-//! rarity across the library (inverse document frequency), so "gmail password" finds the Gmail
-//! guide rather than any guide that mentions passwords; a phrase weighs more than a word (by the
-//! square root of its length), and a word inside a matched phrase is not counted again.
+//! in Markdown: a short summary, numbered steps, and what to try next. The guides are ranked by
+//! BM25 over their title, keywords and body ([`super::ranking`]); the best one answers when it
+//! scores at least [`MIN_SCORE`], and below that no guide fits. `config/help-library-eval.tsv`
+//! holds everyday questions with the guide each must get; the `ai::eval` test measures the
+//! ranking on it.
 
-use std::collections::HashMap;
 use std::path::Path;
 
-/// Said first in every offline answer: the member must know they are reading a stored guide.
-pub const OFFLINE_NOTE: &str = "Our live assistant is offline right now.";
+use super::ranking::{Document, Index};
+
+/// The lowest score at which the best guide answers; below it, no guide fits the question. In
+/// units of a rare word's weight ([`Index::scores`]); tuned on the evaluation set, whose
+/// off-topic questions must get no guide.
+pub const MIN_SCORE: f64 = 0.5;
+
+/// What the answer says when no guide fits: kindly, and how to ask so that one does.
+pub const NO_GUIDE: &str =
+    "I'm sorry, I couldn't find a guide in our help library for that question.";
+
+/// Said first when the library stands in for a failing AI service: there the members' chat shows
+/// no offline notice, so the answer itself says why it is a stored guide.
+pub const STAND_IN_NOTE: &str =
+    "Our live assistant can't answer just now, so here is what our help library says.";
+
+/// The guides named in the no-guide answer, when the library has them: the everyday ones.
+const SUGGESTED: &[&str] = &[
+    "attach-photo-to-email",
+    "printer-offline-not-printing",
+    "wifi-not-connecting-computer",
+    "gmail-sign-in-password",
+    "phishing-emails-and-texts",
+    "video-call-family",
+];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HelpArticle {
@@ -27,8 +50,8 @@ pub struct HelpArticle {
 #[derive(Debug, Clone, Default)]
 pub struct HelpLibrary {
     articles: Vec<HelpArticle>,
-    /// For each keyword, how rare it is across the library.
-    weights: HashMap<String, f64>,
+    /// The ranking over `articles`, by their position.
+    index: Index,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -96,25 +119,16 @@ pub fn parse_article(slug: &str, text: &str) -> Result<HelpArticle, String> {
 impl HelpLibrary {
     pub fn new(mut articles: Vec<HelpArticle>) -> Self {
         articles.sort_by(|a, b| a.slug.cmp(&b.slug));
-        let mut counts: HashMap<String, usize> = HashMap::new();
-        for article in &articles {
-            let mut seen: Vec<&String> = article.keywords.iter().collect();
-            seen.sort();
-            seen.dedup();
-            for keyword in seen {
-                *counts.entry(keyword.clone()).or_default() += 1;
-            }
-        }
-        let total = articles.len().max(1) as f64;
-        let weights = counts
-            .into_iter()
-            .map(|(keyword, count)| {
-                let rarity = (total / count as f64).ln() + 1.0;
-                let length = keyword.split(' ').count() as f64;
-                (keyword, rarity * length.sqrt())
+        let documents: Vec<Document<'_>> = articles
+            .iter()
+            .map(|article| Document {
+                title: &article.title,
+                keywords: &article.keywords,
+                body: &article.body,
             })
             .collect();
-        Self { articles, weights }
+        let index = Index::new(&documents);
+        Self { articles, index }
     }
 
     /// Every `*.md` file of `dir`, in name order. A file that does not parse stops start-up.
@@ -160,81 +174,74 @@ impl HelpLibrary {
         &self.articles
     }
 
-    /// The offline reply to `question`: the best-matching guide, saying plainly that the live
-    /// assistant is offline; without a match, how to ask so that one matches.
+    /// The offline reply to `question`: the best-matching guide, starting with its title; without
+    /// one, a kind word on how to ask so that one matches.
     pub fn answer(&self, question: &str) -> String {
         match self.best_match(question) {
             Some(article) => format!(
-                "{OFFLINE_NOTE} Here is the guide from our help library that matches your question.\n\n\
-                 **{title}**\n\n{body}",
+                "**{title}**\n\n{body}",
                 title = article.title,
                 body = article.body,
             ),
-            None => {
-                let examples: Vec<String> = self
-                    .articles
-                    .iter()
-                    .take(6)
-                    .map(|article| format!("- {}", article.title))
-                    .collect();
-                format!(
-                    "{OFFLINE_NOTE} I could not find a guide in our help library that matches your \
-                     question. Try naming the device or the app and what goes wrong, for example \
-                     \"Gmail password\" or \"printer offline\".\n\nSome of the guides:\n{}",
-                    examples.join("\n")
-                )
-            }
+            None => self.no_guide_answer(),
         }
     }
 
-    /// The article whose keywords best match `question`, if any matches at all.
+    /// What `helpnow-ask` prints: the chosen guide's file name without `.md` (or `none`) on the
+    /// first line, then the answer the chat would give.
+    pub fn ask(&self, question: &str) -> String {
+        let slug = self
+            .best_match(question)
+            .map_or("none", |article| article.slug.as_str());
+        format!("{slug}\n{}", self.answer(question))
+    }
+
+    fn no_guide_answer(&self) -> String {
+        let mut suggested: Vec<&HelpArticle> = SUGGESTED
+            .iter()
+            .filter_map(|slug| self.articles.iter().find(|a| a.slug == *slug))
+            .collect();
+        if suggested.is_empty() {
+            suggested = self.articles.iter().take(6).collect();
+        }
+        let examples: Vec<String> = suggested
+            .iter()
+            .map(|article| format!("- {}", article.title))
+            .collect();
+        let mut text = format!(
+            "{NO_GUIDE} Could you tell me a little more? It helps to say which device or app you \
+             are using (for example an iPhone, a Windows laptop or Gmail) and what you see or \
+             want to do, such as \"my printer says offline\" or \"how do I attach a photo in \
+             Gmail\"."
+        );
+        if !examples.is_empty() {
+            text.push_str("\n\nSome of the guides I can help with:\n");
+            text.push_str(&examples.join("\n"));
+        }
+        text
+    }
+
+    /// The guides that match `question` at all, best first, with their scores.
+    pub fn ranked(&self, question: &str) -> Vec<(f64, &HelpArticle)> {
+        let mut ranked: Vec<(f64, &HelpArticle)> = self
+            .index
+            .scores(question)
+            .into_iter()
+            .zip(&self.articles)
+            .filter(|(score, _)| *score > 0.0)
+            .collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.slug.cmp(&b.1.slug)));
+        ranked
+    }
+
+    /// The guide that best fits `question`, if one scores at least [`MIN_SCORE`].
     pub fn best_match(&self, question: &str) -> Option<&HelpArticle> {
-        // Spaces around both sides make phrase matching whole-word only.
-        let question = format!(" {} ", normalise(question));
-        let singular = format!(" {} ", singulars(&question));
-        let mut best: Option<(f64, &HelpArticle)> = None;
-        for article in &self.articles {
-            let matched: Vec<&String> = article
-                .keywords
-                .iter()
-                .filter(|keyword| {
-                    let needle = format!(" {keyword} ");
-                    question.contains(&needle) || singular.contains(&needle)
-                })
-                .collect();
-            // A word inside a matched phrase ("connect" in "won t connect") counts once, with it.
-            let score: f64 = matched
-                .iter()
-                .filter(|keyword| {
-                    let needle = format!(" {keyword} ");
-                    !matched
-                        .iter()
-                        .any(|other| other != *keyword && format!(" {other} ").contains(&needle))
-                })
-                .map(|keyword| self.weights.get(*keyword).copied().unwrap_or(1.0))
-                .sum();
-            if score > 0.0 && best.is_none_or(|(top, _)| score > top) {
-                best = Some((score, article));
-            }
-        }
-        best.map(|(_, article)| article)
+        self.ranked(question)
+            .into_iter()
+            .next()
+            .filter(|(score, _)| *score >= MIN_SCORE)
+            .map(|(_, article)| article)
     }
-}
-
-/// The question with plural `-s` dropped from longer words, so "printers" meets "printer".
-fn singulars(normalised: &str) -> String {
-    normalised
-        .split(' ')
-        .filter(|w| !w.is_empty())
-        .map(|word| {
-            if word.len() > 3 && word.ends_with('s') && !word.ends_with("ss") {
-                &word[..word.len() - 1]
-            } else {
-                word
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[cfg(test)]
@@ -276,15 +283,29 @@ mod tests {
     }
 
     #[test]
-    fn the_answer_says_the_assistant_is_offline_and_gives_the_steps() {
+    fn the_answer_starts_with_the_guide_and_no_guide_is_said_kindly() {
         let library = library();
         let answer = library.answer("my printer is offline");
-        assert!(answer.starts_with(OFFLINE_NOTE), "{answer}");
-        assert!(answer.contains("**printer**"), "{answer}");
+        assert!(answer.starts_with("**printer**\n\n"), "{answer}");
         assert!(answer.contains("1. Do this."), "{answer}");
+        assert!(!answer.to_lowercase().contains("assistant"), "{answer}");
         let none = library.answer("how do I bake bread");
-        assert!(none.starts_with(OFFLINE_NOTE), "{none}");
+        assert!(none.starts_with(NO_GUIDE), "{none}");
+        assert!(none.contains("which device or app"), "{none}");
         assert!(none.contains("- gmail"), "{none}");
+    }
+
+    #[test]
+    fn ask_names_the_guide_then_gives_the_answer() {
+        let library = library();
+        let printed = library.ask("my pritner is offline");
+        let (first, rest) = printed.split_once('\n').expect("two parts");
+        assert_eq!(first, "printer");
+        assert_eq!(rest, library.answer("my pritner is offline"));
+        let printed = library.ask("recipe for chicken soup");
+        let (first, rest) = printed.split_once('\n').expect("two parts");
+        assert_eq!(first, "none");
+        assert!(rest.starts_with(NO_GUIDE), "{rest}");
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //!
 //! - [`OfflineAi`] (`offline`, the default): needs no network and no key. It writes the help
 //!   funnel's issue summary from the visitor's own words, answers members (chat, task help, the
-//!   funnel solution) from the help library (`config/help-library/`, [`library`]) saying plainly
-//!   that the live assistant is offline, and declines the funnels' replies and intro with
+//!   funnel solution) from the help library (`config/help-library/`, [`library`]; the members'
+//!   chat says once, above the conversation, that answers come from it), and declines the funnels' replies and intro with
 //!   [`AiError::Offline`], so callers fall back to their scripts and default texts.
 //! - [`OpenAiCompatible`] (`openai`): any OpenAI-compatible chat-completion API at `ai.base_url`,
 //!   called with `ai.api_key`, `ai.model` and `ai.temperature`; errors map onto [`AiError`] so
@@ -13,13 +13,17 @@
 //! The spec's rate-limit backoff is [`WithBackoff`], a wrapper that implements [`Ai`] around the
 //! OpenAI provider, so the provider itself only reports what the API said. The offline provider
 //! is never rate limited and goes unwrapped. Behind the OpenAI provider stands the offline one
-//! ([`fallback::WithFallback`]): when the service fails, members still get a guide.
+//! ([`fallback::WithFallback`]): when the service fails, members still get a guide, which then
+//! says first that the live assistant can't answer just now.
 
 mod backoff;
+#[cfg(test)]
+mod eval;
 pub mod fallback;
 pub mod library;
 mod offline;
 mod openai;
+mod ranking;
 
 use std::sync::Arc;
 
@@ -54,12 +58,11 @@ pub fn provider(
     library: Arc<library::HelpLibrary>,
     timed: impl FnOnce(Arc<dyn Ai>) -> Arc<dyn Ai>,
 ) -> Result<Arc<dyn Ai>, AiSetupError> {
-    let offline = Arc::new(OfflineAi::new(library));
     Ok(match settings.provider {
-        AiProviderKind::Offline => timed(offline),
+        AiProviderKind::Offline => timed(Arc::new(OfflineAi::new(library))),
         AiProviderKind::Openai => Arc::new(fallback::WithFallback::new(
             timed(Arc::new(WithBackoff::new(OpenAiCompatible::new(settings)?))),
-            offline,
+            Arc::new(OfflineAi::standing_in(library)),
         )),
     })
 }

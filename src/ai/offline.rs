@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 use futures_util::{FutureExt, StreamExt};
 
-use super::library::HelpLibrary;
+use super::library::{HelpLibrary, STAND_IN_NOTE};
 use super::{Ai, AiError, AiMessage, AiPurpose, AiRequest, Role};
 
 /// The longest summary this provider writes, in characters. The spec asks for 50-60; the caller
@@ -29,14 +29,39 @@ const TRAILING_PUNCTUATION: &[char] = &['.', ',', ';', ':', '!', '?', '…', '-'
 /// members' questions (chat, task help, the funnel solution) get the help library's best guide;
 /// the funnels' replies and intro are declined with [`AiError::Offline`] so the caller uses its
 /// script or default text.
+///
+/// As the configured provider its answers start with the guide: the members' chat shows one
+/// calm notice that answers come from the help library. Standing in for a failing service
+/// ([`OfflineAi::standing_in`]) it says so first, since the chat shows no notice then.
 #[derive(Debug, Clone, Default)]
 pub struct OfflineAi {
     library: Arc<HelpLibrary>,
+    stand_in: bool,
 }
 
 impl OfflineAi {
     pub fn new(library: Arc<HelpLibrary>) -> Self {
-        Self { library }
+        Self {
+            library,
+            stand_in: false,
+        }
+    }
+
+    /// The provider behind an AI service: members' answers start with [`STAND_IN_NOTE`].
+    pub fn standing_in(library: Arc<HelpLibrary>) -> Self {
+        Self {
+            library,
+            stand_in: true,
+        }
+    }
+
+    fn member_answer(&self, messages: &[AiMessage]) -> String {
+        let answer = self.library.answer(&question(messages));
+        if self.stand_in {
+            format!("{STAND_IN_NOTE}\n\n{answer}")
+        } else {
+            answer
+        }
     }
 }
 
@@ -45,7 +70,7 @@ impl Ai for OfflineAi {
         let answer = match request.purpose {
             AiPurpose::IssueSummary => summarise_issue(&request.messages).ok_or(AiError::Offline),
             AiPurpose::MemberChat | AiPurpose::TaskHelp | AiPurpose::FunnelSolution => {
-                Ok(self.library.answer(&question(&request.messages)))
+                Ok(self.member_answer(&request.messages))
             }
             AiPurpose::FunnelFollowUp | AiPurpose::FunnelIntro => Err(AiError::Offline),
         };
@@ -278,7 +303,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn members_get_the_library_guide_and_say_so() {
+    async fn members_get_the_library_guide_which_says_so_only_when_standing_in() {
         let library = crate::ai::library::HelpLibrary::new(vec![
             crate::ai::library::parse_article(
                 "printer",
@@ -305,12 +330,21 @@ mod tests {
                 .await
                 .expect("an answer");
             assert!(
-                answer.starts_with(crate::ai::library::OFFLINE_NOTE),
-                "{answer}"
-            );
-            assert!(
-                answer.contains("Printer says offline"),
+                answer.starts_with("**Printer says offline**\n\nWhy.\n\n1. Turn it off and on."),
                 "{purpose:?}: {answer}"
+            );
+            let standing_in = OfflineAi::standing_in(offline.library.clone())
+                .complete(AiRequest {
+                    purpose,
+                    messages: vec![AiMessage::user("My printer is offline again.")],
+                    timeout: Duration::from_secs(3),
+                })
+                .await
+                .expect("an answer");
+            assert_eq!(
+                standing_in,
+                format!("{STAND_IN_NOTE}\n\n{answer}"),
+                "{purpose:?}"
             );
         }
     }

@@ -3,7 +3,7 @@
 use actix_web::{HttpResponse, get, web};
 use serde::Serialize;
 
-use crate::config::Settings;
+use crate::config::{AiProviderKind, Settings};
 use crate::content::{Content, Shortcut};
 use crate::error::ApiError;
 
@@ -15,6 +15,9 @@ struct PublicConfig<'a> {
     assistant_name: &'a str,
     support_email: &'a str,
     debug_tools: bool,
+    /// `offline` when members' answers come from the help library (the chat says so once, above
+    /// the conversation), `live` with an AI service.
+    ai_mode: &'static str,
 }
 
 #[get("/public-config")]
@@ -24,6 +27,10 @@ pub async fn public_config(settings: web::Data<Settings>) -> HttpResponse {
         assistant_name: &settings.product.assistant_name,
         support_email: &settings.product.support_email,
         debug_tools: settings.security.debug_tools,
+        ai_mode: match settings.ai.provider {
+            AiProviderKind::Offline => "offline",
+            AiProviderKind::Openai => "live",
+        },
     })
 }
 

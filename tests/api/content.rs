@@ -15,6 +15,8 @@ async fn public_config_names_the_product_and_holds_no_secret() {
     assert_eq!(body["productName"], "FixIt");
     assert_eq!(body["assistantName"], "Emma");
     assert_eq!(body["debugTools"], true);
+    // No AI service configured: members' answers come from the help library.
+    assert_eq!(body["aiMode"], "offline");
 }
 
 #[tokio::test]

@@ -7,6 +7,8 @@ export type PublicConfig = {
   assistantName: string;
   supportEmail: string;
   debugTools: boolean;
+  /** 'offline' when members' answers come from the help library rather than an AI service. */
+  aiMode: 'offline' | 'live';
 };
 
 // Shown until the server's answer arrives, and kept if it never does.
@@ -15,6 +17,8 @@ export const DEFAULT_PUBLIC_CONFIG: PublicConfig = {
   assistantName: 'Emma',
   supportEmail: '',
   debugTools: false,
+  // Until the server says otherwise, no offline notice shows.
+  aiMode: 'live',
 };
 
 const PublicConfigContext = createContext<PublicConfig>(DEFAULT_PUBLIC_CONFIG);
@@ -26,6 +30,7 @@ function parsePublicConfig(value: unknown): Partial<PublicConfig> {
   if (typeof raw.assistantName === 'string' && raw.assistantName !== '') config.assistantName = raw.assistantName;
   if (typeof raw.supportEmail === 'string') config.supportEmail = raw.supportEmail;
   if (typeof raw.debugTools === 'boolean') config.debugTools = raw.debugTools;
+  if (raw.aiMode === 'offline' || raw.aiMode === 'live') config.aiMode = raw.aiMode;
   return config;
 }
 

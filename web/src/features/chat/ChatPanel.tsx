@@ -1,6 +1,7 @@
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import { Button } from '../../components/Button';
 import { enterToSend } from '../../lib/enter-to-send';
+import { usePublicConfig } from '../../lib/public-config';
 import { AssistantText } from './AssistantText';
 import { isReviewingTask, showsTyping, type ChatMessage, type ChatState } from './chat-state';
 import type { Connection } from './useMemberChat';
@@ -8,6 +9,8 @@ import './chat.css';
 
 export const REVIEWING_TASK_TEXT = 'Reviewing task, just a moment...';
 export const RECONNECTING_LINE = 'Connection lost. Reconnecting…';
+/** Shown once above the conversation when no AI service answers (the server's `aiMode`). */
+export const LIBRARY_NOTE = 'Answers come from our help library while our live assistant is offline.';
 
 export type SidebarKind = 'tasks' | 'history';
 
@@ -166,6 +169,7 @@ export function ChatPanel({
   sidebarIds,
 }: ChatPanelProps) {
   const headingId = useId();
+  const { aiMode } = usePublicConfig();
   const listRef = useRef<HTMLDivElement>(null);
   const reviewing = isReviewingTask(state);
   const typing = showsTyping(state);
@@ -207,6 +211,11 @@ export function ChatPanel({
           </Button>
         </div>
       </div>
+      {aiMode === 'offline' && (
+        <p className="member-chat__library-note" data-testid="chat-library-note">
+          {LIBRARY_NOTE}
+        </p>
+      )}
       {state.title && <p className="member-chat__chat-title">{state.title}</p>}
 
       {connection === 'reconnecting' && (
