@@ -921,7 +921,12 @@ async fn a_payment_confirmed_between_two_checks_shows_at_once() {
     )
     .await;
     let started: Value = response.json().await.expect("json");
-    pay(&app, started["sessionId"].as_str().expect("id"), "ann@example.com").await;
+    pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "ann@example.com",
+    )
+    .await;
 
     // Within the 15 s in which the provider is not asked again, the stored access still shows.
     let after = check().await;

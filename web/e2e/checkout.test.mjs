@@ -29,10 +29,10 @@ describe('checkout on the demo provider', () => {
     await page.screenshot({ path: path.join(resultsDir, 'demo-checkout.png'), fullPage: true });
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Card number').fill('4000 0000 0000 0002');
-    await page.getByRole('button', { name: 'Start trial' }).click();
+    await page.getByRole('button', { name: 'Pay $1.00 and start trial' }).click();
     await page.getByText('Your card was declined. Use the test card 4242 4242 4242 4242.').waitFor();
     await page.getByLabel('Card number').fill('4242 4242 4242 4242');
-    await page.getByRole('button', { name: 'Start trial' }).click();
+    await page.getByRole('button', { name: 'Pay $1.00 and start trial' }).click();
 
     // Checkout success hands over to account setup with its parameters.
     await page.waitForURL((url) => url.pathname === '/account-setup');
@@ -94,7 +94,7 @@ describe('checkout on the demo provider', () => {
     assert.equal(await page.getByLabel('Email').inputValue(), email);
     assert.equal(await page.getByLabel('Email').isEditable(), false);
     await page.getByLabel('Card number').fill('4242 4242 4242 4242');
-    await page.getByRole('button', { name: 'Start trial' }).click();
+    await page.getByRole('button', { name: 'Pay $1.00 and start trial' }).click();
 
     // No password to choose or type again: the members page, with the trial and a welcome.
     await page.waitForURL((url) => url.pathname === '/' && url.search === '');
@@ -122,7 +122,7 @@ describe('checkout on the demo provider', () => {
     await page.waitForURL((url) => url.pathname.startsWith('/demo-checkout/'));
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Card number').fill('4242 4242 4242 4242');
-    await page.getByRole('button', { name: 'Start trial' }).click();
+    await page.getByRole('button', { name: 'Pay $1.00 and start trial' }).click();
 
     const dialog = page.getByRole('dialog', { name: 'Welcome Back!' });
     await dialog.getByText(email).waitFor();

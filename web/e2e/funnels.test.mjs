@@ -130,7 +130,7 @@ async function payAndSetUpAccount(page, email, password) {
   await page.getByText('$1.00 due today').waitFor();
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Card number').fill('4242 4242 4242 4242');
-  await page.getByRole('button', { name: 'Start trial' }).click();
+  await page.getByRole('button', { name: 'Pay $1.00 and start trial' }).click();
 
   await page.waitForURL((url) => url.pathname === '/account-setup', { timeout: 20_000 });
   const params = new URL(page.url()).searchParams;
@@ -185,7 +185,10 @@ describe('marketing funnels', { concurrency: true }, () => {
     const finalSeenAt = Date.now();
     const getStarted = page.getByRole('button', { name: 'Get started >>' });
     await getStarted.waitFor();
-    await page.getByText('Press ‘Get started >>’ above to continue.').waitFor();
+    // The page says when it will go, counting down, and the keyboard is on the button.
+    await page.getByText(/^Taking you to the secure checkout in 1[45] s\. Press ‘Get started >>’ to go now\.$/).waitFor();
+    assert.equal(await getStarted.evaluate((button) => button === document.activeElement), true);
+    await page.getByText(/^Taking you to the secure checkout in (9|10|11) s\./).waitFor();
     assert.deepEqual(await conversation(page), [
       { role: 'assistant', text: EMAIL_FLOW.greeting },
       { role: 'user', text: first },
@@ -244,6 +247,26 @@ describe('marketing funnels', { concurrency: true }, () => {
     await page.getByText('$1.00 due today').waitFor();
     await page.getByText(FEE_TEXT).waitFor();
     await page.getByText('7-day trial, then $20.00/month').waitFor();
+
+    // Canceled, the checkout comes back to the conversation, which is all still there; no
+    // automatic checkout fires again, and the button opens a checkout again.
+    const before = [
+      { role: 'assistant', text: DEFAULT_FLOW.greeting },
+      { role: 'user', text: 'My laptop will not connect to the wifi at home' },
+      { role: 'assistant', text: DEFAULT_FLOW.followUp },
+      { role: 'user', text: 'It shows the network but says it cannot connect' },
+      { role: 'assistant', text: DEFAULT_FLOW.troubleshooting },
+      { role: 'user', text: 'I turned the router off and on again' },
+      { role: 'assistant', text: FINAL_REFUNDABLE },
+    ];
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.waitForURL((url) => url.pathname === '/Chat-Help-2' && url.search === '');
+    await page.getByText('Your checkout was canceled, and nothing was charged. Your conversation is still here.').waitFor();
+    await waitForMessages(page, 7);
+    assert.deepEqual(await conversation(page), before);
+    await page.getByRole('button', { name: 'Get started >>' }).click();
+    await page.waitForURL((url) => url.pathname.startsWith('/demo-checkout/'), { timeout: 10_000 });
+    await page.getByText('$1.00 due today').waitFor();
 
     // Without keyword or campaign id, the account still remembers the conversation.
     await payAndSetUpAccount(page, 'refundable-funnel@example.com', 'refund-secret');
@@ -365,6 +388,15 @@ describe('marketing funnels', { concurrency: true }, () => {
     await fix.click();
     await page.waitForURL((url) => url.pathname.startsWith('/demo-checkout/'), { timeout: 10_000 });
     await page.getByText('7-day trial, then $20.00/month').waitFor();
+
+    // Canceled, the checkout comes back to the solution the visitor had, not an empty form.
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.waitForURL((url) => url.pathname === '/get-help' && url.search === '?keyword=printer');
+    await page.getByRole('heading', { level: 1, name: 'Solution Found:', exact: true }).waitFor();
+    await page.getByText('Your checkout was canceled, and nothing was charged. Your solution is still here.').waitFor();
+    await page.getByText('My printer says it is offline', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Fix my issue for free >' }).click();
+    await page.waitForURL((url) => url.pathname.startsWith('/demo-checkout/'), { timeout: 10_000 });
     await payAndSetUpAccount(page, email, 'help-secret');
 
     const user = await me(page);

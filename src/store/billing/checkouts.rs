@@ -189,7 +189,9 @@ pub struct HandedOffCheckout {
     pub first_use: bool,
 }
 
-/// Finds the checkout of a one-time link and marks the link used.
+/// Finds the checkout of a one-time link and marks the link used. A demo checkout canceled on its
+/// page is open again: the link is followed only to check out again, and Stripe's page too stays
+/// open after its Back link (until the session expires).
 pub async fn claim_handoff(
     db: &Db,
     handoff_hash: &str,
@@ -199,6 +201,8 @@ pub async fn claim_handoff(
             // The ids come from the indexed lookup, so the update touches one row.
             "LET $claimed = (UPDATE (SELECT VALUE id FROM checkout_session WHERE handoff_hash = $hash) \
                SET handoff_used = true WHERE handoff_used != true RETURN VALUE id); \
+             UPDATE (SELECT VALUE id FROM checkout_session WHERE handoff_hash = $hash) \
+               SET status = 'open' WHERE status = 'canceled' AND completed_at = NONE RETURN NONE; \
              SELECT tracking_id, url, created_at, array::len($claimed) > 0 AS first_use \
                FROM checkout_session WHERE handoff_hash = $hash LIMIT 1;",
         )
@@ -207,7 +211,7 @@ pub async fn claim_handoff(
         .check()
     })
     .await?;
-    let rows: Vec<HandedOffCheckout> = response.take(1)?;
+    let rows: Vec<HandedOffCheckout> = response.take(2)?;
     Ok(rows.into_iter().next())
 }
 

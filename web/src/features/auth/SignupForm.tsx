@@ -5,8 +5,15 @@ import { Field } from '../../components/Field';
 import { useSession } from '../../lib/session';
 import { authApi } from '../../lib/auth';
 
+type SignupFormProps = {
+  emailRef?: RefObject<HTMLInputElement | null>;
+  idPrefix: string;
+  /** What follows a new account instead of /members (the landing page's free trial checkout). */
+  onSignedUp?: () => void;
+};
+
 /** Email and password, 'Create Account' ('Creating account...' while busy); then /members. */
-export function SignupForm({ emailRef, idPrefix }: { emailRef?: RefObject<HTMLInputElement | null>; idPrefix: string }) {
+export function SignupForm({ emailRef, idPrefix, onSignedUp }: SignupFormProps) {
   const navigate = useNavigate();
   const { signedIn } = useSession();
   const [email, setEmail] = useState('');
@@ -22,7 +29,8 @@ export function SignupForm({ emailRef, idPrefix }: { emailRef?: RefObject<HTMLIn
     try {
       const { user } = await authApi.signup({ email: email.trim(), password });
       signedIn(user);
-      navigate('/members');
+      if (onSignedUp) onSignedUp();
+      else navigate('/members');
     } catch (cause) {
       const message = cause instanceof Error ? cause.message : String(cause);
       setError(`Failed to create an account: ${message}`);

@@ -1,5 +1,7 @@
 import { fireEvent, render, screen, waitFor } from '@testing-library/react';
 import { createMemoryRouter, RouterProvider } from 'react-router';
+import { vi } from 'vitest';
+import { browserLocation } from '../../lib/browser';
 import { mockApi } from '../../test/fetch-mock';
 import { SignupModal } from './SignupModal';
 
@@ -50,11 +52,26 @@ describe('SignupModal', () => {
     expect((screen.getByRole('button', { name: 'Create Account' }) as HTMLButtonElement).disabled).toBe(false);
   });
 
-  it('goes to /members after a successful signup', async () => {
-    mockApi({ 'POST /api/auth/signup': { status: 201, body: { user: { id: 'u1', email: 'ann@example.com' } } } });
-    const router = renderModal();
+  it('says the trial is free today, and after signing up goes to the free trial checkout', async () => {
+    const assign = vi.spyOn(browserLocation, 'assign').mockImplementation(() => {});
+    const fetchMock = mockApi({
+      'POST /api/auth/signup': { status: 201, body: { user: { id: 'u1', email: 'ann@example.com' } } },
+      'POST /api/create-checkout.js': { body: { sessionId: 'demo_cs_1', trackingSessionId: 'hn_1', url: '/demo-checkout/demo_cs_1' } },
+    });
+    renderModal();
+    expect(screen.getByText(/nothing is charged today/)).toBeTruthy();
     fillAndSubmit();
 
-    await waitFor(() => expect(router.state.location.pathname).toBe('/members'));
+    await waitFor(() => expect(assign).toHaveBeenCalledExactlyOnceWith('/demo-checkout/demo_cs_1'));
+    const call = fetchMock.mock.calls.find(([url]) => url === '/api/create-checkout.js');
+    expect(JSON.parse(String(call?.[1]?.body))).toEqual({ source: 'direct_signup', isTrial: true, cancelUrl: '/?canceled=true' });
+    expect(screen.getByRole('status').textContent).toBe('Taking you to the secure checkout...');
+  });
+
+  it('says so when the checkout cannot be opened, with the account made', async () => {
+    mockApi({ 'POST /api/auth/signup': { status: 201, body: { user: { id: 'u1', email: 'ann@example.com' } } } });
+    renderModal();
+    fillAndSubmit();
+    expect((await screen.findByRole('alert')).textContent).toBe('Failed to redirect to checkout page: Not found');
   });
 });

@@ -56,6 +56,9 @@ describe('DemoCheckoutPage', () => {
     renderCheckout();
     await screen.findByRole('heading', { level: 1, name: 'Start your 7-day trial' });
     expect(screen.getByText('due today', { exact: false }).textContent).toBe('$0.00 due today');
+    expect(screen.getByText('7-day free trial, then $20.00/month')).toBeTruthy();
+    expect(screen.getByText(/^First \$20\.00 charge on .+\. Cancel before then and you pay nothing more\.$/)).toBeTruthy();
+    expect(screen.getByRole('button', { name: 'Start free trial' })).toBeTruthy();
     expect(screen.queryByText(FEE_TEXT)).toBeNull();
     expect((screen.getByLabelText('Email') as HTMLInputElement).value).toBe('');
   });
@@ -79,7 +82,7 @@ describe('DemoCheckoutPage', () => {
     const router = renderCheckout();
     fireEvent.change(await screen.findByLabelText('Email'), { target: { value: ' bob@example.com ' } });
     fireEvent.change(screen.getByLabelText('Card number'), { target: { value: '4242424242424242' } });
-    fireEvent.click(screen.getByRole('button', { name: 'Start trial' }));
+    fireEvent.click(screen.getByRole('button', { name: 'Start free trial' }));
 
     const busy = (await screen.findByRole('button', { name: 'Processing...' })) as HTMLButtonElement;
     expect(busy.disabled).toBe(true);
@@ -105,9 +108,9 @@ describe('DemoCheckoutPage', () => {
     });
     renderCheckout();
     fireEvent.change(await screen.findByLabelText('Card number'), { target: { value: '4000000000000002' } });
-    fireEvent.click(screen.getByRole('button', { name: 'Start trial' }));
+    fireEvent.click(screen.getByRole('button', { name: 'Pay $1.00 and start trial' }));
     expect((await screen.findByRole('alert')).textContent).toBe(declined);
-    expect((screen.getByRole('button', { name: 'Start trial' }) as HTMLButtonElement).disabled).toBe(false);
+    expect((screen.getByRole('button', { name: 'Pay $1.00 and start trial' }) as HTMLButtonElement).disabled).toBe(false);
   });
 
   it('cancels to the cancel URL', async () => {
@@ -134,7 +137,7 @@ describe('DemoCheckoutPage', () => {
     renderCheckout('/demo-checkout/done');
     expect(await screen.findByRole('heading', { level: 1, name: 'Checkout complete' })).toBeTruthy();
     expect(screen.getByRole('link', { name: 'Go to your account' }).getAttribute('href')).toBe('/');
-    expect(screen.queryByRole('button', { name: 'Start trial' })).toBeNull();
+    expect(screen.queryByRole('button', { name: 'Pay $1.00 and start trial' })).toBeNull();
   });
 
   it('says when a checkout was canceled', async () => {
@@ -142,7 +145,7 @@ describe('DemoCheckoutPage', () => {
     renderCheckout('/demo-checkout/gone');
     expect(await screen.findByRole('heading', { level: 1, name: 'Checkout canceled' })).toBeTruthy();
     expect(screen.getByText('This checkout was canceled. Nothing was charged.')).toBeTruthy();
-    expect(screen.queryByRole('button', { name: 'Start trial' })).toBeNull();
+    expect(screen.queryByRole('button', { name: 'Pay $1.00 and start trial' })).toBeNull();
   });
 
   it('offers to try again when the checkout could not be loaded', async () => {

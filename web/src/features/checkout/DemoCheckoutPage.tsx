@@ -36,6 +36,12 @@ function DemoBanner() {
   );
 }
 
+/** The day the first monthly charge falls on: the end of the trial, counted from today. */
+function firstChargeDate(trialDays: number, now: Date = new Date()): string {
+  const day = new Date(now.getTime() + trialDays * 24 * 60 * 60 * 1000);
+  return day.toLocaleDateString('en-US', { month: 'long', day: 'numeric', year: 'numeric' });
+}
+
 function OrderSummary({ checkout }: { checkout: DemoCheckout }) {
   const { productName } = usePublicConfig();
   return (
@@ -49,7 +55,12 @@ function OrderSummary({ checkout }: { checkout: DemoCheckout }) {
       </p>
       <ul className="order-summary__terms">
         <li>
-          {checkout.trialDays}-day trial, then {formatDollars(checkout.monthlyCents)}/month
+          {checkout.trialDays}-day {checkout.todayCents === 0 ? 'free ' : ''}trial, then{' '}
+          {formatDollars(checkout.monthlyCents)}/month
+        </li>
+        <li>
+          First {formatDollars(checkout.monthlyCents)} charge on {firstChargeDate(checkout.trialDays)}. Cancel before then
+          and you pay nothing more.
         </li>
         <li>Cancel anytime</li>
         {checkout.refundableFee && (
@@ -143,7 +154,11 @@ function PaymentForm({ id, checkout }: { id: string; checkout: DemoCheckout }) {
         </p>
       )}
       <Button type="submit" className="form__submit checkout__pay" disabled={busy !== null}>
-        {busy === 'paying' ? 'Processing...' : 'Start trial'}
+        {busy === 'paying'
+          ? 'Processing...'
+          : checkout.todayCents === 0
+            ? 'Start free trial'
+            : `Pay ${formatDollars(checkout.todayCents)} and start trial`}
       </Button>
       <Button variant="secondary" className="form__submit" disabled={busy !== null} onClick={() => void handleCancel()}>
         {busy === 'canceling' ? 'Canceling...' : 'Cancel'}

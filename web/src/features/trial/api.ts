@@ -2,7 +2,8 @@ import { api } from '../../lib/api';
 
 /** The trial prompt's checkout: what is charged is the server's decision, not this request's. */
 export type TrialCheckoutRequest = {
-  source: 'chat_trial_prompt';
+  /** The trial prompt's $1 trial, or the landing page's free one (after signing up there). */
+  source: 'chat_trial_prompt' | 'direct_signup';
   isTrial: true;
   cancelUrl: string;
 };

@@ -13,8 +13,11 @@ function redirectFailure(cause: unknown): string {
   return `Failed to redirect to checkout page: ${message}`;
 }
 
-/** Starts the trial checkout and follows it; the spec's two texts when that does not happen. */
-export function useStartTrial() {
+/**
+ * Starts the trial checkout and follows it; the spec's two texts when that does not happen.
+ * `source`: the trial prompt's ($1 setup fee, then the trial) or the landing page's free trial.
+ */
+export function useStartTrial(source: 'chat_trial_prompt' | 'direct_signup' = 'chat_trial_prompt') {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const busyRef = useRef(false);
@@ -35,7 +38,7 @@ export function useStartTrial() {
     setError(null);
     try {
       const { url } = await trialApi.createCheckout({
-        source: 'chat_trial_prompt',
+        source,
         isTrial: true,
         cancelUrl: TRIAL_CANCEL_URL,
       });
@@ -48,7 +51,7 @@ export function useStartTrial() {
     } catch (cause) {
       fail(redirectFailure(cause));
     }
-  }, [fail]);
+  }, [fail, source]);
 
   return { start, busy, error };
 }
