@@ -9,7 +9,7 @@ web_deps() {
 }
 
 web_build() {
-  if [ ! -f web/dist/index.html ] || [ -n "$(find web/src web/public web/index.html web/package-lock.json web/vite.config.* web/tsconfig*.json -newer web/dist/index.html 2>/dev/null | head -n 1)" ]; then
+  if [ ! -f web/dist/index.html ] || [ -n "$(find web/src web/public web/scripts web/index.html web/package-lock.json web/vite.config.* web/tsconfig*.json -newer web/dist/index.html 2>/dev/null | head -n 1)" ]; then
     echo "==> building the web app"
     npm --prefix web run build
   fi

@@ -7,7 +7,21 @@ const server = 'http://127.0.0.1:8080';
 
 export default defineConfig({
   plugins: [react()],
-  build: { outDir: 'dist', emptyOutDir: true },
+  build: {
+    outDir: 'dist',
+    emptyOutDir: true,
+    // dist/.vite/manifest.json: which chunks each page needs (scripts/route-pages.mjs).
+    manifest: true,
+    rolldownOptions: {
+      output: {
+        // Each page is its own chunk (src/app/routes.tsx); React and the router, which every page
+        // needs and which change only with an upgrade, are one chunk that stays cached across releases.
+        codeSplitting: {
+          groups: [{ name: 'react', test: /[\\/]node_modules[\\/](react|react-dom|react-router|scheduler|cookie|set-cookie-parser)[\\/]/ }],
+        },
+      },
+    },
+  },
   server: {
     proxy: {
       '/api': server,

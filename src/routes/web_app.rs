@@ -1,11 +1,18 @@
 //! The built React app: `index.html` for every route of the spec's route table, its static files,
 //! and a redirect to `/` for any other path (the spec's last row).
+//!
+//! The web build writes a Brotli (`.br`) and a gzip (`.gz`) copy beside each text file it emits
+//! (`web/scripts/precompress.mjs`); a request whose `Accept-Encoding` allows one gets it as is, with
+//! `Content-Encoding` and `Vary: Accept-Encoding`, so nothing is compressed per request.
 
 use std::path::{Path, PathBuf};
 
 use actix_files::NamedFile;
 use actix_web::cookie::{Cookie, SameSite, time};
-use actix_web::http::header::{self, CacheControl, CacheDirective};
+use actix_web::http::header::{
+    self, AcceptEncoding, CacheControl, CacheDirective, ContentEncoding, Encoding, Header,
+    Preference,
+};
 use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::auth::{SessionCookies, token};
@@ -47,21 +54,41 @@ impl StaticDir {
     fn index(&self) -> PathBuf {
         self.0.join("index.html")
     }
+
+    /// `pages/<name>.html`, which the web build writes for each route (`web/scripts/route-pages.mjs`):
+    /// index.html naming the route's page chunks too. `name` is the route's first segment, `home`
+    /// for `/`.
+    fn page(&self, route: &str) -> Option<PathBuf> {
+        let name = match route.trim_start_matches('/').split('/').next() {
+            None | Some("") => "home",
+            Some(name) => name,
+        };
+        let plain = name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'));
+        plain.then(|| self.0.join("pages").join(format!("{name}.html")))
+    }
 }
 
-/// Serves `index.html` without caching, so a new build reaches browsers at once. A browser
-/// without a visitor cookie gets one: it keys the funnel conversations and attribution.
+/// Serves the route's page file (else `index.html`) without caching, so a new build reaches
+/// browsers at once. A browser without a visitor cookie gets one: it keys the funnel
+/// conversations and attribution.
 async fn index(
     req: HttpRequest,
     dir: web::Data<StaticDir>,
     cookies: web::Data<SessionCookies>,
 ) -> HttpResponse {
-    match NamedFile::open_async(dir.index()).await {
+    let page = match req.match_pattern().and_then(|route| dir.page(&route)) {
+        Some(page) => open_built_file(&req, &page).await.ok(),
+        None => None,
+    };
+    let file = match page {
+        Some(file) => Ok(file),
+        None => open_built_file(&req, &dir.index()).await,
+    };
+    match file {
         Ok(file) => {
-            let mut response = file
-                .use_etag(true)
-                .use_last_modified(true)
-                .into_response(&req);
+            let mut response = vary_by_encoding(file.into_response(&req));
             response.headers_mut().insert(
                 header::CACHE_CONTROL,
                 header::HeaderValue::from_static("no-cache"),
@@ -127,14 +154,75 @@ async fn built_file_or_home(req: HttpRequest, dir: web::Data<StaticDir>) -> Http
     if relative == Path::new("index.html") {
         return redirect_home();
     }
-    match NamedFile::open_async(dir.0.join(&relative)).await {
-        Ok(file) if file.metadata().is_file() => file
-            .use_etag(true)
-            .use_last_modified(true)
-            .prefer_utf8(true)
-            .into_response(&req),
+    match open_built_file(&req, &dir.0.join(&relative)).await {
+        Ok(file) if file.metadata().is_file() => {
+            vary_by_encoding(file.prefer_utf8(true).into_response(&req))
+        }
         _ => redirect_home(),
     }
+}
+
+/// A built file, as its precompressed copy when the request accepts one and the build wrote it.
+/// The copy keeps the file's content type and gets its own `ETag` (from its own metadata), as a
+/// different representation must. Range requests get the file itself: their bytes are the file's.
+async fn open_built_file(req: &HttpRequest, path: &Path) -> std::io::Result<NamedFile> {
+    if !req.headers().contains_key(header::RANGE) {
+        let accepted = AcceptEncoding::parse(req).ok();
+        for (encoding, suffix) in PRECOMPRESSED {
+            if !accepted
+                .as_ref()
+                .is_some_and(|accepted| accepts(accepted, encoding))
+            {
+                continue;
+            }
+            let mut variant = path.as_os_str().to_owned();
+            variant.push(suffix);
+            if let Ok(file) = NamedFile::open_async(PathBuf::from(variant)).await
+                && file.metadata().is_file()
+            {
+                let extension = path.extension().and_then(|ext| ext.to_str()).unwrap_or("");
+                return Ok(with_validators(file)
+                    .set_content_type(actix_files::file_extension_to_mime(extension))
+                    .disable_content_disposition()
+                    .set_content_encoding(encoding));
+            }
+        }
+    }
+    NamedFile::open_async(path).await.map(with_validators)
+}
+
+fn with_validators(file: NamedFile) -> NamedFile {
+    file.use_etag(true).use_last_modified(true)
+}
+
+/// The precompressed copies the build writes, in the server's order of preference.
+const PRECOMPRESSED: [(ContentEncoding, &str); 2] = [
+    (ContentEncoding::Brotli, ".br"),
+    (ContentEncoding::Gzip, ".gz"),
+];
+
+/// Whether `Accept-Encoding` allows `encoding`: named with a non-zero weight, or not named and
+/// allowed by `*`. Weights between the accepted ones are not compared: Brotli is the smaller.
+fn accepts(accepted: &AcceptEncoding, encoding: ContentEncoding) -> bool {
+    let wanted = Encoding::Known(encoding);
+    let named = accepted
+        .iter()
+        .find(|item| matches!(&item.item, Preference::Specific(named) if *named == wanted));
+    match named {
+        Some(item) => item.quality > header::Quality::ZERO,
+        None => accepted.iter().any(|item| {
+            matches!(item.item, Preference::Any) && item.quality > header::Quality::ZERO
+        }),
+    }
+}
+
+/// Any built file may come precompressed, so caches must key its answers on `Accept-Encoding`.
+fn vary_by_encoding(mut response: HttpResponse) -> HttpResponse {
+    response.headers_mut().insert(
+        header::VARY,
+        header::HeaderValue::from_static("Accept-Encoding"),
+    );
+    response
 }
 
 /// The request path as a path inside the build folder, when every segment is a plain file name.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::Server;
-use actix_web::middleware::from_fn;
+use actix_web::middleware::{Compress, from_fn};
 use actix_web::{App, web};
 
 use crate::auth::{AuthThrottle, SessionCookies};
@@ -393,6 +393,10 @@ fn run(
             .service(realtime.service())
             .service(
                 web::scope("/api")
+                    // Compressed per request, and only here: the JSON answers are built whole.
+                    // The web app's files come precompressed (routes::web_app), and the
+                    // real-time paths (WebSocket upgrades, long-polling) stay as they are.
+                    .wrap(Compress::default())
                     .configure(|cfg| routes::configure_api(cfg, demo_payments))
                     .default_service(web::to(routes::api_not_found)),
             )

@@ -3,6 +3,7 @@
 // so run `npm run build` first.
 import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -158,3 +159,29 @@ export async function setUp() {
 
 export const PHONE = { viewport: { width: 375, height: 667 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
 export const DESKTOP = { viewport: { width: 1280, height: 900 } };
+
+// axe-core, run in the page (through the DevTools protocol, which the page's Content-Security-Policy
+// does not stop) against the WCAG 2.0, 2.1 and 2.2 rules of levels A and AA.
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22a', 'wcag22aa'];
+
+/** The page's axe violations of every impact, one line per element at fault. */
+export async function axeViolations(page) {
+  if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(
+    (tags) => window.axe.run(document, { runOnly: { type: 'tag', values: tags }, resultTypes: ['violations'] })
+      .then((results) => results.violations.map(({ id, impact, help, nodes }) => ({
+        id, impact, help, nodes: nodes.map((node) => `${node.target.join(' ')}: ${node.failureSummary.replace(/\s+/g, ' ')}`),
+      }))),
+    AXE_TAGS,
+  );
+  return violations.flatMap(({ id, impact, help, nodes }) => nodes.map((node) => `${id} (${impact}, ${help}) ${node}`));
+}
+
+/** Fails with every axe violation on the page (`label` says which page and state). */
+export async function assertAccessible(page, label) {
+  const violations = await axeViolations(page);
+  if (violations.length > 0) {
+    throw new Error(`axe found ${violations.length} violation(s) on ${label}:\n  ${violations.join('\n  ')}`);
+  }
+}

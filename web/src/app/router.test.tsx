@@ -1,14 +1,6 @@
-import { render, screen, waitFor } from '@testing-library/react';
-import { createMemoryRouter } from 'react-router';
+import { screen, waitFor } from '@testing-library/react';
 import { mockApi } from '../test/fetch-mock';
-import { App } from './App';
-import { routes } from './routes';
-
-function renderAt(path: string) {
-  const router = createMemoryRouter(routes, { initialEntries: [path] });
-  render(<App router={router} />);
-  return router;
-}
+import { renderApp } from './testing';
 
 describe('router', () => {
   beforeEach(() => {
@@ -16,7 +8,7 @@ describe('router', () => {
   });
 
   it('sends an unknown path to the / page', async () => {
-    const router = renderAt('/no-such-page');
+    const router = await renderApp('/no-such-page');
 
     expect(await screen.findByRole('heading', { level: 1, name: /welcome to helpnow/i })).toBeTruthy();
     expect(router.state.location.pathname).toBe('/');
@@ -28,7 +20,7 @@ describe('router', () => {
         body: { productName: 'FixItNow', assistantName: 'Ann', supportEmail: 'a@b.example', debugTools: false },
       },
     });
-    renderAt('/');
+    await renderApp('/');
 
     expect(await screen.findByRole('link', { name: 'FixItNow' })).toBeTruthy();
     expect((await screen.findByRole('link', { name: 'Login' })).getAttribute('href')).toBe('/login');
@@ -38,7 +30,7 @@ describe('router', () => {
 
   it('shows the signed-in email and Logout instead', async () => {
     mockApi({ 'GET /api/auth/me': { body: { user: { id: 'u1', email: 'ann@example.com' } } } });
-    renderAt('/');
+    await renderApp('/');
 
     expect(await screen.findByText('ann@example.com')).toBeTruthy();
     expect(screen.getByRole('link', { name: 'Logout' })).toBeTruthy();
@@ -46,12 +38,12 @@ describe('router', () => {
   });
 
   it('takes /members (where sign-in leads) to the members page', async () => {
-    const router = renderAt('/members');
+    const router = await renderApp('/members');
     await waitFor(() => expect(router.state.location.pathname).toBe('/'));
   });
 
   it('renders the landing page on /landing', async () => {
-    renderAt('/landing');
+    await renderApp('/landing');
 
     expect(
       screen.getByRole('heading', { level: 1 }).textContent?.startsWith(
@@ -67,7 +59,7 @@ describe('router', () => {
     '/account-setup', '/checkout-success', '/checkout-debug', '/demo-checkout/abc123'])(
     'keeps %s (a page of the route table) with the footer',
     async (path) => {
-      const router = renderAt(path);
+      const router = await renderApp(path);
       await waitFor(() => expect(router.state.location.pathname).toBe(path));
       expect(screen.getByRole('heading', { level: 1 })).toBeTruthy();
       expect(screen.getByRole('button', { name: 'Privacy Policy' })).toBeTruthy();
@@ -75,7 +67,7 @@ describe('router', () => {
   );
 
   it('leaves the site footer off /chat-help, where the chat funnel has its own', async () => {
-    const router = renderAt('/chat-help');
+    const router = await renderApp('/chat-help');
     await waitFor(() => expect(router.state.location.pathname).toBe('/chat-help'));
     expect(screen.getByRole('heading', { level: 1 })).toBeTruthy();
     expect(document.querySelector('.site-footer')).toBeNull();

@@ -1,69 +1,104 @@
+import type { ReactElement } from 'react';
 import { Navigate, type RouteObject } from 'react-router';
 import { AppLayout, type RouteHandle } from './AppLayout';
-import { LandingPage } from './pages/LandingPage';
-import { MembersPage } from './pages/MembersPage';
-import { LoginPage } from '../features/auth/LoginPage';
-import { SignupPage } from '../features/auth/SignupPage';
-import { AccountSetupPage } from '../features/account-setup/AccountSetupPage';
-import { CheckoutSuccessPage } from '../features/checkout/CheckoutSuccessPage';
-import { DemoCheckoutPage } from '../features/checkout/DemoCheckoutPage';
-import { CheckoutDebugPage } from '../features/checkout-debug/CheckoutDebugPage';
-import { ChatFunnelPage } from '../features/funnels/ChatFunnelPage';
-import { HelpFunnelPage } from '../features/funnels/HelpFunnelPage';
+
+/**
+ * Each page is its own chunk, loaded by the router when its route matches: a first visit loads
+ * the shared code and that page only. The router renders nothing before the page's code is in,
+ * and keeps the current page on screen while the next one's loads, so no placeholder ever
+ * appears and moves the layout (a React.lazy page would need a Suspense fallback that does).
+ */
+function page(load: () => Promise<ReactElement>): RouteObject['lazy'] {
+  return async () => ({ element: await load() });
+}
+
+/** What shows while a first visit's page loads: nothing, rather than a layout without its page. */
+function NothingYet() {
+  return null;
+}
+
+const membersPage = page(async () => {
+  const { MembersPage } = await import('./pages/MembersPage');
+  return <MembersPage />;
+});
+const helpFunnelPage = page(async () => {
+  const { HelpFunnelPage } = await import('../features/funnels/HelpFunnelPage');
+  return <HelpFunnelPage key="help" />;
+});
+const chatFunnelModule = () => import('../features/funnels/ChatFunnelPage');
 
 // Every row of the spec's route table; the server serves index.html for exactly these paths.
 export const routes: RouteObject[] = [
   {
     element: <AppLayout />,
+    HydrateFallback: NothingYet,
     children: [
-      { path: '/', element: <MembersPage /> },
+      { path: '/', lazy: membersPage },
       {
         path: '/landing',
         caseSensitive: true,
-        element: <LandingPage />,
+        lazy: page(async () => {
+          const { LandingPage } = await import('./pages/LandingPage');
+          return <LandingPage />;
+        }),
         handle: { title: 'Your Favorite Sites' } satisfies RouteHandle,
       },
       {
         path: '/get-help',
         caseSensitive: true,
-        element: <HelpFunnelPage key="help" />,
+        lazy: helpFunnelPage,
         handle: { title: 'Get Instant Help' } satisfies RouteHandle,
       },
       {
         path: '/funnel',
         caseSensitive: true,
-        element: <HelpFunnelPage key="help" />,
+        lazy: helpFunnelPage,
         handle: { title: 'Get Instant Help' } satisfies RouteHandle,
       },
       // The chat funnel renders its own footer with the legal dialogs, so the app's is off there.
       {
         path: '/chat-help',
         caseSensitive: true,
-        element: <ChatFunnelPage key="chat" funnel="chat" />,
+        lazy: page(async () => {
+          const { ChatFunnelPage } = await chatFunnelModule();
+          return <ChatFunnelPage key="chat" funnel="chat" />;
+        }),
         handle: { title: 'Chat With an Expert', hideFooter: true } satisfies RouteHandle,
       },
       {
         path: '/Chat-Help-2',
         caseSensitive: true,
-        element: <ChatFunnelPage key="refundable" funnel="refundable" />,
+        lazy: page(async () => {
+          const { ChatFunnelPage } = await chatFunnelModule();
+          return <ChatFunnelPage key="refundable" funnel="refundable" />;
+        }),
         handle: { title: 'Chat With an Expert', hideFooter: true } satisfies RouteHandle,
       },
       {
         path: '/email-help',
         caseSensitive: true,
-        element: <ChatFunnelPage key="email" funnel="chat" defaultKeyword="email" />,
+        lazy: page(async () => {
+          const { ChatFunnelPage } = await chatFunnelModule();
+          return <ChatFunnelPage key="email" funnel="chat" defaultKeyword="email" />;
+        }),
         handle: { title: 'Email Help', hideFooter: true } satisfies RouteHandle,
       },
       {
         path: '/login',
         caseSensitive: true,
-        element: <LoginPage />,
+        lazy: page(async () => {
+          const { LoginPage } = await import('../features/auth/LoginPage');
+          return <LoginPage />;
+        }),
         handle: { title: 'Sign in' } satisfies RouteHandle,
       },
       {
         path: '/signup',
         caseSensitive: true,
-        element: <SignupPage />,
+        lazy: page(async () => {
+          const { SignupPage } = await import('../features/auth/SignupPage');
+          return <SignupPage />;
+        }),
         handle: { title: 'Create Your Account' } satisfies RouteHandle,
       },
       // Where sign-up and sign-in lead: the members page itself.
@@ -71,25 +106,37 @@ export const routes: RouteObject[] = [
       {
         path: '/account-setup',
         caseSensitive: true,
-        element: <AccountSetupPage />,
+        lazy: page(async () => {
+          const { AccountSetupPage } = await import('../features/account-setup/AccountSetupPage');
+          return <AccountSetupPage />;
+        }),
         handle: { title: 'Account Setup' } satisfies RouteHandle,
       },
       {
         path: '/checkout-success',
         caseSensitive: true,
-        element: <CheckoutSuccessPage />,
+        lazy: page(async () => {
+          const { CheckoutSuccessPage } = await import('../features/checkout/CheckoutSuccessPage');
+          return <CheckoutSuccessPage />;
+        }),
         handle: { title: 'Checkout' } satisfies RouteHandle,
       },
       {
         path: '/checkout-debug',
         caseSensitive: true,
-        element: <CheckoutDebugPage />,
+        lazy: page(async () => {
+          const { CheckoutDebugPage } = await import('../features/checkout-debug/CheckoutDebugPage');
+          return <CheckoutDebugPage />;
+        }),
         handle: { title: 'Checkout Debug' } satisfies RouteHandle,
       },
       {
         path: '/demo-checkout/:id',
         caseSensitive: true,
-        element: <DemoCheckoutPage />,
+        lazy: page(async () => {
+          const { DemoCheckoutPage } = await import('../features/checkout/DemoCheckoutPage');
+          return <DemoCheckoutPage />;
+        }),
         handle: { title: 'Demo Checkout' } satisfies RouteHandle,
       },
       { path: '*', element: <Navigate to="/" replace /> },

@@ -1,5 +1,4 @@
-import { useEffect, useState } from 'react';
-import Markdown, { type Components } from 'react-markdown';
+import { lazy, Suspense, useEffect, useState } from 'react';
 import { fetchLegalDocument, legalTitle, type LegalDocument, type LegalSlug } from '../lib/legal';
 import { usePublicConfig } from '../lib/public-config';
 import { Modal } from './Modal';
@@ -9,24 +8,22 @@ type LoadState =
   | { status: 'loaded'; document: LegalDocument }
   | { status: 'failed' };
 
-// react-markdown builds React elements (never innerHTML) and drops raw HTML and unsafe URLs;
-// links to other sites open in a new tab without handing it our window.
-const markdownComponents: Components = {
-  a: ({ href, children }) => {
-    const external = href !== undefined && /^https?:/i.test(href);
-    return (
-      <a href={href} {...(external ? { target: '_blank', rel: 'noopener noreferrer' } : {})}>
-        {children}
-      </a>
-    );
-  },
-};
+// The markdown renderer loads with the first dialog, not with every page.
+const loadLegalText = () => import('./LegalText');
+const LegalText = lazy(() => loadLegalText().then(({ LegalText }) => ({ default: LegalText })));
+
+const loading = (
+  <p className="legal-dialog__status" role="status">
+    Loading…
+  </p>
+);
 
 export function LegalDialog({ slug, onClose }: { slug: LegalSlug; onClose: () => void }) {
   const { supportEmail } = usePublicConfig();
   const [state, setState] = useState<LoadState>({ status: 'loading' });
 
   useEffect(() => {
+    loadLegalText().catch(() => {}); // beside the text's request, not after it
     const controller = new AbortController();
     setState({ status: 'loading' });
     fetchLegalDocument(slug, controller.signal)
@@ -41,11 +38,7 @@ export function LegalDialog({ slug, onClose }: { slug: LegalSlug; onClose: () =>
 
   return (
     <Modal title={title} onClose={onClose} size="wide" className="legal-dialog">
-      {state.status === 'loading' && (
-        <p className="legal-dialog__status" role="status">
-          Loading…
-        </p>
-      )}
+      {state.status === 'loading' && loading}
       {state.status === 'failed' && (
         <p className="legal-dialog__status" role="alert">
           Sorry, we couldn't load this page right now. Please try again in a moment
@@ -60,9 +53,9 @@ export function LegalDialog({ slug, onClose }: { slug: LegalSlug; onClose: () =>
       )}
       {state.status === 'loaded' && (
         <div className="legal-dialog__text">
-          <Markdown components={markdownComponents} skipHtml>
-            {state.document.body}
-          </Markdown>
+          <Suspense fallback={loading}>
+            <LegalText body={state.document.body} />
+          </Suspense>
         </div>
       )}
     </Modal>

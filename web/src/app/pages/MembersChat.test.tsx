@@ -1,8 +1,6 @@
-import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
-import { createMemoryRouter } from 'react-router';
+import { act, fireEvent, screen, waitFor, within } from '@testing-library/react';
 import { vi } from 'vitest';
-import { App } from '../App';
-import { routes } from '../routes';
+import { renderApp } from '../testing';
 import { mockApi } from '../../test/fetch-mock';
 import type { User } from '../../lib/auth';
 import type { FakeSocket, SocketOptions } from '../../test/fake-socket';
@@ -62,7 +60,7 @@ const STORED_C1 = {
   },
 };
 
-function openPage(user: User | null = member(), api: Api = {}) {
+async function openPage(user: User | null = member(), api: Api = {}) {
   const fetchMock = mockApi({
     'GET /api/auth/me': { body: { user } },
     'POST /api/events': { status: 201, body: { id: 'e1' } },
@@ -70,14 +68,13 @@ function openPage(user: User | null = member(), api: Api = {}) {
     'GET /api/tasks': { body: { tasks: [] } },
     ...api,
   });
-  const router = createMemoryRouter(routes, { initialEntries: ['/'] });
-  render(<App router={router} />);
+  await renderApp('/');
   return fetchMock;
 }
 
 /** The page for a member with access, its socket connected. */
 async function openConnected(api: Api = {}, user: User = member()) {
-  const fetchMock = openPage(user, api);
+  const fetchMock = await openPage(user, api);
   await screen.findByRole('heading', { name: 'HelpNow AI assist, ask anything!' });
   await waitFor(() => expect(sockets.length).toBe(1));
   act(() => socket().serverConnect());
@@ -266,7 +263,7 @@ describe('the members chat', () => {
   });
 
   it('opens the upgrade modal when the connection is refused for lack of access', async () => {
-    openPage(member());
+    await openPage(member());
     await waitFor(() => expect(sockets.length).toBe(1));
     act(() => socket().serverRefuse('Start your trial to chat with your assistant.', { code: 'upgrade_required' }));
     expect(await screen.findByRole('dialog', { name: 'Get Unlimited AI Access!' })).toBeTruthy();
@@ -342,7 +339,7 @@ describe('the members chat', () => {
       timestamp: '2029-01-01T00:00:00Z',
       items: [{ id: 'i1', text: 'Find forms', completed: false }],
     };
-    openPage(member({ access: NO_ACCESS }), { 'GET /api/tasks': { body: { tasks: [taxes] } } });
+    await openPage(member({ access: NO_ACCESS }), { 'GET /api/tasks': { body: { tasks: [taxes] } } });
     await screen.findByRole('heading', { name: 'HelpNow AI assist, ask anything!' });
     expect(sockets).toHaveLength(0);
 
@@ -365,7 +362,7 @@ describe('the members chat', () => {
   });
 
   it('gives a visitor the upgrade modal for the chat and the sidebars', async () => {
-    openPage(null);
+    await openPage(null);
     await screen.findByRole('form', { name: 'Sign in' });
     expect(sockets).toHaveLength(0);
     type('Hello');
@@ -576,7 +573,7 @@ describe('the members chat across tabs and connections', () => {
 describe('the shortcuts row', () => {
   it("shows a visitor the sites picked on this device", async () => {
     window.localStorage.setItem('selectedIcons', JSON.stringify(['Zoom']));
-    openPage(null);
+    await openPage(null);
     await screen.findByRole('form', { name: 'Sign in' });
     expect(screen.getByRole('heading', { name: 'Your favorite sites' })).toBeTruthy();
     const links = await screen.findByRole('list', { name: 'Your shortcuts' });
