@@ -116,15 +116,30 @@ pub fn parse_article(slug: &str, text: &str) -> Result<HelpArticle, String> {
     })
 }
 
+/// A guide's body as the ranking reads it: without the quoted titles of the guides it points to
+/// ("see our guide \"Camera or microphone not working in Zoom\""), whose words are about those
+/// guides, not this one.
+fn without_references(body: &str, titles: &[&str]) -> String {
+    titles.iter().fold(body.to_owned(), |body, title| {
+        body.replace(&format!("\"{title}\""), "")
+    })
+}
+
 impl HelpLibrary {
     pub fn new(mut articles: Vec<HelpArticle>) -> Self {
         articles.sort_by(|a, b| a.slug.cmp(&b.slug));
+        let titles: Vec<&str> = articles.iter().map(|a| a.title.as_str()).collect();
+        let bodies: Vec<String> = articles
+            .iter()
+            .map(|article| without_references(&article.body, &titles))
+            .collect();
         let documents: Vec<Document<'_>> = articles
             .iter()
-            .map(|article| Document {
+            .zip(&bodies)
+            .map(|(article, body)| Document {
                 title: &article.title,
                 keywords: &article.keywords,
-                body: &article.body,
+                body,
             })
             .collect();
         let index = Index::new(&documents);
@@ -318,6 +333,23 @@ mod tests {
                 .map(|a| a.slug.as_str()),
             None
         );
+    }
+
+    #[test]
+    fn a_pointer_to_another_guide_does_not_rank_this_one() {
+        let mut zoom = article("zoom", "zoom, camera, microphone");
+        zoom.title = "Camera not working in Zoom".to_owned();
+        let mut family = article("family", "video call, family");
+        family
+            .body
+            .push_str("\nIf that fails, see \"Camera not working in Zoom\".\n");
+        let library = HelpLibrary::new(vec![zoom, family]);
+        let ranked: Vec<&str> = library
+            .ranked("camera not working")
+            .into_iter()
+            .map(|(_, a)| a.slug.as_str())
+            .collect();
+        assert_eq!(ranked, ["zoom"]);
     }
 
     #[test]

@@ -12,9 +12,14 @@ use futures_util::{FutureExt, StreamExt};
 use super::library::{HelpLibrary, STAND_IN_NOTE};
 use super::{Ai, AiError, AiMessage, AiPurpose, AiRequest, Role};
 
-/// The longest summary this provider writes, in characters. The spec asks for 50-60; the caller
-/// cleans and bounds the text anyway, this only keeps an extract from running on.
-const SUMMARY_MAX_CHARS: usize = 60;
+/// The summary rule of the spec ("over 100 characters is cut to 97 plus an ellipsis", applied by
+/// the help funnel's `clean_summary` to whatever the AI returns). This provider keeps the whole
+/// first sentence of the issue when it fits, since a complete sentence reads best after
+/// "Solution Found:", and cuts a longer one on a word boundary itself, with the ellipsis, so a
+/// summary never stops mid-sentence or mid-word without one.
+const SUMMARY_LIMIT: usize = 100;
+const SUMMARY_KEEP: usize = 97;
+const ELLIPSIS: &str = "...";
 
 /// A streamed answer comes a few words at a time, paced like someone typing quickly, so the
 /// members' chat reads the same (and Stop works the same) offline as with an AI service.
@@ -120,8 +125,9 @@ fn question(messages: &[AiMessage]) -> String {
     }
 }
 
-/// The first sentence of the last user message, tidied into a title-like line of at most
-/// [`SUMMARY_MAX_CHARS`] characters. `None` when there is no user text to work from.
+/// The first sentence of the last user message, tidied into a title-like line: whole when it
+/// has at most [`SUMMARY_LIMIT`] characters, else cut on a word boundary to at most
+/// [`SUMMARY_KEEP`] plus [`ELLIPSIS`]. `None` when there is no user text to work from.
 fn summarise_issue(messages: &[AiMessage]) -> Option<String> {
     let text = messages
         .iter()
@@ -132,7 +138,12 @@ fn summarise_issue(messages: &[AiMessage]) -> Option<String> {
         .collect::<Vec<_>>()
         .join(" ");
     let sentence = trim_trailing_punctuation(first_sentence(&text));
-    let summary = trim_trailing_punctuation(cut_on_word_boundary(sentence, SUMMARY_MAX_CHARS));
+    let summary = if sentence.chars().count() <= SUMMARY_LIMIT {
+        sentence.to_owned()
+    } else {
+        let kept = trim_trailing_punctuation(cut_on_word_boundary(sentence, SUMMARY_KEEP));
+        format!("{kept}{ELLIPSIS}")
+    };
     let mut chars = summary.chars();
     let first = chars.next()?;
     Some(first.to_uppercase().chain(chars).collect())
@@ -232,48 +243,104 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn long_text_is_cut_at_a_word_boundary_within_sixty_characters() {
+    async fn a_first_sentence_that_fits_the_line_is_kept_whole() {
         let text = "I cannot get my new wireless printer to connect to the office network, \
-                    whatever I try";
+                    whatever I try. It is an HP.";
         let summary = summary_of(text).await;
         assert_eq!(
             summary,
-            "I cannot get my new wireless printer to connect to the"
+            "I cannot get my new wireless printer to connect to the office network, whatever I try"
         );
-        assert!(summary.chars().count() <= SUMMARY_MAX_CHARS);
-        assert!(text.starts_with(&summary));
+        // Exactly the limit: still whole, and the funnel's rule leaves it alone.
+        let hundred = "a".repeat(49) + " " + &"b".repeat(50);
+        assert_eq!(hundred.chars().count(), SUMMARY_LIMIT);
+        assert_eq!(summary_of(&hundred).await, format!("A{}", &hundred[1..]));
+    }
+
+    /// An everyday run-on message: no full stop for well over 100 characters.
+    const RUN_ON: &str = "my printer was working fine yesterday but today it keeps saying \
+                          offline and i have turned it off and on again and nothing happens";
+
+    #[tokio::test]
+    async fn a_longer_sentence_is_cut_on_a_word_boundary_with_an_ellipsis() {
+        let summary = summary_of(RUN_ON).await;
+        assert_eq!(
+            summary,
+            "My printer was working fine yesterday but today it keeps saying offline and i have \
+             turned it off..."
+        );
+        assert!(summary.chars().count() <= SUMMARY_LIMIT);
+        let kept = summary
+            .strip_suffix(ELLIPSIS)
+            .expect("ends with the ellipsis");
+        // Cut between words, never inside one.
+        assert!(RUN_ON[1..].starts_with(&kept[1..]));
+        assert!(RUN_ON[kept.len()..].starts_with(' '));
+    }
+
+    #[tokio::test]
+    async fn the_funnels_summary_rule_leaves_the_offline_summary_as_it_is() {
+        for text in [RUN_ON, "Version 2.1 of the app will not open. Help"] {
+            let summary = summary_of(text).await;
+            assert_eq!(
+                helpnow_actors::rules::summary::clean_summary(&summary),
+                Some(summary)
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_summary_never_ends_mid_sentence_without_an_ellipsis() {
+        let texts = [
+            RUN_ON,
+            "My phone, my tablet, my laptop, my watch, my speaker, my headphones, my printer, my \
+             camera, my television and my radio all stopped",
+            "short",
+            "The app (v2) freezes on start...",
+        ];
+        for text in texts {
+            let summary = summary_of(text).await;
+            let whole = trim_trailing_punctuation(first_sentence(text));
+            assert!(
+                summary.ends_with(ELLIPSIS) || summary[1..] == whole[1..],
+                "{text:?} gave {summary:?}"
+            );
+        }
     }
 
     #[tokio::test]
     async fn a_cut_just_before_a_space_keeps_the_whole_last_word() {
-        // 60 characters exactly, then more words: the cut falls on the space.
-        let sixty = "a".repeat(10) + " " + &"b".repeat(49);
-        assert_eq!(sixty.chars().count(), SUMMARY_MAX_CHARS);
-        let summary = summary_of(&format!("{sixty} and more")).await;
-        assert_eq!(summary, format!("A{}", &sixty[1..]));
+        // 97 characters exactly, then more words: the cut falls on the space.
+        let kept = "a".repeat(10) + " " + &"b".repeat(86);
+        assert_eq!(kept.chars().count(), SUMMARY_KEEP);
+        let summary = summary_of(&format!("{kept} and more words")).await;
+        assert_eq!(summary, format!("A{}...", &kept[1..]));
     }
 
     #[tokio::test]
-    async fn a_cut_never_leaves_a_trailing_comma() {
-        let text = "My phone, my tablet, my laptop, my watch, my speaker, headphones and more";
+    async fn a_cut_never_leaves_a_trailing_comma_before_the_ellipsis() {
+        let text = "My phone, my tablet, my laptop, my watch, my speaker, my headphones, my \
+                    printer, my new camera, television and radio";
         assert_eq!(
             summary_of(text).await,
-            "My phone, my tablet, my laptop, my watch, my speaker"
+            "My phone, my tablet, my laptop, my watch, my speaker, my headphones, my printer, \
+             my new camera..."
         );
     }
 
     #[tokio::test]
     async fn one_very_long_word_is_cut_hard() {
-        let word = "x".repeat(80);
+        let word = "x".repeat(120);
         let summary = summary_of(&word).await;
-        assert_eq!(summary.chars().count(), SUMMARY_MAX_CHARS);
+        assert_eq!(summary, "X".to_owned() + &"x".repeat(96) + "...");
+        assert_eq!(summary.chars().count(), SUMMARY_LIMIT);
     }
 
     #[tokio::test]
     async fn multibyte_text_is_cut_on_characters_not_bytes() {
-        let text = "ü".repeat(30) + " " + &"ö".repeat(40);
+        let text = "ü".repeat(60) + " " + &"ö".repeat(60);
         let summary = summary_of(&text).await;
-        assert_eq!(summary, "Ü".to_owned() + &"ü".repeat(29));
+        assert_eq!(summary, "Ü".to_owned() + &"ü".repeat(59) + "...");
     }
 
     #[tokio::test]
