@@ -53,6 +53,9 @@ pub struct StartCheckout {
     /// Also make a one-time link that sends a browser to the checkout (for checkouts opened
     /// over the real-time channel, where no cookie can be set).
     pub handoff: bool,
+    /// The visitor's first campaign touch, as the browser kept it (the spec's `utm_params`):
+    /// the account's `acquisition` when this checkout makes or first pays for one.
+    pub first_touch: Option<Attribution>,
 }
 
 /// A checkout's funnel: the conversation and the spec's funnel record of it.
@@ -238,6 +241,11 @@ impl Billing {
                 url: created.url.clone(),
                 funnel_record: start.funnel.as_ref().map(|funnel| funnel.record.clone()),
                 handoff_hash: handoff.as_deref().map(token::hash_secret),
+                first_touch: start
+                    .first_touch
+                    .as_ref()
+                    .filter(|touch| touch.has_campaign())
+                    .and_then(|touch| serde_json::to_value(touch).ok()),
             },
             billing_store::CheckoutLinks {
                 user_id: start.user.as_ref().map(|(id, _)| id.as_str()),
@@ -333,16 +341,22 @@ impl Billing {
                 amount_paid,
                 billing_reason,
             } => {
-                // The first charge after the trial is where the subscription really starts.
+                // A monthly charge (the first after the trial, then each renewal): a purchase.
+                // `subscription_start` is recorded when the subscription begins (fulfilment).
                 if billing_reason.as_deref() == Some("subscription_cycle") && amount_paid > 0 {
                     let user = self
                         .user_of(customer_id.as_deref(), subscription_id.as_deref())
                         .await?;
                     store::analytics::record_server_event(
                         &self.db,
-                        EventName::SUBSCRIPTION_START,
+                        EventName::PURCHASE,
                         user.as_deref(),
-                        json!({ "value": amount_paid as f64 / 100.0, "currency": "USD" }),
+                        json!({
+                            "source": "subscription_cycle",
+                            "subscriptionId": subscription_id,
+                            "value": amount_paid as f64 / 100.0,
+                            "currency": "USD",
+                        }),
                     )
                     .await;
                     return Ok("subscription payment".to_owned());

@@ -77,6 +77,22 @@ pub struct Attribution {
     pub gclid: Option<String>,
 }
 
+impl Attribution {
+    /// Whether it names any campaign at all (a visitor who came straight in has none).
+    pub fn has_campaign(&self) -> bool {
+        [
+            &self.campaignid,
+            &self.keyword,
+            &self.utm_source,
+            &self.utm_medium,
+            &self.utm_campaign,
+            &self.gclid,
+        ]
+        .iter()
+        .any(|value| value.as_deref().is_some_and(|v| !v.trim().is_empty()))
+    }
+}
+
 /// A provider's subscription status (Stripe's names; the demo provider uses the same).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -91,6 +91,8 @@ impl FunnelCheckout for FunnelCheckouts {
                         record: request.record,
                     }),
                     handoff: true,
+                    // The conversation's own campaign is the visitor's touch here.
+                    first_touch: None,
                 })
                 .await
                 .map_err(|error| CheckoutError(error.to_string()))?;

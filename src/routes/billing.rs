@@ -117,8 +117,43 @@ pub struct CreateCheckoutRequest {
     utm_campaign: Option<String>,
     #[serde(default)]
     gclid: Option<String>,
+    /// The browser's first campaign touch (the spec's `utm_params`), whatever page this is.
+    #[serde(default)]
+    first_touch: Option<TouchBody>,
     // The spec's client also sends priceId, isTrial, refundableFee, refundableFeePrice and
     // subscriptionPrice. They are accepted and ignored: what is charged is the server's decision.
+}
+
+/// A campaign touch as the browser keeps it (its `first_visit_timestamp` is not needed here).
+#[derive(Deserialize)]
+pub struct TouchBody {
+    #[serde(default)]
+    campaignid: Option<String>,
+    #[serde(default)]
+    keyword: Option<String>,
+    #[serde(default)]
+    utm_source: Option<String>,
+    #[serde(default)]
+    utm_medium: Option<String>,
+    #[serde(default)]
+    utm_campaign: Option<String>,
+    #[serde(default)]
+    gclid: Option<String>,
+}
+
+impl TouchBody {
+    fn into_attribution(self) -> Attribution {
+        Attribution {
+            source: None,
+            campaignid: clean(self.campaignid),
+            keyword: clean(self.keyword),
+            headline: None,
+            utm_source: clean(self.utm_source),
+            utm_medium: clean(self.utm_medium),
+            utm_campaign: clean(self.utm_campaign),
+            gclid: clean(self.gclid),
+        }
+    }
 }
 
 /// `POST /api/create-checkout.js` -> `{sessionId, trackingSessionId, url}`.
@@ -185,6 +220,7 @@ pub async fn create_checkout(
             cancel_path: local_path(body.cancel_url.as_deref(), &settings.server.public_url),
             funnel,
             handoff: false,
+            first_touch: body.first_touch.map(TouchBody::into_attribution),
         })
         .await
         .context("cannot start a checkout")?;

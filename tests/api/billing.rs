@@ -933,3 +933,59 @@ async fn a_payment_confirmed_between_two_checks_shows_at_once() {
     assert_eq!(after["trialActive"], true, "{after}");
     assert_eq!(after["hasActiveSubscription"], true, "{after}");
 }
+
+#[tokio::test]
+async fn the_first_campaign_touch_reaches_the_account_whichever_way_it_buys() {
+    let app = spawn_app().await;
+    // The visitor first came from an ad (the browser kept it), and later buys from the trial
+    // prompt, a page with no campaign of its own.
+    let touch = json!({
+        "utm_source": "google", "utm_medium": "cpc", "utm_campaign": "spring",
+        "keyword": "email help", "campaignid": "777", "gclid": "g-1",
+        "first_visit_timestamp": "2026-11-01T10:00:00Z"
+    });
+    let started = start_checkout(
+        &app,
+        json!({
+            "source": "chat_trial_prompt", "isTrial": true,
+            "utm_source": "google", "utm_medium": "cpc", "utm_campaign": "spring",
+            "keyword": "email help", "campaignid": "777", "gclid": "g-1",
+            "firstTouch": touch
+        }),
+    )
+    .await;
+    let redirect = pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "ann@example.com",
+    )
+    .await;
+    confirm(&app, &started, &redirect).await;
+
+    let mut response = app
+        .db
+        .query("SELECT acquisition, trial_attribution, is_subscribed FROM user")
+        .await
+        .expect("query");
+    let users: Vec<Value> = response.take(0).expect("users");
+    let user = &users[0];
+    assert_eq!(user["acquisition"]["source"], "google", "{user}");
+    assert_eq!(user["acquisition"]["medium"], "cpc");
+    assert_eq!(user["acquisition"]["campaign"], "spring");
+    assert_eq!(user["acquisition"]["keyword"], "email help");
+    assert_eq!(user["acquisition"]["campaignid"], "777");
+    assert_eq!(user["acquisition"]["gclid"], "g-1");
+    assert_eq!(user["trial_attribution"]["campaignid"], "777");
+    assert_eq!(
+        user["trial_attribution"]["funnel_type"],
+        "chat_trial_prompt"
+    );
+    assert_eq!(user["is_subscribed"], true);
+    // The subscription began: counted once, not only at its renewals.
+    assert_eq!(
+        helpnow::store::analytics::count_named(&app.db, "subscription_start")
+            .await
+            .expect("count"),
+        1
+    );
+}

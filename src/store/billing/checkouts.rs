@@ -24,6 +24,8 @@ pub struct NewCheckout {
     pub funnel_record: Option<serde_json::Value>,
     /// The hash of the one-time link's secret (`/api/funnels/checkout/{secret}`).
     pub handoff_hash: Option<String>,
+    /// The visitor's first campaign touch, when the browser knew one.
+    pub first_touch: Option<serde_json::Value>,
 }
 
 /// Who and what a checkout belongs to.

@@ -51,6 +51,11 @@ LET $starter = IF $cs.user != NONE AND record::exists($cs.user) { $cs.user } ELS
 LET $found = $starter ?? (SELECT VALUE id FROM user WHERE email = $f.email LIMIT 1)[0];
 LET $uid = IF $found != NONE { $found } ELSE { (CREATE user CONTENT { email: $f.email } RETURN VALUE id)[0] };
 LET $att = $cs.attribution ?? {};
+-- The account's acquisition is the visitor's first campaign touch: as the browser kept it (any
+-- page), else as the server saw it (the first funnel visit of this visitor), else this
+-- checkout's own campaign.
+LET $seen = IF $cs.visitor != NONE { $cs.visitor.acquisition } ELSE { NONE };
+LET $touch = $cs.first_touch ?? $seen ?? $att;
 LET $history = {
     startDate: $f.completed_at, endDate: $f.trial_end, status: 'active',
     paymentSessionId: $f.provider_session_id, attribution: $att
@@ -70,11 +75,12 @@ UPDATE $uid SET
     payment_customer_id = $f.customer_id ?? payment_customer_id,
     subscription_id = $f.subscription_id ?? subscription_id,
     acquisition = acquisition ?? {
-        utm_source: $att.utm_source, utm_medium: $att.utm_medium, utm_campaign: $att.utm_campaign,
-        keyword: $att.keyword, campaignid: $att.campaignid, gclid: $att.gclid,
+        utm_source: $touch.utm_source, utm_medium: $touch.utm_medium, utm_campaign: $touch.utm_campaign,
+        keyword: $touch.keyword, campaignid: $touch.campaignid, gclid: $touch.gclid,
         signup_date: $f.completed_at,
-        source: $att.utm_source ?? 'direct', medium: $att.utm_medium ?? 'none', campaign: $att.utm_campaign ?? 'none'
+        source: $touch.utm_source ?? 'direct', medium: $touch.utm_medium ?? 'none', campaign: $touch.utm_campaign ?? 'none'
     },
+    is_subscribed = true,
     trial_attribution = {
         campaignid: $att.campaignid, keyword: $att.keyword,
         utm_source: $att.utm_source, utm_medium: $att.utm_medium, utm_campaign: $att.utm_campaign,
@@ -98,6 +104,13 @@ CREATE analytics_event CONTENT { name: 'purchase', user: $uid, properties: {
     source: $cs.source, value: IF $cs.refundable_fee { 1 } ELSE { 0 }, currency: 'USD', paymentSessionId: $f.provider_session_id } };
 IF $first_trial {
     CREATE analytics_event CONTENT { name: 'begin_trial', user: $uid, properties: { source: $cs.source, trial: '7_day' } };
+};
+-- The subscription begins here (in its trial): once per subscription, however many checkouts.
+IF $f.subscription_id != NONE AND !record::exists(type::record('analytics_event', 'subscription_start_' + $f.subscription_id)) {
+    CREATE type::record('analytics_event', 'subscription_start_' + $f.subscription_id) CONTENT {
+        name: 'subscription_start', user: $uid,
+        properties: { source: $cs.source, subscriptionId: $f.subscription_id, trial: $first_trial }
+    };
 };
 COMMIT TRANSACTION;
 ";

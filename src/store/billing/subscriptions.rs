@@ -64,6 +64,10 @@ pub async fn record_subscription(
                          event_created: $s.event_created, updated_at: time::now(),
                          trial_reminder_sent_for: $old.trial_reminder_sent_for
                      };
+                     -- The spec isSubscribed, on the account this subscription is (as its
+                     -- checkout named it): whether it is running now.
+                     UPDATE user SET is_subscribed = $s.status IN ['active', 'trialing']
+                         WHERE subscription_id = $s.id;
                  };
                  COMMIT TRANSACTION;",
         )

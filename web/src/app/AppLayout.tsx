@@ -1,5 +1,6 @@
 import { useEffect } from 'react';
-import { Outlet, ScrollRestoration, useMatches, type Location } from 'react-router';
+import { Outlet, ScrollRestoration, useLocation, useMatches, type Location } from 'react-router';
+import { readCampaignParams, rememberCampaignParams } from '../lib/campaign-params';
 import { Header } from '../components/Header';
 import { Footer } from '../components/Footer';
 import { usePublicConfig } from '../lib/public-config';
@@ -20,6 +21,13 @@ function scrollKey(location: Location): string {
 export function AppLayout() {
   const { productName } = usePublicConfig();
   const handle = currentHandle(useMatches());
+  const { search } = useLocation();
+
+  // An ad may lead to any page: its campaign is kept as the visitor's first touch (the spec's
+  // utm_params), which every checkout then carries to the account.
+  useEffect(() => {
+    rememberCampaignParams(readCampaignParams(search));
+  }, [search]);
 
   useEffect(() => {
     document.title = handle.title ? `${handle.title} | ${productName}` : productName;

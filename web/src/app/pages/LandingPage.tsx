@@ -2,10 +2,13 @@ import { useState } from 'react';
 import { usePublicConfig } from '../../lib/public-config';
 import { ShortcutPicker } from '../../features/shortcuts/ShortcutPicker';
 import { SignupModal } from '../../features/auth/SignupModal';
+import { useStartTrial } from '../../features/trial/useStartTrial';
 
 export function LandingPage() {
   const { assistantName } = usePublicConfig();
   const [signupOpen, setSignupOpen] = useState(false);
+  // The blurb's promise: signing up here leads to the free 7-day trial (nothing today).
+  const freeTrial = useStartTrial('direct_signup');
 
   const steps = [
     {
@@ -63,7 +66,26 @@ export function LandingPage() {
         <p className="pricing__blurb">Free 7-Day Trial, Then Only $20/month. No commitments.</p>
       </section>
 
-      {signupOpen && <SignupModal onClose={() => setSignupOpen(false)} />}
+      {signupOpen && (
+        <SignupModal
+          onClose={() => setSignupOpen(false)}
+          onSignedUp={() => void freeTrial.start()}
+          nextStep={
+            <>
+              {freeTrial.busy && (
+                <p className="signup-dialog__status" role="status">
+                  Taking you to the secure checkout...
+                </p>
+              )}
+              {freeTrial.error && (
+                <p className="form__error" role="alert">
+                  {freeTrial.error}
+                </p>
+              )}
+            </>
+          }
+        />
+      )}
     </div>
   );
 }

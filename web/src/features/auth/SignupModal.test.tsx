@@ -1,7 +1,5 @@
 import { fireEvent, render, screen, waitFor } from '@testing-library/react';
 import { createMemoryRouter, RouterProvider } from 'react-router';
-import { vi } from 'vitest';
-import { browserLocation } from '../../lib/browser';
 import { mockApi } from '../../test/fetch-mock';
 import { SignupModal } from './SignupModal';
 
@@ -52,26 +50,10 @@ describe('SignupModal', () => {
     expect((screen.getByRole('button', { name: 'Create Account' }) as HTMLButtonElement).disabled).toBe(false);
   });
 
-  it('says the trial is free today, and after signing up goes to the free trial checkout', async () => {
-    const assign = vi.spyOn(browserLocation, 'assign').mockImplementation(() => {});
-    const fetchMock = mockApi({
-      'POST /api/auth/signup': { status: 201, body: { user: { id: 'u1', email: 'ann@example.com' } } },
-      'POST /api/create-checkout.js': { body: { sessionId: 'demo_cs_1', trackingSessionId: 'hn_1', url: '/demo-checkout/demo_cs_1' } },
-    });
-    renderModal();
-    expect(screen.getByText(/nothing is charged today/)).toBeTruthy();
-    fillAndSubmit();
-
-    await waitFor(() => expect(assign).toHaveBeenCalledExactlyOnceWith('/demo-checkout/demo_cs_1'));
-    const call = fetchMock.mock.calls.find(([url]) => url === '/api/create-checkout.js');
-    expect(JSON.parse(String(call?.[1]?.body))).toEqual({ source: 'direct_signup', isTrial: true, cancelUrl: '/?canceled=true' });
-    expect(screen.getByRole('status').textContent).toBe('Taking you to the secure checkout...');
-  });
-
-  it('says so when the checkout cannot be opened, with the account made', async () => {
+  it('goes to /members after a successful signup when nothing else follows', async () => {
     mockApi({ 'POST /api/auth/signup': { status: 201, body: { user: { id: 'u1', email: 'ann@example.com' } } } });
-    renderModal();
+    const router = renderModal();
     fillAndSubmit();
-    expect((await screen.findByRole('alert')).textContent).toBe('Failed to redirect to checkout page: Not found');
+    await waitFor(() => expect(router.state.location.pathname).toBe('/members'));
   });
 });

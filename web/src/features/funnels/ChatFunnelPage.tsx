@@ -3,7 +3,7 @@ import { useLocation, useNavigate } from 'react-router';
 import { usePublicConfig } from '../../lib/public-config';
 import { Button } from '../../components/Button';
 import { funnelsApi } from './api';
-import { readCampaignParams, rememberCampaignParams, type CampaignParams } from './campaign-params';
+import { readCampaignParams, rememberCampaignParams, type CampaignParams } from '../../lib/campaign-params';
 import { ChatComposer } from './ChatComposer';
 import { ChatMessages } from './ChatMessages';
 import { FunnelFooter } from './FunnelFooter';

@@ -162,6 +162,7 @@ describe('HelpFunnelPage', () => {
       campaignid: '77',
       gclid: 'g1',
       headline: 'Need Printer Help? Get Instant Expert Help Now!',
+      firstTouch: { keyword: 'printer', campaignid: '77', gclid: 'g1' },
       cancelUrl: '/funnel?keyword=printer&campaignid=77&gclid=g1&canceled=true',
     });
 

@@ -5,7 +5,7 @@ import { Button } from '../../components/Button';
 import { AiCallsOverlay } from './AiCallsOverlay';
 import { DEFAULT_HELP_INTRO, funnelsApi, type AiCallEvent, type HelpAnswer } from './api';
 import { browserLocation, CHECKOUT_FALLBACK_URL } from '../../lib/browser';
-import { readCampaignParams, rememberCampaignParams } from './campaign-params';
+import { firstTouch, readCampaignParams, rememberCampaignParams } from '../../lib/campaign-params';
 import { helpHeadline } from './headline';
 import { preserveHelpFunnel, restoreHelpFunnel } from './preserved';
 import './funnels.css';
@@ -142,6 +142,7 @@ export function HelpFunnelPage() {
         isTrial: true,
         ...params,
         headline,
+        firstTouch: firstTouch(),
         cancelUrl: `${pathname}?${new URLSearchParams({
           ...Object.fromEntries(new URLSearchParams(withoutCanceled(search))),
           canceled: 'true',

@@ -1,6 +1,6 @@
 import { api } from '../../lib/api';
 import { isRecord, record } from '../../lib/json';
-import type { CampaignParams } from './campaign-params';
+import type { CampaignParams } from '../../lib/campaign-params';
 
 /** One AI provider call made for this visitor, as the debug overlay lists it. */
 export type AiCallEvent = { time: string | number; kind: string; outcome: string; durationMs: number | null };
@@ -19,6 +19,8 @@ export type HelpCheckoutRequest = CampaignParams & {
   headline: string;
   /** Where the payment page's Back link returns: this funnel, as the visitor saw it. */
   cancelUrl: string;
+  /** The visitor's first campaign touch (the page's own campaign is this checkout's). */
+  firstTouch: CampaignParams;
 };
 
 /** `url` is where the browser goes next: the provider's hosted page, or a same-site demo path. */

@@ -1,7 +1,7 @@
 // The `/funnel` namespace's events (DESIGN.md section 3, docs/protocol.md), typed.
 import type { Socket } from 'socket.io-client';
 import { connectNamespace } from '../../lib/socket';
-import type { CampaignParams } from './campaign-params';
+import type { CampaignParams } from '../../lib/campaign-params';
 import type { ChatFunnelKind } from './headline';
 
 export type WireMessage = {

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useReducer, useRef, useState } from 'react';
 import { browserLocation, CHECKOUT_FALLBACK_URL } from '../../lib/browser';
-import type { CampaignParams } from './campaign-params';
+import type { CampaignParams } from '../../lib/campaign-params';
 import { chatReducer, INITIAL_CHAT_STATE } from './chat-state';
 import { connectFunnel, type FunnelSocket } from './chat-socket';
 import type { ChatFunnelKind } from './headline';

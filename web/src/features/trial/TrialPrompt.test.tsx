@@ -61,6 +61,24 @@ describe('TrialPrompt', () => {
     expect(screen.queryByRole('link', { name: 'Login to Continue' })).toBeNull();
   });
 
+  it("carries the visitor's first campaign touch to the checkout", async () => {
+    watchRedirects();
+    window.localStorage.setItem(
+      'utm_params',
+      JSON.stringify({ utm_source: 'google', keyword: 'email help', campaignid: '777', first_visit_timestamp: 1 }),
+    );
+    const fetchMock = mockApi({
+      'GET /api/auth/me': { body: { user: MEMBER } },
+      'POST /api/create-checkout.js': { body: { sessionId: 'cs_1', trackingSessionId: 'hn_1', url: '/demo-checkout/cs_1' } },
+    });
+    renderPrompt();
+    fireEvent.click(await screen.findByRole('button', { name: 'Start Your 7-Day Trial for $1' }));
+    await waitFor(() => expect(fetchMock.mock.calls.some(([url]) => url === '/api/create-checkout.js')).toBe(true));
+    const call = fetchMock.mock.calls.find(([url]) => url === '/api/create-checkout.js');
+    const touch = { utm_source: 'google', keyword: 'email help', campaignid: '777' };
+    expect(JSON.parse(String(call?.[1]?.body))).toMatchObject({ ...touch, firstTouch: touch, source: 'chat_trial_prompt' });
+  });
+
   it('starts the trial checkout, is busy meanwhile and sends the browser to its url', async () => {
     const assign = watchRedirects();
     let answer: (reply: { body: unknown }) => void = () => {};
@@ -75,6 +93,7 @@ describe('TrialPrompt', () => {
     expect(busy.disabled).toBe(true);
     const call = fetchMock.mock.calls.find(([url]) => url === '/api/create-checkout.js');
     expect(JSON.parse(String(call?.[1]?.body))).toEqual({
+      firstTouch: {},
       source: 'chat_trial_prompt',
       isTrial: true,
       cancelUrl: '/?canceled=true',

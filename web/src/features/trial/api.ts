@@ -1,7 +1,11 @@
 import { api } from '../../lib/api';
 
 /** The trial prompt's checkout: what is charged is the server's decision, not this request's. */
-export type TrialCheckoutRequest = {
+import type { CampaignParams } from '../../lib/campaign-params';
+
+export type TrialCheckoutRequest = CampaignParams & {
+  /** The visitor's first campaign touch, for the account's acquisition. */
+  firstTouch: CampaignParams;
   /** The trial prompt's $1 trial, or the landing page's free one (after signing up there). */
   source: 'chat_trial_prompt' | 'direct_signup';
   isTrial: true;

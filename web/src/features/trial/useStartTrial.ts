@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { trialApi } from './api';
 import { browserLocation } from '../../lib/browser';
+import { firstTouch } from '../../lib/campaign-params';
 
 /** Where the payment provider sends a person who cancels the checkout. */
 export const TRIAL_CANCEL_URL = '/?canceled=true';
@@ -37,7 +38,11 @@ export function useStartTrial(source: 'chat_trial_prompt' | 'direct_signup' = 'c
     setBusy(true);
     setError(null);
     try {
+      // A page of its own has no campaign: the checkout's is the visitor's first touch.
+      const touch = firstTouch();
       const { url } = await trialApi.createCheckout({
+        ...touch,
+        firstTouch: touch,
         source,
         isTrial: true,
         cancelUrl: TRIAL_CANCEL_URL,

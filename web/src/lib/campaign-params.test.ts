@@ -1,4 +1,4 @@
-import { mergeUtmParams, readCampaignParams, rememberCampaignParams, UTM_STORAGE_KEY } from './campaign-params';
+import { firstTouch, mergeUtmParams, readCampaignParams, rememberCampaignParams, UTM_STORAGE_KEY } from './campaign-params';
 
 const FIRST = new Date('2025-05-04T10:00:00.000Z');
 const LATER = new Date('2025-05-05T12:00:00.000Z');
@@ -29,18 +29,20 @@ describe('utm_params in local storage', () => {
     expect(stored()).toMatchObject({ utm_source: 'google', keyword: 'email', gclid: null });
   });
 
-  it('keeps earlier values the new query lacks, lets new ones win, and keeps the first visit time', () => {
-    rememberCampaignParams({ utm_source: 'google', utm_campaign: 'spring', gclid: 'g1' }, FIRST);
+  it('keeps the first campaign touch whole, whatever comes later, with the first visit time', () => {
+    rememberCampaignParams({}, FIRST);
+    rememberCampaignParams({ utm_source: 'google', utm_campaign: 'spring', gclid: 'g1' }, LATER);
     rememberCampaignParams({ utm_source: 'bing', campaignid: '42' }, LATER);
     expect(stored()).toEqual({
-      utm_source: 'bing',
+      utm_source: 'google',
       utm_medium: null,
       utm_campaign: 'spring',
-      campaignid: '42',
+      campaignid: null,
       keyword: null,
       gclid: 'g1',
       first_visit_timestamp: '2025-05-04T10:00:00.000Z',
     });
+    expect(firstTouch()).toEqual({ utm_source: 'google', utm_campaign: 'spring', gclid: 'g1' });
   });
 
   it('starts over from a stored value that is not a record', () => {

@@ -1,6 +1,6 @@
 // The ad campaign's query parameters: read from the funnel's URL, remembered in local storage
 // (the spec's `utm_params` key) and passed on to the server with each funnel request.
-import { record } from '../../lib/json';
+import { record } from './json';
 
 export const CAMPAIGN_KEYS = ['keyword', 'campaignid', 'utm_source', 'utm_medium', 'utm_campaign', 'gclid'] as const;
 
@@ -30,11 +30,13 @@ function storedValue(previous: Record<string, unknown>, key: string): string | n
 }
 
 /**
- * A newer visit's values win; what it lacks is kept from before. The first visit's time is set
- * once and never moves.
+ * The first campaign touch: once a visit with campaign parameters is stored, it stays whole (a
+ * later ad click does not mix its source into the first one's campaign); until then the newest
+ * visit's. The first visit's time is set once and never moves.
  */
 export function mergeUtmParams(previous: unknown, current: CampaignParams, now: Date): StoredUtmParams {
   const before = record(previous);
+  const touched = CAMPAIGN_KEYS.some((key) => storedValue(before, key) !== null);
   const firstVisit = before.first_visit_timestamp;
   const merged = {
     first_visit_timestamp:
@@ -42,7 +44,7 @@ export function mergeUtmParams(previous: unknown, current: CampaignParams, now: 
         ? firstVisit
         : now.toISOString(),
   } as StoredUtmParams;
-  for (const key of CAMPAIGN_KEYS) merged[key] = current[key] ?? storedValue(before, key);
+  for (const key of CAMPAIGN_KEYS) merged[key] = touched ? storedValue(before, key) : (current[key] ?? null);
   return merged;
 }
 
@@ -64,4 +66,15 @@ export function rememberCampaignParams(current: CampaignParams, now: Date = new 
     // Private browsing or a full storage: attribution is a nicety, the funnel goes on.
   }
   return merged;
+}
+
+/** The visitor's first campaign touch as this browser kept it; empty when they came straight in. */
+export function firstTouch(): CampaignParams {
+  const before = record(readStored());
+  const params: CampaignParams = {};
+  for (const key of CAMPAIGN_KEYS) {
+    const value = storedValue(before, key);
+    if (value !== null) params[key] = value;
+  }
+  return params;
 }
