@@ -36,7 +36,7 @@ const DEFAULT_FLOW = {
   followUp:
     "I'm sorry you're dealing with that. It's really frustrating when things stop working the way they should, and you're in the right place. Can you tell me a little more about what happens?",
   troubleshooting:
-    'Thank you, that helps a lot. What have you already tried so far, for example restarting the device or checking your settings?',
+    'Thank you for telling me. What have you already tried so far, for example restarting the device or checking your settings?',
 };
 const FINAL_CHAT =
   "Good news: this is something we can fix together. Your personal assistant is ready to walk you through it step by step, as long as you need. Start your 7-day trial for just $1 and we'll get started right away. Click 'Get started >>' below.";

@@ -443,10 +443,19 @@ impl FunnelActor {
                     if let Some(Err(reason)) = outcome {
                         tracing::info!(conversation = %conversation.id, %reason, "funnel reply from the script");
                     }
-                    let script = if stage == 0 {
-                        &flow.follow_up
-                    } else {
-                        &flow.troubleshooting
+                    // A message that says nothing gets a reply that asks again, not thanks.
+                    let unclear = conversation
+                        .messages
+                        .iter()
+                        .rev()
+                        .find(|m| m.role == Speaker::User)
+                        .is_some_and(|m| m.junk);
+                    let unclear_replies = &self.deps.scripts.unclear;
+                    let script = match (stage, unclear) {
+                        (0, false) => &flow.follow_up,
+                        (0, true) => &unclear_replies.follow_up,
+                        (_, false) => &flow.troubleshooting,
+                        (_, true) => &unclear_replies.troubleshooting,
                     };
                     (render(script, &context), "script", false)
                 }

@@ -43,7 +43,18 @@ pub struct FunnelScripts {
     pub campaigns: BTreeMap<String, String>,
     pub flows: BTreeMap<String, Flow>,
     pub keyword_flow: Flow,
+    /// The replies to a message that says nothing ('jjj', '??'), used instead of a flow's when a
+    /// script answers one: a script must not thank the visitor for it.
+    pub unclear: Unclear,
     pub final_message: FinalMessages,
+}
+
+/// The scripted replies to a junk message, by stage.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unclear {
+    pub follow_up: String,
+    pub troubleshooting: String,
 }
 
 /// What the texts are filled in with.
@@ -93,6 +104,12 @@ impl FunnelScripts {
         for (field, text) in self.keyword_flow.texts() {
             texts.push((format!("keyword_flow.{field}"), text, true));
         }
+        texts.push(("unclear.follow_up".into(), &self.unclear.follow_up, false));
+        texts.push((
+            "unclear.troubleshooting".into(),
+            &self.unclear.troubleshooting,
+            false,
+        ));
         texts.push(("final_message.chat".into(), &self.final_message.chat, false));
         texts.push((
             "final_message.refundable".into(),
@@ -142,7 +159,8 @@ impl FunnelScripts {
             {
                 return word.to_owned();
             }
-            if funnel == FunnelKind::Chat {
+            // A keyword that names no topic ('help', 'tech support') makes no flow of its own.
+            if funnel == FunnelKind::Chat && keyword_topic(&keyword).is_some() {
                 return KEYWORD_FLOW.to_owned();
             }
         }
@@ -179,12 +197,133 @@ impl Flow {
     }
 }
 
-/// Fills in a script's placeholders. A missing keyword reads as "this".
+/// Words of an ad keyword that say what is wanted or what goes wrong rather than what it is
+/// about ('printer offline help' is about a printer): taken off to make a topic that reads
+/// naturally in 'people with {keyword} problems' and 'trouble with your {keyword}'.
+const NOT_TOPIC: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "my",
+    "your",
+    "to",
+    "for",
+    "with",
+    "on",
+    "in",
+    "of",
+    "and",
+    "or",
+    "is",
+    "how",
+    "do",
+    "i",
+    "can",
+    "cant",
+    "can't",
+    "what",
+    "why",
+    "won't",
+    "wont",
+    "not",
+    "no",
+    "doesn't",
+    "doesnt",
+    "help",
+    "helps",
+    "helper",
+    "support",
+    "assistance",
+    "assist",
+    "service",
+    "services",
+    "customer",
+    "contact",
+    "number",
+    "phone-number",
+    "fix",
+    "fixing",
+    "fixed",
+    "repair",
+    "repairs",
+    "problem",
+    "problems",
+    "issue",
+    "issues",
+    "trouble",
+    "troubleshooting",
+    "error",
+    "errors",
+    "working",
+    "work",
+    "works",
+    "broken",
+    "online",
+    "tech",
+    "technical",
+    "expert",
+    "experts",
+    "live",
+    "chat",
+    "free",
+    "now",
+    "today",
+    "near",
+    "me",
+    "instant",
+    "quick",
+    "fast",
+    "best",
+    "offline",
+    "slow",
+    "frozen",
+    "freezing",
+    "stuck",
+    "hacked",
+    "locked",
+    "login",
+    "log",
+    "sign",
+    "signin",
+    "password",
+    "reset",
+    "recover",
+    "recovery",
+    "setup",
+    "set",
+    "up",
+    "install",
+    "connect",
+    "connecting",
+    "printing",
+    "sending",
+    "receiving",
+    "loading",
+    "update",
+    "updates",
+];
+
+/// The topic of an ad keyword, in lower case ('Printer Offline Help' -> 'printer', 'outlook
+/// email' -> 'outlook email'); `None` when nothing is left ('tech support', 'help').
+pub fn keyword_topic(keyword: &str) -> Option<String> {
+    let words: Vec<String> = keyword
+        .to_lowercase()
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-'))
+        .filter(|word| !word.is_empty() && !NOT_TOPIC.contains(word))
+        .map(str::to_owned)
+        .collect();
+    // More than three words left is a question, not a topic.
+    (!words.is_empty() && words.len() <= 3).then(|| words.join(" "))
+}
+
+/// Fills in a script's placeholders. The keyword is its topic (`keyword_topic`); without one
+/// (a flow that has none should not use it) it reads as "computer".
 pub fn render(template: &str, context: &ScriptContext<'_>) -> String {
+    let topic = context.keyword.and_then(keyword_topic);
     template
         .replace("{assistant}", context.assistant)
         .replace("{product}", context.product)
-        .replace("{keyword}", context.keyword.unwrap_or("this"))
+        .replace("{keyword}", topic.as_deref().unwrap_or("computer"))
 }
 
 fn has_unknown_placeholder(text: &str) -> bool {
@@ -280,8 +419,116 @@ mod tests {
         };
         let greeting = render(&scripts.flow(KEYWORD_FLOW).greeting, &context);
         assert!(greeting.contains("Emma"), "{greeting}");
-        assert!(greeting.contains("printer offline"), "{greeting}");
+        assert!(
+            greeting.contains("people with printer problems"),
+            "{greeting}"
+        );
         assert!(!greeting.contains('{'), "{greeting}");
+    }
+
+    #[test]
+    fn a_keyword_becomes_its_topic() {
+        for (keyword, topic) in [
+            ("printer", Some("printer")),
+            ("Printer Offline Help", Some("printer")),
+            ("outlook email", Some("outlook email")),
+            ("how to fix my wifi", Some("wifi")),
+            ("gmail login problems", Some("gmail")),
+            ("facebook hacked", Some("facebook")),
+            ("iPhone won't connect", Some("iphone")),
+            ("computer slow", Some("computer")),
+            ("tech support", None),
+            ("help", None),
+            ("why does my laptop keep turning off by itself", None),
+        ] {
+            assert_eq!(keyword_topic(keyword).as_deref(), topic, "{keyword}");
+        }
+        let scripts = shipped();
+        assert_eq!(
+            scripts.choose_flow(FunnelKind::Chat, None, Some("tech support")),
+            DEFAULT_FLOW,
+            "a keyword without a topic makes no flow"
+        );
+    }
+
+    /// Every text of every flow, rendered as a visitor reads it, for the shipped flows and for
+    /// keywords as ads carry them: no placeholder left, no doubled words or spaces, and the
+    /// keyword's topic in grammatical places.
+    #[test]
+    fn every_flow_reads_naturally_for_every_keyword() {
+        let scripts = shipped();
+        let keywords = [
+            None,
+            Some("printer"),
+            Some("Printer Offline Help"),
+            Some("outlook email"),
+            Some("wifi not working"),
+            Some("gmail login"),
+            Some("facebook"),
+            Some("email"),
+            Some("computer help"),
+            Some("tech support"),
+        ];
+        for funnel in [FunnelKind::Chat, FunnelKind::Refundable] {
+            for keyword in keywords {
+                let name = scripts.choose_flow(funnel, None, keyword);
+                let flow = scripts.flow(&name);
+                let context = ScriptContext {
+                    assistant: "Emma",
+                    product: "HelpNow",
+                    keyword,
+                };
+                let mut texts: Vec<String> = flow
+                    .texts()
+                    .iter()
+                    .map(|(_, text)| render(text, &context))
+                    .collect();
+                texts.push(render(&scripts.unclear.follow_up, &context));
+                texts.push(render(&scripts.unclear.troubleshooting, &context));
+                texts.push(render(scripts.final_message(funnel), &context));
+                for text in &texts {
+                    let lower = text.to_lowercase();
+                    assert!(!text.contains('{') && !text.contains('}'), "{text}");
+                    assert!(!text.contains("  "), "{text}");
+                    let words: Vec<&str> = lower.split_whitespace().collect();
+                    assert!(
+                        words.windows(2).all(|pair| pair[0] != pair[1]),
+                        "a doubled word: {text}"
+                    );
+                    for bad in [
+                        "people with printer every",
+                        "with help",
+                        "problems problems",
+                        "help problems",
+                        "trouble with your tech",
+                        "your email help",
+                    ] {
+                        assert!(!lower.contains(bad), "{bad:?} in {text}");
+                    }
+                }
+                if name == KEYWORD_FLOW {
+                    let topic = keyword.and_then(keyword_topic).expect("a topic");
+                    assert!(
+                        texts[0].contains(&format!("people with {topic} problems")),
+                        "{}",
+                        texts[0]
+                    );
+                    assert!(
+                        texts[1].contains(&format!("trouble with your {topic}")),
+                        "{}",
+                        texts[1]
+                    );
+                }
+            }
+        }
+        // A message that says nothing is not thanked.
+        for text in [&scripts.unclear.follow_up, &scripts.unclear.troubleshooting] {
+            let lower = text.to_lowercase();
+            assert!(
+                !lower.contains("thank") && !lower.contains("helps"),
+                "{text}"
+            );
+        }
     }
 
     #[test]
