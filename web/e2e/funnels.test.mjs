@@ -438,4 +438,32 @@ describe('marketing funnels', { concurrency: true }, () => {
     assert.deepEqual(problems, []);
     await context.close();
   });
+
+  test('help funnel on a phone: the debug overlay covers nothing, and a long summary ends with ...', async () => {
+    const { page, context, problems } = await openPage(env.browser, PHONE);
+    await page.goto(`${env.baseUrl}/get-help`);
+    await page
+      .getByLabel('Describe your issue')
+      .fill(
+        'My printer says it is offline and will not print anything from my laptop since yesterday evening when the update ran',
+      );
+    await page.getByRole('button', { name: 'Get Help Now' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Solution Found:', exact: true }).waitFor({ timeout: 15_000 });
+    const summary = await page.locator('.help-funnel__summary').innerText();
+    assert.ok(summary.endsWith('...') && summary.length <= 100, summary);
+    const fix = page.getByRole('button', { name: 'Fix my issue for free >' });
+    await fix.scrollIntoViewIfNeeded();
+    const overlay = page.getByRole('complementary', { name: 'AI calls (debug)' });
+    await overlay.waitFor();
+    const [a, b] = [await fix.boundingBox(), await overlay.boundingBox()];
+    const overlaps = a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+    assert.equal(overlaps, false, `'Fix my issue' ${JSON.stringify(a)}, overlay ${JSON.stringify(b)}`);
+    const onTop = await fix.evaluate((button) => {
+      const box = button.getBoundingClientRect();
+      return document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2)?.closest('button') === button;
+    });
+    assert.equal(onTop, true, 'nothing sits on the button');
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
 });

@@ -102,6 +102,18 @@ for (const provider of ['mock', 'offline']) {
         await page.getByText(LIBRARY_NOTE).waitFor();
         assert.equal(await reply.getByText(LIBRARY_NOTE).count(), 0, 'the notice is not in the reply');
         assert.ok(!(await reply.innerText()).includes('assistant is offline'), 'no disclaimer in the reply');
+        // A long answer is read from its start: its first line is in view, not its end.
+        const inView = await page.evaluate(() => {
+          const list = document.querySelector('.member-chat__messages');
+          const answer = document.querySelector('.member-chat__log > :last-child');
+          const [l, a] = [list.getBoundingClientRect(), answer.getBoundingClientRect()];
+          return { answerTop: a.top, listTop: l.top, listBottom: l.bottom, longer: a.height > l.height };
+        });
+        assert.ok(inView.longer, 'the guide is longer than the chat window');
+        assert.ok(
+          inView.answerTop >= inView.listTop - 1 && inView.answerTop < inView.listBottom,
+          `the answer's first line is in view: ${JSON.stringify(inView)}`,
+        );
       }
       await shot(page, `${provider}-answered`);
 
@@ -281,6 +293,23 @@ describe('visitors and shortcuts', () => {
     await other.context.addCookies(cookies);
     await other.page.goto(`${server.baseUrl}/`);
     await other.page.getByRole('link', { name: 'YouTube (opens in a new tab)' }).waitFor();
+    // Every site's name in the dialog stays whole (no 'YouTub-e'), on a phone, a small phone
+    // and a tablet.
+    await other.page.getByRole('button', { name: 'Select Additional Shortcuts' }).click();
+    const phoneDialog = other.page.getByRole('dialog', { name: 'Select Additional Shortcuts' });
+    await phoneDialog.getByRole('checkbox', { name: 'ProtonMail' }).waitFor();
+    for (const width of [375, 320, 700]) {
+      await other.page.setViewportSize({ width, height: 800 });
+      const broken = await phoneDialog.evaluate((dialog) =>
+        [...dialog.querySelectorAll('.shortcuts-dialog-name')]
+          .filter((name) => {
+            const lineHeight = parseFloat(getComputedStyle(name).lineHeight) || 24;
+            return name.getBoundingClientRect().height > lineHeight * 1.5 && !name.textContent.includes(' ');
+          })
+          .map((name) => name.textContent),
+      );
+      assert.deepEqual(broken, [], `one-word site names are not split across lines at ${width} px`);
+    }
     assert.deepEqual(first.problems, []);
     assert.deepEqual(other.problems, []);
     await first.context.close();

@@ -8,6 +8,8 @@ import type { Connection } from './useMemberChat';
 import './chat.css';
 
 export const REVIEWING_TASK_TEXT = 'Reviewing task, just a moment...';
+/** Room kept above a new answer's first line when the list scrolls to it. */
+const ANSWER_MARGIN_PX = 8;
 export const RECONNECTING_LINE = 'Connection lost. Reconnecting…';
 /** Shown once above the conversation when no AI service answers (the server's `aiMode`). */
 export const LIBRARY_NOTE = 'Answers come from our help library while our live assistant is offline.';
@@ -175,11 +177,23 @@ export function ChatPanel({
   const typing = showsTyping(state);
   const lastText = state.messages[state.messages.length - 1]?.text ?? '';
 
-  // Keep the newest words in view, as a chat does.
+  const lastRole = state.messages[state.messages.length - 1]?.role;
+
+  // Keep the newest message in view, as a chat does; but a new answer is read from its start: the
+  // list follows it only while its first line stays in view (step 1 before 'If that didn't work').
   useEffect(() => {
     const list = listRef.current;
-    if (list) list.scrollTop = list.scrollHeight;
-  }, [state.messages.length, lastText, typing, reviewing]);
+    if (!list) return;
+    const bottom = list.scrollHeight - list.clientHeight;
+    const answer = lastRole === 'assistant' && !typing ? list.querySelector('.member-chat__log > :last-child') : null;
+    if (answer instanceof HTMLElement) {
+      const answerTop =
+        list.scrollTop + answer.getBoundingClientRect().top - list.getBoundingClientRect().top - ANSWER_MARGIN_PX;
+      list.scrollTop = Math.max(0, Math.min(bottom, answerTop));
+    } else {
+      list.scrollTop = bottom;
+    }
+  }, [state.messages.length, lastText, lastRole, typing, reviewing]);
 
   return (
     <section className="card member-chat" aria-labelledby={headingId}>
