@@ -192,6 +192,8 @@ describe('HelpFunnelPage', () => {
       'Your checkout was canceled, and nothing was charged. Your solution is still here.',
     );
     expect(screen.getByRole('button', { name: 'Fix my issue for free >' })).toBeTruthy();
+    // What it costs is said under the spec's 'free'.
+    expect(screen.getByText(/\$1 setup fee \(refundable at any time\), then \$20\/month/)).toBeTruthy();
     await waitFor(() => expect(router.state.location.search).toBe('?keyword=printer'));
   });
 

@@ -276,6 +276,10 @@ export function HelpFunnelPage() {
                   </>
                 )}
               </Button>
+              {/* The spec's button says 'free'; what it costs is said right under it. */}
+              <p className="paywall__terms">
+                7 days of help for a $1 setup fee (refundable at any time), then $20/month. Cancel anytime.
+              </p>
             </div>
           </div>
         </section>
