@@ -102,21 +102,13 @@ pub struct CreateCheckoutRequest {
     #[serde(default)]
     source: Option<String>,
     #[serde(default)]
-    campaignid: Option<String>,
-    #[serde(default)]
-    keyword: Option<String>,
-    #[serde(default)]
     headline: Option<String>,
     #[serde(default)]
     cancel_url: Option<String>,
-    #[serde(default, rename = "utm_source")]
-    utm_source: Option<String>,
-    #[serde(default, rename = "utm_medium")]
-    utm_medium: Option<String>,
-    #[serde(default, rename = "utm_campaign")]
-    utm_campaign: Option<String>,
-    #[serde(default)]
-    gclid: Option<String>,
+    /// This checkout's campaign (`campaignid`, `keyword`, `utm_source`, `utm_medium`,
+    /// `utm_campaign`, `gclid`).
+    #[serde(flatten)]
+    campaign: TouchBody,
     /// The browser's first campaign touch (the spec's `utm_params`), whatever page this is.
     #[serde(default)]
     first_touch: Option<TouchBody>,
@@ -124,7 +116,7 @@ pub struct CreateCheckoutRequest {
     // subscriptionPrice. They are accepted and ignored: what is charged is the server's decision.
 }
 
-/// A campaign touch as the browser keeps it (its `first_visit_timestamp` is not needed here).
+/// A campaign as the browser sends it (a touch's `first_visit_timestamp` is not needed here).
 #[derive(Deserialize)]
 pub struct TouchBody {
     #[serde(default)]
@@ -142,12 +134,12 @@ pub struct TouchBody {
 }
 
 impl TouchBody {
-    fn into_attribution(self) -> Attribution {
+    fn into_attribution(self, headline: Option<String>) -> Attribution {
         Attribution {
             source: None,
             campaignid: clean(self.campaignid),
             keyword: clean(self.keyword),
-            headline: None,
+            headline: clean(headline),
             utm_source: clean(self.utm_source),
             utm_medium: clean(self.utm_medium),
             utm_campaign: clean(self.utm_campaign),
@@ -205,22 +197,13 @@ pub async fn create_checkout(
     let started = billing
         .start_checkout(StartCheckout {
             source,
-            attribution: Attribution {
-                source: None,
-                campaignid: clean(body.campaignid),
-                keyword: clean(body.keyword),
-                headline: clean(body.headline),
-                utm_source: clean(body.utm_source),
-                utm_medium: clean(body.utm_medium),
-                utm_campaign: clean(body.utm_campaign),
-                gclid: clean(body.gclid),
-            },
+            attribution: body.campaign.into_attribution(body.headline),
             user: user.0.map(|user| (user.id, user.email)),
             visitor_id: visitor_id.map(VisitorId::into_string),
             cancel_path: local_path(body.cancel_url.as_deref(), &settings.server.public_url),
             funnel,
             handoff: false,
-            first_touch: body.first_touch.map(TouchBody::into_attribution),
+            first_touch: body.first_touch.map(|touch| touch.into_attribution(None)),
         })
         .await
         .context("cannot start a checkout")?;

@@ -19,6 +19,17 @@ async fn start_checkout(app: &TestApp, body: Value) -> Value {
     answer
 }
 
+/// Starts a checkout as the member signed in with `session`; the answer also carries the start
+/// cookie as `startCookie`.
+async fn start_checkout_signed_in(app: &TestApp, session: &str, body: Value) -> Value {
+    let response = post_with_cookie(app, "/api/create-checkout.js", session, &body).await;
+    assert_eq!(response.status(), 200);
+    let cookie = cookie_named(&response, "helpnow_checkout_start").expect("the start cookie");
+    let mut answer: Value = response.json().await.expect("json");
+    answer["startCookie"] = Value::String(cookie);
+    answer
+}
+
 async fn pay(app: &TestApp, session_id: &str, email: &str) -> String {
     let response = app
         .post_json(
@@ -348,16 +359,12 @@ async fn a_signed_in_member_who_buys_goes_straight_to_the_members_page_with_acce
         me(&app, &session).await["user"]["access"]["hasAccess"],
         false
     );
-    let response = post_with_cookie(
-        &app,
-        "/api/create-checkout.js",
-        &session,
-        &json!({"source": "chat_trial_prompt"}),
-    )
-    .await;
-    assert_eq!(response.status(), 200);
-    let start = cookie_named(&response, "helpnow_checkout_start").expect("the start cookie");
-    let started: Value = response.json().await.expect("json");
+    let started =
+        start_checkout_signed_in(&app, &session, json!({"source": "chat_trial_prompt"})).await;
+    let start = started["startCookie"]
+        .as_str()
+        .expect("start cookie")
+        .to_owned();
     let id = started["sessionId"].as_str().expect("id");
     let page: Value = app
         .client
@@ -913,14 +920,8 @@ async fn a_payment_confirmed_between_two_checks_shows_at_once() {
     assert_eq!(check().await["trialActive"], false);
 
     // Paid in another tab: the payment event (the demo's stand-in for the webhook) is handled.
-    let response = post_with_cookie(
-        &app,
-        "/api/create-checkout.js",
-        &session,
-        &json!({"source": "chat_trial_prompt"}),
-    )
-    .await;
-    let started: Value = response.json().await.expect("json");
+    let started =
+        start_checkout_signed_in(&app, &session, json!({"source": "chat_trial_prompt"})).await;
     pay(
         &app,
         started["sessionId"].as_str().expect("id"),

@@ -12,6 +12,15 @@ after(async () => {
   await env?.close();
 });
 
+/** A new account, signed in in a fresh browser context: its page and its session cookie. */
+async function signedInPage(device, email) {
+  const opened = await openPage(env.browser, device);
+  const cookie = await signUp(env.baseUrl, email);
+  const [name, value] = cookie.split('=');
+  await opened.context.addCookies([{ name, value, url: env.baseUrl }]);
+  return { ...opened, cookie };
+}
+
 describe('checkout on the demo provider', () => {
   test('trial prompt -> demo checkout -> checkout success -> account setup -> members page with an active trial', async () => {
     const { page, context, problems } = await openPage(env.browser, DESKTOP);
@@ -77,11 +86,8 @@ describe('checkout on the demo provider', () => {
   });
 
   test('a signed-in member who buys the trial goes straight to the members page with access', async () => {
-    const { page, context, problems } = await openPage(env.browser, PHONE);
     const email = 'signed.in.buyer@example.com';
-    const cookie = await signUp(env.baseUrl, email);
-    const [name, value] = cookie.split('=');
-    await context.addCookies([{ name, value, url: env.baseUrl }]);
+    const { page, context, problems } = await signedInPage(PHONE, email);
 
     await page.goto(`${env.baseUrl}/`);
     await page.getByRole('button', { name: 'Start Your 7-Day Trial for $1' }).first().click();
@@ -139,11 +145,8 @@ describe('checkout on the demo provider', () => {
   });
 
   test('a payment confirmed elsewhere while the members page is open shows without a reload', async () => {
-    const { page, context, problems } = await openPage(env.browser, DESKTOP);
     const email = 'paid.in.another.tab@example.com';
-    const cookie = await signUp(env.baseUrl, email);
-    const [name, value] = cookie.split('=');
-    await context.addCookies([{ name, value, url: env.baseUrl }]);
+    const { page, context, problems, cookie } = await signedInPage(DESKTOP, email);
     await page.goto(`${env.baseUrl}/`);
     await page.getByRole('button', { name: 'Start Your 7-Day Trial for $1' }).first().waitFor();
 
