@@ -23,6 +23,8 @@ pub struct ApiError {
     pub message: String,
     /// What went wrong on our side (`internal`): logged with the response, never answered.
     cause: Option<String>,
+    /// Seconds for the `Retry-After` header (`busy`).
+    retry_after: Option<u32>,
 }
 
 impl ApiError {
@@ -32,6 +34,20 @@ impl ApiError {
             code,
             message: message.into(),
             cause: None,
+            retry_after: None,
+        }
+    }
+
+    /// The server is too busy for this request just now: 503 with `Retry-After`, at once, rather
+    /// than a queue that grows without end.
+    pub fn busy() -> Self {
+        Self {
+            retry_after: Some(1),
+            ..Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                "We are very busy right now. Please try again in a moment.",
+            )
         }
     }
 
@@ -66,7 +82,11 @@ impl ResponseError for ApiError {
         if let Some(cause) = &self.cause {
             tracing::error!(code = self.code, "{cause}");
         }
-        HttpResponse::build(self.status).json(ErrorBody {
+        let mut response = HttpResponse::build(self.status);
+        if let Some(seconds) = self.retry_after {
+            response.insert_header((actix_web::http::header::RETRY_AFTER, seconds.to_string()));
+        }
+        response.json(ErrorBody {
             error: self.code,
             message: &self.message,
         })

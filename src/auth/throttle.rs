@@ -31,6 +31,12 @@ const RESET_PER_ADDRESS: Limit = Limit {
     burst: 10,
     period: Duration::from_secs(60),
 };
+/// Setting a new password from a reset link: each try costs a hash.
+const RESET_CONFIRM_PER_ADDRESS: Limit = Limit {
+    name: "reset-confirm-address",
+    burst: 10,
+    period: Duration::from_secs(60),
+};
 const SIGNUP_PER_ADDRESS: Limit = Limit {
     name: "signup-address",
     burst: 10,
@@ -61,6 +67,12 @@ impl AuthThrottle {
     pub async fn allow_reset(&self, email: &Email, address: Option<IpAddr>) -> bool {
         self.cluster.allow_address(RESET_PER_ADDRESS, address).await
             && self.cluster.allow(RESET_PER_ACCOUNT, email.as_str()).await
+    }
+
+    pub async fn allow_reset_confirm(&self, address: Option<IpAddr>) -> bool {
+        self.cluster
+            .allow_address(RESET_CONFIRM_PER_ADDRESS, address)
+            .await
     }
 
     pub async fn allow_signup(&self, address: Option<IpAddr>) -> bool {

@@ -178,7 +178,7 @@ pub async fn setup(
             }
             let matches = auth::password::verify_password(Some(existing), password)
                 .await
-                .context("cannot verify a password")?;
+                .map_err(|error| error.into_api("cannot verify a password"))?;
             if !matches {
                 return Err(ApiError::new(
                     StatusCode::UNAUTHORIZED,
@@ -195,7 +195,7 @@ pub async fn setup(
             Some(
                 auth::password::hash_password(password)
                     .await
-                    .context("cannot hash a password")?,
+                    .map_err(|error| error.into_api("cannot hash a password"))?,
             )
         }
     };

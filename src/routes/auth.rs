@@ -100,7 +100,7 @@ pub async fn signup(
         Some(password) => Some(
             auth::password::hash_password(password)
                 .await
-                .context("cannot hash a password")?,
+                .map_err(|error| error.into_api("cannot hash a password"))?,
         ),
         None => None,
     };
@@ -203,7 +203,7 @@ pub async fn login(
     let matches = password.len() <= crate::domain::password::MAX_BYTES
         && auth::password::verify_password(stored_hash, password)
             .await
-            .context("cannot verify a password")?;
+            .map_err(|error| error.into_api("cannot verify a password"))?;
     let Some(id) = id.filter(|_| matches) else {
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -479,6 +479,9 @@ pub struct NewPasswordRequest {
 /// Sets the new password, signs the account out everywhere, and signs this browser in.
 #[post("/auth/reset/confirm")]
 pub async fn confirm_reset(
+    req: HttpRequest,
+    settings: web::Data<Settings>,
+    throttle: web::Data<AuthThrottle>,
     db: web::Data<Db>,
     cookies: web::Data<SessionCookies>,
     cluster: web::Data<Cluster>,
@@ -489,10 +492,26 @@ pub async fn confirm_reset(
     let Some(hash) = reset_token_hash(body.token.as_deref()) else {
         return Err(reset_link_invalid());
     };
-    // Hash first: the link is spent only when the new password can be stored.
+    // Each try costs a hash: a client may not spray them.
+    if !throttle
+        .allow_reset_confirm(client_key(&req, settings.server.trust_forwarded_for))
+        .await
+    {
+        return Err(too_many(
+            "Too many password reset attempts. Please wait a minute and try again.",
+        ));
+    }
+    // The link first: a made-up or spent one costs no hash.
+    if !store::password_resets::is_usable(&db, &hash)
+        .await
+        .context("cannot check a reset link")?
+    {
+        return Err(reset_link_invalid());
+    }
+    // Then the hash: the link is spent only when the new password can be stored.
     let password_hash = auth::password::hash_password(password)
         .await
-        .context("cannot hash a password")?;
+        .map_err(|error| error.into_api("cannot hash a password"))?;
     let user_id = store::password_resets::redeem(&db, &hash)
         .await
         .context("cannot redeem a reset link")?

@@ -392,3 +392,36 @@ async fn an_account_made_with_an_email_alone_is_signed_in_and_chooses_its_passwo
     assert_eq!(status, 400);
     assert_eq!(error["error"], "password_required");
 }
+
+#[tokio::test]
+async fn made_up_reset_links_cost_no_hash_and_one_address_may_not_spray_them() {
+    let app = spawn_app().await;
+    let made_up = |n: usize| format!("{n:0>43}");
+    for n in 0..10 {
+        let (status, error) = error_of(
+            app.post_json(
+                "/api/auth/reset/confirm",
+                &json!({"token": made_up(n), "password": "new-secret"}),
+            )
+            .await,
+        )
+        .await;
+        assert_eq!(
+            (status, error["error"].as_str()),
+            (410, Some("reset_link_invalid"))
+        );
+    }
+    let (status, error) = error_of(
+        app.post_json(
+            "/api/auth/reset/confirm",
+            &json!({"token": made_up(10), "password": "new-secret"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 429, "{error}");
+    assert_eq!(
+        error["message"],
+        "Too many password reset attempts. Please wait a minute and try again."
+    );
+}
