@@ -159,18 +159,32 @@ async fn a_body_over_the_payload_limit_is_refused_and_the_session_goes_on() {
     assert_namespace_refused(&app, &sid, "/nowhere").await;
 }
 
+/// Joins `/` (the keep-alive namespace) and sends `events` events there in one POST.
+async fn joined_then_events(app: &TestApp, events: usize) -> String {
+    let (sid, _) = open_session(app).await;
+    assert_eq!(post(app, &sid, "40").await.status(), StatusCode::OK);
+    let (_, joined) = poll(app, &sid).await;
+    assert!(joined.starts_with(r#"40{""#), "{joined}");
+    let burst = vec![r#"42["ping-me"]"#; events].join("\u{1e}");
+    assert_eq!(post(app, &sid, &burst).await.status(), StatusCode::OK);
+    sid
+}
+
 #[tokio::test]
 async fn a_client_that_sends_too_fast_is_disconnected() {
-    let app = spawn_app_with(|settings| {
+    let limited = |settings: &mut helpnow::config::Settings| {
         settings.realtime.messages_per_second = 1;
-        settings.realtime.message_burst = 3;
-    })
-    .await;
-    let (sid, _) = open_session(&app).await;
-    let flood = ["40"; 5].join("\u{1e}");
-    assert_eq!(post(&app, &sid, &flood).await.status(), StatusCode::OK);
-    // The next GET gets what was left and the close packet (engine.io's closeTimeout), then the
-    // session is gone.
+        settings.realtime.message_burst = 4;
+    };
+    // Within the burst (the CONNECT, two events and the CONNECT below), the session goes on.
+    let app = spawn_app_with(limited).await;
+    let sid = joined_then_events(&app, 2).await;
+    assert_namespace_refused(&app, &sid, "/nowhere").await;
+
+    // One event more than the burst allows: the next GET gets what was left and the close packet
+    // (engine.io's closeTimeout), then the session is gone.
+    let app = spawn_app_with(limited).await;
+    let sid = joined_then_events(&app, 6).await;
     let (status, last) = poll(&app, &sid).await;
     assert_eq!(status, StatusCode::OK);
     assert!(last.ends_with("\u{1e}1"), "{last}");
