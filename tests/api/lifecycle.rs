@@ -38,6 +38,9 @@ enum Ending {
 struct Lifecycle {
     events: Vec<(String, BillingEvent)>,
     expect_access: bool,
+    /// The subscription's final status: a stale event never revives a canceled one, nor wins a
+    /// same-second tie against it.
+    expect_status: &'static str,
 }
 
 fn snapshot(
@@ -172,6 +175,11 @@ fn lifecycle(n: usize, checkout_id: &str, ending: Ending) -> Lifecycle {
         }
         Ending::StillTrialing => true,
     };
+    let expect_status = match ending {
+        Ending::Converted => "active",
+        Ending::CanceledInTrial | Ending::PaymentFailed => "canceled",
+        Ending::StillTrialing => "trialing",
+    };
     Lifecycle {
         events: events
             .into_iter()
@@ -179,6 +187,7 @@ fn lifecycle(n: usize, checkout_id: &str, ending: Ending) -> Lifecycle {
             .map(|(index, event)| (format!("evt_{n}_{index}"), event))
             .collect(),
         expect_access,
+        expect_status,
     }
 }
 
@@ -263,6 +272,23 @@ async fn a_thousand_shuffled_lifecycles_with_repeats_end_in_the_right_access() {
         assert_eq!(
             access, life.expect_access,
             "run {n} ({ending:?}), seed {seed}: {check:?}"
+        );
+        assert_eq!(
+            check.subscription.as_ref().map(|s| s.status.as_str()),
+            Some(life.expect_status),
+            "run {n} ({ending:?}), seed {seed}: {check:?}"
+        );
+        // The spec's isSubscribed follows the status, whichever came first.
+        let mut response = db
+            .query("SELECT VALUE is_subscribed FROM ONLY type::record('user', $id)")
+            .bind(("id", ids[0].clone()))
+            .await
+            .expect("query");
+        let subscribed: Option<bool> = response.take(0).expect("is_subscribed");
+        assert_eq!(
+            subscribed,
+            Some(matches!(life.expect_status, "active" | "trialing")),
+            "run {n} ({ending:?}), seed {seed}: isSubscribed"
         );
     };
     let mut lanes = Vec::new();

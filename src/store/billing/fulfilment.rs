@@ -63,6 +63,9 @@ LET $history = {
 
 -- One trial per account: a later checkout of the same account starts no second one.
 LET $first_trial = !((SELECT VALUE trial_used FROM ONLY $uid) ?? false);
+-- isSubscribed: the subscription's status when its events came first, else running (it begins here).
+LET $sub = IF $f.subscription_id != NONE { type::record('subscription', $f.subscription_id).* } ELSE { NONE };
+LET $subscribed = IF $sub != NONE AND $sub.status != NONE { $sub.status IN ['active', 'trialing'] } ELSE { true };
 UPDATE $uid SET
     trial_started = true,
     trial_used = true,
@@ -80,7 +83,7 @@ UPDATE $uid SET
         signup_date: $f.completed_at,
         source: $touch.utm_source ?? 'direct', medium: $touch.utm_medium ?? 'none', campaign: $touch.utm_campaign ?? 'none'
     },
-    is_subscribed = true,
+    is_subscribed = $subscribed,
     trial_attribution = {
         campaignid: $att.campaignid, keyword: $att.keyword,
         utm_source: $att.utm_source, utm_medium: $att.utm_medium, utm_campaign: $att.utm_campaign,
