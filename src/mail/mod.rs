@@ -231,12 +231,15 @@ impl Mailer {
                     body = %mail.body,
                     "mail kept in the outbox (mail.provider = \"outbox\"), not sent"
                 );
-                outbox::mark_sent(db, id).await?;
+                // The outbox is the mail here (local runs, the tests): it keeps the links.
+                outbox::mark_sent(db, id, None).await?;
                 Ok(true)
             }
             Delivery::Smtp(smtp) => match smtp.deliver(id, mail).await {
                 Ok(()) => {
-                    outbox::mark_sent(db, id).await?;
+                    // Delivered: the copy kept here loses the one-time links' secrets, so a read
+                    // of the table signs nobody in.
+                    outbox::mark_sent(db, id, Some(without_secrets(&mail.body))).await?;
                     tracing::info!(outbox_id = %id, kind = %mail.kind, "mail sent");
                     Ok(true)
                 }
@@ -260,8 +263,57 @@ impl Mailer {
     }
 }
 
+/// The query parameters of this product's one-time links (sign-in, password reset).
+const SECRET_PARAMETERS: [&str; 3] = ["jwt", "reset", "token"];
+/// What a one-time link's secret reads as once its mail is sent.
+pub const REMOVED_SECRET: &str = "removed-once-sent";
+
+/// A mail body as kept after delivery: the value of every one-time link's secret parameter is
+/// replaced, the rest of the text and of the links stays.
+pub fn without_secrets(body: &str) -> String {
+    let mut kept = String::with_capacity(body.len());
+    let mut rest = body;
+    'scan: while !rest.is_empty() {
+        for name in SECRET_PARAMETERS {
+            for lead in ['?', '&'] {
+                let pattern = format!("{lead}{name}=");
+                if rest.starts_with(&pattern) {
+                    kept.push_str(&pattern);
+                    let value_len = rest[pattern.len()..]
+                        .find(|c: char| c == '&' || c == '#' || c.is_whitespace())
+                        .unwrap_or(rest.len() - pattern.len());
+                    if value_len > 0 {
+                        kept.push_str(REMOVED_SECRET);
+                    }
+                    rest = &rest[pattern.len() + value_len..];
+                    continue 'scan;
+                }
+            }
+        }
+        let mut chars = rest.chars();
+        if let Some(c) = chars.next() {
+            kept.push(c);
+        }
+        rest = chars.as_str();
+    }
+    kept
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_sent_mail_keeps_its_text_but_not_its_links_secrets() {
+        let body = "Sign in here:\n\nhttps://x.example/?success=true&jwt=AbC-123_xyz\n\n\
+                    Reset: https://x.example/login?reset=Zx9-Zx9-&utm_source=mail\nThanks é";
+        let kept = without_secrets(body);
+        assert_eq!(
+            kept,
+            "Sign in here:\n\nhttps://x.example/?success=true&jwt=removed-once-sent\n\n\
+             Reset: https://x.example/login?reset=removed-once-sent&utm_source=mail\nThanks é"
+        );
+        assert_eq!(without_secrets("no links at all"), "no links at all");
+    }
     use super::*;
 
     #[test]

@@ -519,6 +519,9 @@ pub async fn confirm_reset(
     store::users::set_password(&db, &user_id, password_hash)
         .await
         .context("cannot store a password")?;
+    store::password_resets::end_other_links(&db, &user_id)
+        .await
+        .context("cannot end the other links")?;
     store::sessions::delete_all_of(&db, &user_id)
         .await
         .context("cannot end sessions")?;

@@ -173,13 +173,20 @@ pub(crate) async fn claim(
     Ok(!claimed.is_empty())
 }
 
-/// Records a delivery: the row leaves the queue for good.
-pub(crate) async fn mark_sent(db: &Db, id: &str) -> Result<(), surrealdb::Error> {
+/// Records a delivery: the row leaves the queue for good. `kept_body`, when given, replaces the
+/// stored body (a sent mail is kept without its one-time links' secrets).
+pub(crate) async fn mark_sent(
+    db: &Db,
+    id: &str,
+    kept_body: Option<String>,
+) -> Result<(), surrealdb::Error> {
     db.query(
         "UPDATE type::record('mail_outbox', $key) \
-         SET sent_at = time::now(), pending = false, attempts += 1, last_error = NONE, claimed_until = NONE",
+         SET sent_at = time::now(), pending = false, attempts += 1, last_error = NONE, claimed_until = NONE, \
+             body = $kept ?? body",
     )
     .bind(("key", key_of(id).to_owned()))
+    .bind(("kept", kept_body))
     .await?
     .check()?;
     Ok(())

@@ -41,6 +41,24 @@ pub async fn redeem(db: &Db, token_hash: &str) -> Result<Option<String>, surreal
     .await
 }
 
+/// Ends every other reset link and every unused mail sign-in link of an account (after its
+/// password was reset: an older link in a mailbox someone else reads must not work any more).
+pub async fn end_other_links(db: &Db, user_id: &str) -> Result<(), surrealdb::Error> {
+    super::retry_on_conflict(|| async {
+        db.query(
+            "UPDATE password_reset SET used_at = time::now() \
+               WHERE user = type::record('user', $user) AND used_at = NONE RETURN NONE; \
+             UPDATE sign_in_token SET used = true, used_at = time::now() \
+               WHERE user = type::record('user', $user) AND used = false RETURN NONE;",
+        )
+        .bind(("user", user_id.to_owned()))
+        .await?
+        .check()?;
+        Ok(())
+    })
+    .await
+}
+
 /// Whether a reset link can still be used (the page asks before showing the form).
 pub async fn is_usable(db: &Db, token_hash: &str) -> Result<bool, surrealdb::Error> {
     let mut response = db

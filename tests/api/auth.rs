@@ -219,7 +219,7 @@ async fn guessing_a_password_is_throttled() {
 }
 
 /// The reset link of the last mail to `recipient` in the outbox.
-async fn reset_token_mailed_to(app: &TestApp, recipient: &str) -> String {
+pub(crate) async fn reset_token_mailed_to(app: &TestApp, recipient: &str) -> String {
     let mut response = app
         .db
         .query("SELECT VALUE body FROM mail_outbox WHERE recipient = $to AND kind = 'password_reset' ORDER BY created_at DESC LIMIT 1")

@@ -990,3 +990,54 @@ async fn the_first_campaign_touch_reaches_the_account_whichever_way_it_buys() {
         1
     );
 }
+
+#[tokio::test]
+async fn a_password_reset_ends_the_accounts_other_reset_links_and_mail_sign_in_links() {
+    let app = spawn_app().await;
+    sign_up(&app, "ann@example.com", "original1").await;
+    // A checkout paid with her address mails her a one-time sign-in link.
+    let started = start_checkout(&app, json!({"source": "chat_trial_prompt"})).await;
+    let redirect = pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "ann@example.com",
+    )
+    .await;
+    confirm(&app, &started, &redirect).await;
+    let mail_link = welcome_token(&app).await;
+    // Two reset mails; the newer one is used.
+    let reset = || async {
+        let response = app
+            .post_json("/api/auth/reset", &json!({"email": "ann@example.com"}))
+            .await;
+        assert_eq!(response.status(), 200);
+        crate::auth::reset_token_mailed_to(&app, "ann@example.com").await
+    };
+    let older = reset().await;
+    let newer = reset().await;
+    assert_ne!(older, newer);
+    let response = app
+        .post_json(
+            "/api/auth/reset/confirm",
+            &json!({"token": newer, "password": "brand-new1"}),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+
+    let (status, _) = error_of(
+        app.post_json(
+            "/api/auth/reset/confirm",
+            &json!({"token": older, "password": "someone-else1"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 410, "the older reset link is ended");
+    assert_eq!(
+        app.post_json("/api/auth/token", &json!({"token": mail_link}))
+            .await
+            .status(),
+        401,
+        "the mail sign-in link is ended"
+    );
+}
