@@ -434,7 +434,41 @@ impl Settings {
                 "the outbox only logs mail, reset links included; use \"smtp\" in production",
             ));
         }
+        if self.security.debug_tools {
+            return Err(ConfigError::invalid(
+                "security.debug_tools",
+                "the debug tools show sessions, users and webhook logs; they are off in production",
+            ));
+        }
+        if self.server.public_url.scheme() != "https" {
+            return Err(ConfigError::invalid(
+                "server.public_url",
+                "must be https in production: session cookies and one-time links travel over it",
+            ));
+        }
+        for (key, value) in [
+            ("stripe.api_base", self.stripe.api_base.as_deref()),
+            ("ai.base_url", self.ai.base_url.as_deref()),
+        ] {
+            if let Some(value) = value
+                && !is_https_or_loopback(value)
+            {
+                return Err(ConfigError::invalid(
+                    key,
+                    "must be https in production (a loopback address aside): it carries a secret key",
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// Said loudly at start-up when no `APP_ENV` was given: the local defaults are for a
+    /// developer's machine (demo checkout, mail in the outbox, debug tools on).
+    pub fn local_defaults_warning(env_was_set: bool) -> Option<&'static str> {
+        (!env_was_set).then_some(
+            "APP_ENV is not set: running with the local defaults (demo checkout, mail kept in the \
+             outbox, debug tools on). Set APP_ENV=production in front of customers.",
+        )
     }
 
     /// The address the server listens on, as `host:port`.
@@ -506,6 +540,22 @@ impl fmt::Display for RedactedUrl<'_> {
     }
 }
 
+/// An https URL, or any URL on a loopback address (a local mock or proxy).
+fn is_https_or_loopback(value: &str) -> bool {
+    let Ok(url) = url::Url::parse(value) else {
+        return false;
+    };
+    if url.scheme() == "https" {
+        return true;
+    }
+    match url.host() {
+        Some(url::Host::Domain(domain)) => domain == "localhost",
+        Some(url::Host::Ipv4(address)) => address.is_loopback(),
+        Some(url::Host::Ipv6(address)) => address.is_loopback(),
+        None => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -545,6 +595,7 @@ mod tests {
         ("APP__STRIPE__REFUNDABLE_FEE_PRICE_ID", "price_fee"),
         ("APP__MAIL__PROVIDER", "smtp"),
         ("APP__MAIL__SMTP_URL", "smtps://user:pass@mail.example:465"),
+        ("APP__SERVER__PUBLIC_URL", "https://helpnow.example"),
     ];
 
     #[test]
@@ -566,6 +617,44 @@ mod tests {
             .collect();
         let error = load(AppEnv::Production, &without_smtp).expect_err("the outbox in production");
         assert!(error.to_string().contains("`mail.provider`"), "{error}");
+    }
+
+    #[test]
+    fn production_refuses_debug_tools_plain_http_and_secret_keys_over_http() {
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut vars: Vec<(&str, &str)> = PRODUCTION_KEYS.to_vec();
+            vars.extend_from_slice(extra);
+            load(AppEnv::Production, &vars)
+        };
+        for (extra, key) in [
+            (
+                ("APP__SECURITY__DEBUG_TOOLS", "true"),
+                "`security.debug_tools`",
+            ),
+            (
+                ("APP__SERVER__PUBLIC_URL", "http://helpnow.example"),
+                "`server.public_url`",
+            ),
+            (
+                ("APP__STRIPE__API_BASE", "http://stripe.example"),
+                "`stripe.api_base`",
+            ),
+        ] {
+            let error = with(&[extra]).expect_err(key);
+            assert!(error.to_string().contains(key), "{error}");
+        }
+        let error = with(&[
+            ("APP__AI__PROVIDER", "openai"),
+            ("APP__AI__API_KEY", "sk-x"),
+            ("APP__AI__BASE_URL", "http://ai.example/v1"),
+        ])
+        .expect_err("ai over http");
+        assert!(error.to_string().contains("`ai.base_url`"), "{error}");
+        // A loopback address is fine (a local mock or a sidecar proxy).
+        with(&[("APP__STRIPE__API_BASE", "http://127.0.0.1:12111")]).expect("loopback");
+        with(&[("APP__STRIPE__API_BASE", "https://api.stripe.com")]).expect("https");
+        assert!(Settings::local_defaults_warning(false).is_some());
+        assert!(Settings::local_defaults_warning(true).is_none());
     }
 
     #[test]

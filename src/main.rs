@@ -20,6 +20,10 @@ async fn main() -> std::process::ExitCode {
         }
     };
     telemetry::init(&settings.log);
+    if let Some(warning) = Settings::local_defaults_warning(std::env::var_os("APP_ENV").is_some()) {
+        tracing::warn!("{warning}");
+        eprintln!("helpnow: {warning}");
+    }
 
     let application = match Application::build(settings).await {
         Ok(application) => application,
