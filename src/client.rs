@@ -49,12 +49,47 @@ impl AddressLimiter {
     }
 }
 
-/// The client's address as a rate-limit key. Behind a trusted proxy (`server.trust_forwarded_for`)
-/// it is the last `X-Forwarded-For` entry, the one the proxy itself added; otherwise the peer.
-/// IPv6 addresses are grouped by /64, the block one subscriber usually holds, so rotating through
-/// a block does not escape a limit.
-pub fn client_key(req: &HttpRequest, trust_forwarded_for: bool) -> Option<IpAddr> {
-    client_key_of(req.headers(), req.peer_addr(), trust_forwarded_for)
+/// Where the client's address comes from behind load balancers (`server.trust_forwarded_for`,
+/// `server.trusted_proxies`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Forwarding {
+    /// Behind a load balancer: read `X-Forwarded-For`, else the peer is the client.
+    pub trusted: bool,
+    /// Proxies besides the last one that also append to `X-Forwarded-For` (a CDN in front of the
+    /// balancer, say): their entries are skipped from the right.
+    pub proxies: std::sync::Arc<[IpAddr]>,
+}
+
+impl Forwarding {
+    /// The client's address by `X-Forwarded-For`: the right-most entry that is not one of our own
+    /// proxies, the one they saw. Entries left of it are written by the client and never read; an
+    /// entry that is not an address there means nothing can be trusted (the peer is used).
+    fn client_of(&self, headers: &HeaderMap) -> Option<IpAddr> {
+        if !self.trusted {
+            return None;
+        }
+        let entries: Vec<&str> = headers
+            .get_all("x-forwarded-for")
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .map(str::trim)
+            .collect();
+        for entry in entries.iter().rev() {
+            let address = entry.parse::<IpAddr>().ok()?;
+            if !self.proxies.contains(&address) {
+                return Some(address);
+            }
+        }
+        None
+    }
+}
+
+/// The client's address as a rate-limit key. Behind a trusted proxy it is the right-most
+/// `X-Forwarded-For` entry not written by one of our proxies ([`Forwarding`]); otherwise the
+/// peer. IPv6 addresses are grouped by /64, the block one subscriber usually holds, so rotating
+/// through a block does not escape a limit.
+pub fn client_key(req: &HttpRequest, forwarding: &Forwarding) -> Option<IpAddr> {
+    client_key_of(req.headers(), req.peer_addr(), forwarding)
 }
 
 /// [`client_key`] from a request's headers and peer, for requests that are not an actix-web
@@ -62,19 +97,10 @@ pub fn client_key(req: &HttpRequest, trust_forwarded_for: bool) -> Option<IpAddr
 pub fn client_key_of(
     headers: &HeaderMap,
     peer: Option<SocketAddr>,
-    trust_forwarded_for: bool,
+    forwarding: &Forwarding,
 ) -> Option<IpAddr> {
-    let forwarded = trust_forwarded_for
-        .then(|| {
-            headers
-                .get_all("x-forwarded-for")
-                .filter_map(|value| value.to_str().ok())
-                .flat_map(|value| value.split(','))
-                .filter_map(|entry| entry.trim().parse::<IpAddr>().ok())
-                .last()
-        })
-        .flatten();
-    forwarded
+    forwarding
+        .client_of(headers)
         .or_else(|| peer.map(|peer| peer.ip()))
         .map(group_v6)
 }
@@ -99,20 +125,57 @@ mod tests {
 
     use super::*;
 
+    fn forwarding(trusted: bool, proxies: &[&str]) -> Forwarding {
+        Forwarding {
+            trusted,
+            proxies: proxies
+                .iter()
+                .map(|proxy| proxy.parse().expect("ip"))
+                .collect(),
+        }
+    }
+
+    fn request(forwarded_for: &str) -> HttpRequest {
+        TestRequest::default()
+            .peer_addr("10.0.0.9:5000".parse().expect("addr"))
+            .insert_header(("x-forwarded-for", forwarded_for))
+            .to_http_request()
+    }
+
     #[test]
     fn the_peer_is_the_client_unless_a_proxy_is_trusted() {
-        let req = TestRequest::default()
-            .peer_addr("10.0.0.9:5000".parse().expect("addr"))
-            .insert_header(("x-forwarded-for", "1.1.1.1, 203.0.113.7"))
-            .to_http_request();
+        let req = request("1.1.1.1, 203.0.113.7");
         assert_eq!(
-            client_key(&req, false),
+            client_key(&req, &forwarding(false, &[])),
             Some("10.0.0.9".parse().expect("ip"))
         );
         assert_eq!(
-            client_key(&req, true),
+            client_key(&req, &forwarding(true, &[])),
             Some("203.0.113.7".parse().expect("ip")),
             "the entry the proxy added, not one the client wrote"
+        );
+    }
+
+    #[test]
+    fn a_client_written_entry_is_never_the_client() {
+        // The client wrote garbage after a made-up address; the balancer appended the real one.
+        let req = request("6.6.6.6, not-an-address, 203.0.113.7");
+        assert_eq!(
+            client_key(&req, &forwarding(true, &[])),
+            Some("203.0.113.7".parse().expect("ip"))
+        );
+        // The right-most entry is not an address: nothing there can be trusted, the peer is used
+        // (the old reading took the last entry that parsed, one the client wrote).
+        let req = request("6.6.6.6, garbage");
+        assert_eq!(
+            client_key(&req, &forwarding(true, &[])),
+            Some("10.0.0.9".parse().expect("ip"))
+        );
+        // Behind a CDN that appends too: its entry is skipped from the right.
+        let req = request("6.6.6.6, 198.51.100.4, 192.0.2.1");
+        assert_eq!(
+            client_key(&req, &forwarding(true, &["192.0.2.1"])),
+            Some("198.51.100.4".parse().expect("ip"))
         );
     }
 
@@ -124,9 +187,10 @@ mod tests {
         let other = TestRequest::default()
             .peer_addr("[2001:db8:1:2:bbbb::9]:1".parse().expect("addr"))
             .to_http_request();
-        assert_eq!(client_key(&one, false), client_key(&other, false));
+        let direct = forwarding(false, &[]);
+        assert_eq!(client_key(&one, &direct), client_key(&other, &direct));
         assert_eq!(
-            client_key(&one, false),
+            client_key(&one, &direct),
             Some("2001:db8:1:2::".parse().expect("ip"))
         );
     }

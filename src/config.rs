@@ -106,6 +106,25 @@ pub struct ServerSettings {
     /// Leave off when clients reach the server directly, or they could choose their address.
     #[serde(default)]
     pub trust_forwarded_for: bool,
+    /// With `trust_forwarded_for`: proxies in front of the balancer that append to
+    /// `X-Forwarded-For` too (a CDN); their entries are skipped from the right.
+    #[serde(default, deserialize_with = "list_or_commas")]
+    pub trusted_proxies: Vec<String>,
+}
+
+impl ServerSettings {
+    /// How the client's address is read (`crate::client::Forwarding`). The proxies were checked
+    /// to be addresses at start-up.
+    pub fn forwarding(&self) -> crate::client::Forwarding {
+        crate::client::Forwarding {
+            trusted: self.trust_forwarded_for,
+            proxies: self
+                .trusted_proxies
+                .iter()
+                .filter_map(|proxy| proxy.parse().ok())
+                .collect(),
+        }
+    }
 }
 
 /// The real-time channel at `/socket.io/` (see docs/protocol.md).
@@ -330,6 +349,14 @@ impl Settings {
                 "server.public_url",
                 "must be an http:// or https:// address",
             ));
+        }
+        for proxy in &self.server.trusted_proxies {
+            if proxy.parse::<std::net::IpAddr>().is_err() {
+                return Err(ConfigError::invalid(
+                    "server.trusted_proxies",
+                    format!("\"{proxy}\" is not an IP address"),
+                ));
+            }
         }
         for origin in &self.server.allowed_origins {
             let valid = url::Url::parse(origin)

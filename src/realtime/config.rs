@@ -21,8 +21,8 @@ pub struct RealtimeConfig {
     /// How long a lost connection's sockets wait for the client to recover them.
     pub recovery_window: Option<Duration>,
     pub origins: OriginPolicy,
-    /// Take the client's address from the last `X-Forwarded-For` entry (behind a proxy).
-    pub trust_forwarded_for: bool,
+    /// Where the client's address comes from (behind a proxy: `X-Forwarded-For`).
+    pub forwarding: crate::client::Forwarding,
     /// Connections held at once; past it a new one is refused with 503 (see `route`).
     pub max_connections: Option<usize>,
 }
@@ -65,7 +65,7 @@ impl Default for RealtimeConfig {
             rate_limit: None,
             recovery_window: None,
             origins: OriginPolicy::Any,
-            trust_forwarded_for: false,
+            forwarding: crate::client::Forwarding::default(),
             max_connections: None,
         }
     }

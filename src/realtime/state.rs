@@ -188,7 +188,7 @@ impl ServerState {
         Handshake {
             origin: text(header::ORIGIN),
             cookie_header: text(header::COOKIE),
-            address: client_key_of(headers, peer, self.0.config.trust_forwarded_for),
+            address: client_key_of(headers, peer, &self.0.config.forwarding),
         }
     }
 }

@@ -164,10 +164,7 @@ pub async fn setup(
     let new_hash = match account.password_hash {
         Some(existing) => {
             if !throttle
-                .allow_login(
-                    &email,
-                    client_key(&req, settings.server.trust_forwarded_for),
-                )
+                .allow_login(&email, client_key(&req, &settings.server.forwarding()))
                 .await
             {
                 return Err(ApiError::new(

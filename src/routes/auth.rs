@@ -91,7 +91,7 @@ pub async fn signup(
         Some(NewPassword::parse(body.password.unwrap_or_default()).map_err(password_error)?)
     };
     if !throttle
-        .allow_signup(client_key(&req, settings.server.trust_forwarded_for))
+        .allow_signup(client_key(&req, &settings.server.forwarding()))
         .await
     {
         return Err(too_many("Too many requests. Please try again later."));
@@ -185,10 +185,7 @@ pub async fn login(
         return Err(password_error(PasswordError::Missing));
     }
     if !throttle
-        .allow_login(
-            &email,
-            client_key(&req, settings.server.trust_forwarded_for),
-        )
+        .allow_login(&email, client_key(&req, &settings.server.forwarding()))
         .await
     {
         return Err(too_many(TOO_MANY_ATTEMPTS));
@@ -337,10 +334,7 @@ pub async fn request_reset(
             ),
         })?;
     if !throttle
-        .allow_reset(
-            &email,
-            client_key(&req, settings.server.trust_forwarded_for),
-        )
+        .allow_reset(&email, client_key(&req, &settings.server.forwarding()))
         .await
     {
         return Err(too_many(
@@ -494,7 +488,7 @@ pub async fn confirm_reset(
     };
     // Each try costs a hash: a client may not spray them.
     if !throttle
-        .allow_reset_confirm(client_key(&req, settings.server.trust_forwarded_for))
+        .allow_reset_confirm(client_key(&req, &settings.server.forwarding()))
         .await
     {
         return Err(too_many(

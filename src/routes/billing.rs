@@ -166,7 +166,7 @@ pub async fn create_checkout(
     if !throttle
         .allow_checkout(crate::client::client_key(
             &req,
-            settings.server.trust_forwarded_for,
+            &settings.server.forwarding(),
         ))
         .await
     {

@@ -49,7 +49,7 @@ pub async fn record_event(
 ) -> Result<HttpResponse, ApiError> {
     if !limiter
         .0
-        .allow(client_key(&req, settings.server.trust_forwarded_for))
+        .allow(client_key(&req, &settings.server.forwarding()))
     {
         return Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,

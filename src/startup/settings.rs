@@ -49,7 +49,7 @@ pub(super) fn realtime_config(settings: &Settings) -> RealtimeConfig {
         recovery_window: (realtime.recovery_window_secs > 0)
             .then(|| Duration::from_secs(realtime.recovery_window_secs)),
         origins: OriginPolicy::Only(origins),
-        trust_forwarded_for: settings.server.trust_forwarded_for,
+        forwarding: settings.server.forwarding(),
         max_connections: match realtime.max_connections {
             0 => open_file_limit().map(connections_within),
             max => Some(max),
