@@ -74,8 +74,8 @@ async fn post(
         .base
         .join(path)
         .map_err(|_| SetupError::Answer("a path the server gave is not a URL"))?;
-    let origin = signup.base.origin().ascii_serialization();
-    let mut request = signup.http.post(url).header("origin", origin).json(&body);
+    // No Origin: a script, not a browser (a browser's writes must come from the site itself).
+    let mut request = signup.http.post(url).json(&body);
     if let Some(cookie) = cookie {
         request = request.header("cookie", cookie);
     }

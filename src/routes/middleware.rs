@@ -1,5 +1,6 @@
 //! What every HTTP answer gets: its request id (`x-request-id`, the id in the request's log
-//! lines), the security headers, and long caching for content-hashed assets.
+//! lines), the security headers, and long caching for content-hashed assets; and what every
+//! `/api` request must be: a write from this site, not another one.
 
 use actix_web::HttpMessage;
 use actix_web::body::MessageBody;
@@ -79,4 +80,57 @@ pub async fn security_headers(
         );
     }
     Ok(response)
+}
+
+/// The origins a browser may write to `/api` from: the public URL's, and `server.allowed_origins`.
+#[derive(Debug, Clone)]
+pub struct SiteOrigins(pub std::sync::Arc<[String]>);
+
+impl SiteOrigins {
+    pub fn of(public_url: &url::Url, allowed: &[String]) -> Self {
+        let mut origins = vec![public_url.origin().ascii_serialization()];
+        origins.extend(
+            allowed
+                .iter()
+                .map(|origin| origin.trim_end_matches('/').to_owned()),
+        );
+        Self(origins.into())
+    }
+}
+
+/// Refuses an unsafe request (POST, PUT, PATCH, DELETE) that a browser sent from another site:
+/// `Sec-Fetch-Site` other than same-origin or none (typed or bookmarked), else an `Origin` that
+/// is not this site's. Cancel, refund, the billing portal and sign-out take no body and relied on
+/// SameSite cookies alone. A request with neither header (a provider's webhook, a script) is not
+/// a browser's and goes on; the endpoints decide.
+pub async fn same_site_writes(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+    origins: SiteOrigins,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    use actix_web::http::Method;
+    let unsafe_method = matches!(
+        *req.method(),
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    );
+    if unsafe_method && !from_this_site(req.headers(), &origins) {
+        return Err(crate::error::ApiError::new(
+            actix_web::http::StatusCode::FORBIDDEN,
+            "cross_site",
+            "This request came from another website, so it was refused.",
+        )
+        .into());
+    }
+    next.call(req).await
+}
+
+fn from_this_site(headers: &header::HeaderMap, origins: &SiteOrigins) -> bool {
+    if let Some(site) = headers.get("sec-fetch-site") {
+        return matches!(site.to_str(), Ok("same-origin" | "none"));
+    }
+    match headers.get(header::ORIGIN).map(HeaderValue::to_str) {
+        None => true,
+        Some(Ok(origin)) => origins.0.iter().any(|allowed| allowed == origin),
+        Some(Err(_)) => false,
+    }
 }

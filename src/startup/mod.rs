@@ -340,6 +340,10 @@ fn run(
     } = services;
     let billing = web::Data::from(billing);
     let hsts = settings.server.public_url.scheme() == "https";
+    let site_origins = routes::middleware::SiteOrigins::of(
+        &settings.server.public_url,
+        &settings.server.allowed_origins,
+    );
     let shutdown_timeout = settings.server.shutdown_timeout_secs;
     let static_dir = settings.server.static_dir.clone();
 
@@ -397,6 +401,12 @@ fn run(
                     // The web app's files come precompressed (routes::web_app), and the
                     // real-time paths (WebSocket upgrades, long-polling) stay as they are.
                     .wrap(Compress::default())
+                    .wrap(from_fn({
+                        let origins = site_origins.clone();
+                        move |req, next| {
+                            routes::middleware::same_site_writes(req, next, origins.clone())
+                        }
+                    }))
                     .configure(|cfg| routes::configure_api(cfg, demo_payments))
                     .default_service(web::to(routes::api_not_found)),
             )

@@ -425,3 +425,58 @@ async fn made_up_reset_links_cost_no_hash_and_one_address_may_not_spray_them() {
         "Too many password reset attempts. Please wait a minute and try again."
     );
 }
+
+#[tokio::test]
+async fn another_website_cannot_make_a_signed_in_browser_write() {
+    let app = spawn_app().await;
+    let session = sign_up(&app, "ann@example.com", "secret1").await;
+    let logout = |headers: &'static [(&'static str, &'static str)]| {
+        let mut request = app
+            .client
+            .post(app.url("/api/auth/logout"))
+            .header("cookie", session.clone())
+            .json(&json!({}));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send()
+    };
+    for headers in [
+        &[("origin", "https://evil.example")][..],
+        &[("sec-fetch-site", "cross-site")][..],
+        &[
+            ("sec-fetch-site", "same-site"),
+            ("origin", "http://127.0.0.1:8080"),
+        ][..],
+        &[("origin", "null")][..],
+    ] {
+        let (status, error) = error_of(logout(headers).await.expect("sent")).await;
+        assert_eq!(
+            (status, error["error"].as_str()),
+            (403, Some("cross_site")),
+            "{headers:?}"
+        );
+        assert_eq!(
+            me(&app, &session).await["user"]["email"],
+            "ann@example.com",
+            "still signed in after {headers:?}"
+        );
+    }
+    // This site's own pages (the public URL's origin), and reads from anywhere, go on.
+    let response = app
+        .client
+        .get(app.url("/api/auth/me"))
+        .header("cookie", session.clone())
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), 200);
+    let response = logout(&[
+        ("sec-fetch-site", "same-origin"),
+        ("origin", "http://127.0.0.1:8080"),
+    ])
+    .await
+    .expect("sent");
+    assert_eq!(response.status(), 204, "signed out");
+}
