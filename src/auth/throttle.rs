@@ -42,6 +42,17 @@ const SIGNUP_PER_ADDRESS: Limit = Limit {
     burst: 10,
     period: Duration::from_secs(60),
 };
+/// The success page: each hit on a checkout not yet fulfilled may ask the payment provider.
+const CHECKOUT_SUCCESS_PER_ADDRESS: Limit = Limit {
+    name: "checkout-success-address",
+    burst: 30,
+    period: Duration::from_secs(2),
+};
+const CHECKOUT_SUCCESS_PER_CHECKOUT: Limit = Limit {
+    name: "checkout-success-checkout",
+    burst: 20,
+    period: Duration::from_secs(3),
+};
 /// Each checkout is a call to the payment provider.
 const CHECKOUT_PER_ADDRESS: Limit = Limit {
     name: "checkout-address",
@@ -79,6 +90,17 @@ impl AuthThrottle {
         self.cluster
             .allow_address(SIGNUP_PER_ADDRESS, address)
             .await
+    }
+
+    /// One hit of the success page for `checkout` (its provider or tracking id).
+    pub async fn allow_checkout_success(&self, checkout: &str, address: Option<IpAddr>) -> bool {
+        self.cluster
+            .allow_address(CHECKOUT_SUCCESS_PER_ADDRESS, address)
+            .await
+            && self
+                .cluster
+                .allow(CHECKOUT_SUCCESS_PER_CHECKOUT, checkout)
+                .await
     }
 
     pub async fn allow_checkout(&self, address: Option<IpAddr>) -> bool {

@@ -27,6 +27,9 @@ const TRIAL_REMINDER_SENT: &str = "trial reminder sent";
 pub const SIGN_IN_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
 /// The spec's subscription check throttle: one fresh answer per user per 15 s.
 pub const CHECK_THROTTLE: Duration = Duration::from_secs(15);
+/// How long the success page's "not paid" answer for a checkout is given again without asking
+/// the provider.
+pub const UNPAID_ANSWER_KEPT: Duration = Duration::from_secs(5);
 
 pub struct Billing {
     pub(super) db: Db,
@@ -36,6 +39,9 @@ pub struct Billing {
     product_name: String,
     /// When each member's check last asked the provider (the 15 s throttle).
     checks: Mutex<HashMap<String, Instant>>,
+    /// Checkouts the provider said are not paid, and when: the success page's answer for a few
+    /// seconds, so repeated hits on an unpaid checkout do not each call the provider.
+    unpaid: Mutex<HashMap<String, Instant>>,
 }
 
 /// A checkout to open, as the route parsed it.
@@ -171,6 +177,7 @@ impl Billing {
             public_url,
             product_name,
             checks: Mutex::new(HashMap::new()),
+            unpaid: Mutex::new(HashMap::new()),
         }
     }
 
@@ -532,9 +539,13 @@ impl Billing {
         let outcome = if stored.fulfilled_at.is_some() {
             None
         } else {
+            if self.unpaid_lately(provider_session_id) {
+                return Err(ConfirmError::NotPaid);
+            }
             match self.provider.checkout_status(provider_session_id).await? {
                 CheckoutStatus::Complete(completed) => Some(self.fulfil(completed).await?),
                 CheckoutStatus::Open | CheckoutStatus::Expired => {
+                    self.remember_unpaid(provider_session_id);
                     return Err(ConfirmError::NotPaid);
                 }
             }
@@ -602,6 +613,24 @@ impl Billing {
             billing_store::record_subscription(&self.db, self.provider.name(), &fresh).await?;
         }
         Ok(())
+    }
+
+    /// Whether the provider said this checkout was not paid within the last few seconds.
+    fn unpaid_lately(&self, provider_session_id: &str) -> bool {
+        self.unpaid.lock().is_ok_and(|unpaid| {
+            unpaid
+                .get(provider_session_id)
+                .is_some_and(|at| at.elapsed() < UNPAID_ANSWER_KEPT)
+        })
+    }
+
+    fn remember_unpaid(&self, provider_session_id: &str) {
+        if let Ok(mut unpaid) = self.unpaid.lock() {
+            if unpaid.len() > 10_000 {
+                unpaid.retain(|_, at| at.elapsed() < UNPAID_ANSWER_KEPT);
+            }
+            unpaid.insert(provider_session_id.to_owned(), Instant::now());
+        }
     }
 
     /// Whether this member's check asked the provider within the last 15 s; if not, it is marked

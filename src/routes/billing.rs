@@ -253,12 +253,29 @@ pub async fn checkout_success(
     billing: web::Data<Billing>,
     cookies: web::Data<SessionCookies>,
     viewer: MaybeUser,
+    throttle: web::Data<crate::auth::AuthThrottle>,
+    settings: web::Data<crate::config::Settings>,
     query: web::Query<SuccessQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let query = query.into_inner();
     let (session_id, tracking) = (clean(query.session_id), clean(query.session));
-    if session_id.is_none() && tracking.is_none() {
+    let Some(checkout) = session_id.as_deref().or(tracking.as_deref()) else {
         return Err(ApiError::bad_request("missing_session", MISSING_SESSION));
+    };
+    // A hit on a checkout not yet fulfilled may ask the provider: neither one client nor one
+    // checkout may spray them.
+    if !throttle
+        .allow_checkout_success(
+            checkout,
+            crate::client::client_key(&req, &settings.server.forwarding()),
+        )
+        .await
+    {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            "Too many requests. Please try again later.",
+        ));
     }
     let start_cookie = req.cookie(CHECKOUT_START_COOKIE);
     let started_here = |tracking_id: &str| start_cookie.is_some_and(|c| c.value() == tracking_id);

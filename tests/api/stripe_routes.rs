@@ -255,3 +255,40 @@ async fn the_demo_checkout_does_not_exist_on_stripe() {
         .await;
     assert_eq!(response.status(), 404);
 }
+
+#[tokio::test]
+async fn the_success_page_of_an_unpaid_checkout_asks_stripe_once_a_while_and_is_throttled() {
+    let mock = MockStripe::start().await;
+    let app = stripe_app(&mock).await;
+    let response = app
+        .post_json(
+            "/api/create-checkout.js",
+            &json!({"source": "chat_trial_prompt"}),
+        )
+        .await;
+    let started: Value = response.json().await.expect("json");
+    let session_id = started["sessionId"].as_str().expect("id").to_owned();
+    let path = format!("/api/checkout-success?session_id={session_id}");
+    for _ in 0..3 {
+        let (status, error) = error_of(app.get(&path).await).await;
+        assert_eq!((status, error["error"].as_str()), (402, Some("not_paid")));
+    }
+    assert_eq!(
+        mock.requests_to("GET", &format!("/v1/checkout/sessions/{session_id}"))
+            .len(),
+        1,
+        "the unpaid answer is kept a few seconds instead of asking Stripe each time"
+    );
+
+    // One checkout may not be hammered: past the burst, 429 at once.
+    let mut statuses = Vec::new();
+    for _ in 0..20 {
+        statuses.push(app.get(&path).await.status().as_u16());
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+    assert!(
+        mock.requests_to("GET", &format!("/v1/checkout/sessions/{session_id}"))
+            .len()
+            <= 2
+    );
+}
