@@ -113,6 +113,19 @@ pub struct ServerSettings {
 }
 
 impl ServerSettings {
+    /// The origins browsers may use this server from, serialized (`https://helpnow.example`): the
+    /// public URL's and `allowed_origins` (for the real-time channel and `/api` writes alike).
+    pub fn site_origins(&self) -> Vec<String> {
+        std::iter::once(self.public_url.clone())
+            .chain(
+                self.allowed_origins
+                    .iter()
+                    .filter_map(|origin| url::Url::parse(origin).ok()),
+            )
+            .map(|url| url.origin().ascii_serialization())
+            .collect()
+    }
+
     /// How the client's address is read (`crate::client::Forwarding`). The proxies were checked
     /// to be addresses at start-up.
     pub fn forwarding(&self) -> crate::client::Forwarding {

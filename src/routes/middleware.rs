@@ -8,6 +8,8 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::Next;
 
+use crate::realtime::OriginPolicy;
+
 /// The response header that carries the request's id.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
@@ -82,31 +84,15 @@ pub async fn security_headers(
     Ok(response)
 }
 
-/// The origins a browser may write to `/api` from: the public URL's, and `server.allowed_origins`.
-#[derive(Debug, Clone)]
-pub struct SiteOrigins(pub std::sync::Arc<[String]>);
-
-impl SiteOrigins {
-    pub fn of(public_url: &url::Url, allowed: &[String]) -> Self {
-        let mut origins = vec![public_url.origin().ascii_serialization()];
-        origins.extend(
-            allowed
-                .iter()
-                .map(|origin| origin.trim_end_matches('/').to_owned()),
-        );
-        Self(origins.into())
-    }
-}
-
 /// Refuses an unsafe request (POST, PUT, PATCH, DELETE) that a browser sent from another site:
 /// `Sec-Fetch-Site` other than same-origin or none (typed or bookmarked), else an `Origin` that
-/// is not this site's. Cancel, refund, the billing portal and sign-out take no body and relied on
+/// is not this site's (the real-time channel's policy: `server.site_origins`). Cancel, refund, the billing portal and sign-out take no body and relied on
 /// SameSite cookies alone. A request with neither header (a provider's webhook, a script) is not
 /// a browser's and goes on; the endpoints decide.
 pub async fn same_site_writes(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
-    origins: SiteOrigins,
+    origins: std::sync::Arc<OriginPolicy>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     use actix_web::http::Method;
     let unsafe_method = matches!(
@@ -124,13 +110,13 @@ pub async fn same_site_writes(
     next.call(req).await
 }
 
-fn from_this_site(headers: &header::HeaderMap, origins: &SiteOrigins) -> bool {
+fn from_this_site(headers: &header::HeaderMap, origins: &OriginPolicy) -> bool {
     if let Some(site) = headers.get("sec-fetch-site") {
         return matches!(site.to_str(), Ok("same-origin" | "none"));
     }
     match headers.get(header::ORIGIN).map(HeaderValue::to_str) {
         None => true,
-        Some(Ok(origin)) => origins.0.iter().any(|allowed| allowed == origin),
+        Some(Ok(origin)) => origins.allows(Some(origin)),
         Some(Err(_)) => false,
     }
 }

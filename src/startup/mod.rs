@@ -340,10 +340,9 @@ fn run(
     } = services;
     let billing = web::Data::from(billing);
     let hsts = settings.server.public_url.scheme() == "https";
-    let site_origins = routes::middleware::SiteOrigins::of(
-        &settings.server.public_url,
-        &settings.server.allowed_origins,
-    );
+    let site_origins = Arc::new(crate::realtime::OriginPolicy::Only(
+        settings.server.site_origins(),
+    ));
     let shutdown_timeout = settings.server.shutdown_timeout_secs;
     let static_dir = settings.server.static_dir.clone();
 

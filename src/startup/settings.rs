@@ -27,16 +27,6 @@ pub(super) fn payment_provider(
 /// `server.allowed_origins`.
 pub(super) fn realtime_config(settings: &Settings) -> RealtimeConfig {
     let realtime = &settings.realtime;
-    let origins = std::iter::once(settings.server.public_url.clone())
-        .chain(
-            settings
-                .server
-                .allowed_origins
-                .iter()
-                .filter_map(|origin| url::Url::parse(origin).ok()),
-        )
-        .map(|url| url.origin().ascii_serialization())
-        .collect();
     RealtimeConfig {
         ping_interval: Duration::from_millis(realtime.ping_interval_ms),
         ping_timeout: Duration::from_millis(realtime.ping_timeout_ms),
@@ -48,7 +38,7 @@ pub(super) fn realtime_config(settings: &Settings) -> RealtimeConfig {
         }),
         recovery_window: (realtime.recovery_window_secs > 0)
             .then(|| Duration::from_secs(realtime.recovery_window_secs)),
-        origins: OriginPolicy::Only(origins),
+        origins: OriginPolicy::Only(settings.server.site_origins()),
         forwarding: settings.server.forwarding(),
         max_connections: match realtime.max_connections {
             0 => open_file_limit().map(connections_within),

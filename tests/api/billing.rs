@@ -48,6 +48,14 @@ async fn count(app: &TestApp, sql: &str) -> u64 {
     value.unwrap_or(0)
 }
 
+/// A signed-out visitor starts the trial prompt's checkout, pays it with `email` and comes back
+/// to the success page: its answer and the checkout cookie.
+async fn buy_trial_signed_out(app: &TestApp, email: &str) -> (Value, Option<String>) {
+    let started = start_checkout(app, json!({"source": "chat_trial_prompt"})).await;
+    let redirect = pay(app, started["sessionId"].as_str().expect("id"), email).await;
+    confirm(app, &started, &redirect).await
+}
+
 /// The success page's API call for a redirect path, from the client that started the checkout;
 /// returns its answer and the checkout cookie.
 async fn confirm(app: &TestApp, started: &Value, redirect: &str) -> (Value, Option<String>) {
@@ -306,14 +314,7 @@ async fn a_funnel_visitor_pays_one_dollar_and_sets_up_a_trial_account() {
 async fn an_existing_account_must_give_its_own_password() {
     let app = spawn_app().await;
     sign_up(&app, "ann@example.com", "original1").await;
-    let started = start_checkout(&app, json!({"source": "chat_trial_prompt"})).await;
-    let redirect = pay(
-        &app,
-        started["sessionId"].as_str().expect("id"),
-        "ann@example.com",
-    )
-    .await;
-    let (answer, cookie) = confirm(&app, &started, &redirect).await;
+    let (answer, cookie) = buy_trial_signed_out(&app, "ann@example.com").await;
     assert_eq!(answer["hasPassword"], true);
     assert_eq!(
         answer["next"], "sign-in",
@@ -996,14 +997,7 @@ async fn a_password_reset_ends_the_accounts_other_reset_links_and_mail_sign_in_l
     let app = spawn_app().await;
     sign_up(&app, "ann@example.com", "original1").await;
     // A checkout paid with her address mails her a one-time sign-in link.
-    let started = start_checkout(&app, json!({"source": "chat_trial_prompt"})).await;
-    let redirect = pay(
-        &app,
-        started["sessionId"].as_str().expect("id"),
-        "ann@example.com",
-    )
-    .await;
-    confirm(&app, &started, &redirect).await;
+    buy_trial_signed_out(&app, "ann@example.com").await;
     let mail_link = welcome_token(&app).await;
     // Two reset mails; the newer one is used.
     let reset = || async {

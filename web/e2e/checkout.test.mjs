@@ -12,6 +12,15 @@ after(async () => {
   await env?.close();
 });
 
+/** From the trial prompt a visitor opened, on to the demo checkout. */
+async function startVisitorTrial(page) {
+  await page
+    .getByRole('dialog', { name: 'Get Unlimited AI Access!' })
+    .getByRole('button', { name: 'Start Your Trial for $1' })
+    .click();
+  await page.waitForURL((url) => url.pathname.startsWith('/demo-checkout/'));
+}
+
 /** A new account, signed in in a fresh browser context: its page and its session cookie. */
 async function signedInPage(device, email) {
   const opened = await openPage(env.browser, device);
@@ -121,11 +130,7 @@ describe('checkout on the demo provider', () => {
     await signUp(env.baseUrl, email, 'my old password');
 
     await page.goto(`${env.baseUrl}/?subscribe=true`);
-    await page
-      .getByRole('dialog', { name: 'Get Unlimited AI Access!' })
-      .getByRole('button', { name: 'Start Your Trial for $1' })
-      .click();
-    await page.waitForURL((url) => url.pathname.startsWith('/demo-checkout/'));
+    await startVisitorTrial(page);
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Card number').fill('4242 4242 4242 4242');
     await page.getByRole('button', { name: 'Pay $1.00 and start trial' }).click();
@@ -161,11 +166,7 @@ describe('checkout on the demo provider', () => {
   test('a canceled checkout comes back to a calm notice', async () => {
     const { page, context, problems } = await openPage(env.browser, PHONE);
     await page.goto(`${env.baseUrl}/?subscribe=true`);
-    await page
-      .getByRole('dialog', { name: 'Get Unlimited AI Access!' })
-      .getByRole('button', { name: 'Start Your Trial for $1' })
-      .click();
-    await page.waitForURL((url) => url.pathname.startsWith('/demo-checkout/'));
+    await startVisitorTrial(page);
     await page.getByRole('button', { name: 'Cancel' }).click();
     await page.waitForURL((url) => url.pathname === '/');
     await page.getByText(/canceled/i).first().waitFor();
