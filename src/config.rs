@@ -163,6 +163,12 @@ pub struct RealtimeSettings {
     /// requests, the database and the AI); no cap where the limit is unlimited or unknown.
     #[serde(default)]
     pub max_connections: usize,
+    /// Real-time connections one address may hold at once; new ones past it are refused with 429
+    /// (0: no limit).
+    pub max_connections_per_address: usize,
+    /// Bytes waiting for one client that does not read them; past it its connection is dropped
+    /// (0: no limit).
+    pub max_buffered_bytes: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -25,6 +25,14 @@ pub struct RealtimeConfig {
     pub forwarding: crate::client::Forwarding,
     /// Connections held at once; past it a new one is refused with 503 (see `route`).
     pub max_connections: Option<usize>,
+    /// Connections one client address (as `forwarding` reads it) may hold at once; past it a new
+    /// one is refused with 429. A client that only holds connections costs nothing to keep open,
+    /// so without it one address could take every place under `max_connections`.
+    pub max_connections_per_address: Option<usize>,
+    /// Bytes waiting for one client that does not take them (a WebSocket's frames the socket would
+    /// not take, a long-polling client's packets until its next GET); past it the connection is
+    /// dropped, as a lost one (its sockets may be recovered).
+    pub max_buffered_bytes: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +62,8 @@ impl OriginPolicy {
 }
 
 impl Default for RealtimeConfig {
-    /// The reference implementation's defaults; no rate limit, no recovery, any origin.
+    /// The reference implementation's defaults; no rate limit, no recovery, any origin, no cap
+    /// on connections or on what waits for a client.
     fn default() -> Self {
         Self {
             ping_interval: Duration::from_millis(25_000),
@@ -67,6 +76,8 @@ impl Default for RealtimeConfig {
             origins: OriginPolicy::Any,
             forwarding: crate::client::Forwarding::default(),
             max_connections: None,
+            max_connections_per_address: None,
+            max_buffered_bytes: None,
         }
     }
 }

@@ -94,7 +94,7 @@ impl Connection {
         });
         let sid: Arc<str> = super::socket::random_id().into();
         let route = Arc::new(Route::default());
-        server.connection_opened(sid.clone(), route.clone());
+        server.connection_opened(sid.clone(), route.clone(), handshake.address);
         Self {
             server,
             sid,
@@ -181,7 +181,8 @@ impl Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         self.shut(DisconnectReason::TransportClose);
-        self.server.connection_closed(&self.sid);
+        self.server
+            .connection_closed(&self.sid, self.handshake.address);
     }
 }
 

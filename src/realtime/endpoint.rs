@@ -2,6 +2,7 @@
 //! dispatched: a new polling session, a GET or POST for an existing one (found in the session
 //! table). WebSocket upgrades arrive through [`super::upgrade`], which checks them here too.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use actix_web::http::Method;
@@ -62,9 +63,16 @@ pub(crate) enum Admitted {
 
 impl RealtimeServer {
     /// Checks a request to `/socket.io/` from an allowed origin in the reference's order: its
-    /// transport, sid, method and protocol version, and whether a new connection is welcome now.
-    /// The error is the answer to give instead.
-    pub(crate) fn admit(&self, method: &Method, query: &str) -> Result<Admitted, Refusal> {
+    /// transport, sid, method and protocol version, and whether a new connection is welcome now
+    /// (from this client too: `headers` and `peer` give its address). The error is the answer to
+    /// give instead.
+    pub(crate) fn admit(
+        &self,
+        method: &Method,
+        query: &str,
+        headers: &header::HeaderMap,
+        peer: Option<SocketAddr>,
+    ) -> Result<Admitted, Refusal> {
         let query = EngineQuery::parse(query);
         let websocket = match query.transport.as_deref() {
             Some("polling") => false,
@@ -82,6 +90,12 @@ impl RealtimeServer {
                 if self.state().is_stopping() {
                     // Clients retry, and reach another process or this one restarted.
                     return Err(Refusal::Stopping);
+                }
+                if self
+                    .state()
+                    .address_is_full(self.state().client_address(headers, peer))
+                {
+                    return Err(Refusal::TooManyFromAddress);
                 }
                 if self
                     .config()
@@ -128,7 +142,12 @@ async fn endpoint(
             .insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, "content-type"))
             .finish()
     } else {
-        match server.admit(req.method(), req.query_string()) {
+        match server.admit(
+            req.method(),
+            req.query_string(),
+            req.headers(),
+            req.peer_addr(),
+        ) {
             Err(refused) => refused.response(),
             Ok(Admitted::OpenPolling) => open_polling(&server, &req),
             Ok(Admitted::Poll(sid)) => poll(&server, &sid).await,
@@ -172,7 +191,8 @@ fn open_polling(server: &RealtimeServer, req: &HttpRequest) -> HttpResponse {
     let sid = conn.sid.clone();
     let open = conn.open_packet(&["websocket"]).encode_text();
     let sessions = server.sessions();
-    sessions.register(sid, polling::start(sessions.clone(), conn));
+    let limit = server.config().max_buffered_bytes;
+    sessions.register(sid, polling::start(sessions.clone(), conn, limit));
     payload_response(open)
 }
 

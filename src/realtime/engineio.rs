@@ -86,6 +86,19 @@ impl Packet {
         }
     }
 
+    /// The bytes this packet adds to a polling payload: its text and the separator before it.
+    /// A message is measured without being encoded (a long-polling session counts what waits for
+    /// its client).
+    pub fn payload_len(&self) -> usize {
+        let text = match self {
+            Packet::Message(Message::Text(text)) => 1 + text.len(),
+            Packet::Message(Message::Binary(bytes)) => 1 + bytes.len().div_ceil(3) * 4,
+            Packet::Ping(data) | Packet::Pong(data) => 1 + data.len(),
+            other => other.encode_text().len(),
+        };
+        RECORD_SEPARATOR.len_utf8() + text
+    }
+
     /// Parses one text frame or polling record (`b<base64>` included).
     pub fn decode_text(text: &str) -> Result<Packet, DecodeError> {
         let mut chars = text.chars();
@@ -284,6 +297,11 @@ mod tests {
         #[test]
         fn every_packet_survives_a_round_trip(packet in packet()) {
             prop_assert_eq!(Packet::decode_text(&packet.encode_text()), Ok(packet));
+        }
+
+        #[test]
+        fn a_packets_payload_length_is_its_encoded_length_and_a_separator(packet in packet()) {
+            prop_assert_eq!(packet.payload_len(), packet.encode_text().len() + 1);
         }
 
         #[test]

@@ -58,6 +58,8 @@ pub(crate) enum Refusal {
     Stopping,
     /// A new connection past `max_connections`.
     AtCapacity,
+    /// A new connection from an address that holds `max_connections_per_address` already.
+    TooManyFromAddress,
     /// A WebSocket asked for off `/socket.io/`.
     NotFound,
 }
@@ -86,6 +88,12 @@ impl Refusal {
                 .json(serde_json::json!({
                     "code": "at_capacity",
                     "message": "The server is busy. Please try again in a moment.",
+                })),
+            Self::TooManyFromAddress => HttpResponse::TooManyRequests()
+                .insert_header((header::RETRY_AFTER, "5"))
+                .json(serde_json::json!({
+                    "code": "too_many_connections",
+                    "message": "Too many connections from your network. Please close a few tabs and try again.",
                 })),
             Self::NotFound => HttpResponse::NotFound().finish(),
         }

@@ -33,6 +33,10 @@ pub(crate) struct PollingTransport {
     route: Arc<Route<Outbound>>,
     /// Packets waiting for the next GET.
     outbox: Vec<Packet>,
+    /// The outbox's size as a GET's payload: past `limit` the client is dropped.
+    outbox_bytes: usize,
+    /// Most bytes that may wait for the client's next GET (`max_buffered_bytes`).
+    limit: Option<usize>,
     /// The GET waiting for packets.
     waiting: Option<oneshot::Sender<String>>,
     /// A WebSocket is probing: answer GETs at once so the client can pause polling.
@@ -50,13 +54,15 @@ pub(crate) struct PollingTransport {
 }
 
 impl PollingTransport {
-    pub(crate) fn new(sessions: PollingSessions, conn: Connection) -> Self {
+    pub(crate) fn new(sessions: PollingSessions, conn: Connection, limit: Option<usize>) -> Self {
         Self {
             sessions,
             sid: conn.sid.clone(),
             route: conn.route.clone(),
             conn: Some(conn),
             outbox: Vec::new(),
+            outbox_bytes: 0,
+            limit,
             waiting: None,
             discarded: false,
             closed: false,
@@ -77,8 +83,13 @@ impl PollingTransport {
         };
         // A GET the client gave up on keeps the packets for the next one.
         if waiting.send(engineio::encode_payload(&self.outbox)).is_ok() {
-            self.outbox.clear();
+            self.take_outbox();
         }
+    }
+
+    fn take_outbox(&mut self) -> Vec<Packet> {
+        self.outbox_bytes = 0;
+        std::mem::take(&mut self.outbox)
     }
 
     fn answer_now(&mut self, packet: Packet) {
@@ -112,9 +123,17 @@ impl Transport for PollingTransport {
         self.conn.as_mut()
     }
 
-    fn write(&mut self, _: &mut Self::Context, packets: Vec<Packet>) {
+    /// Packets wait for the next GET; a client that does not come for them while they pass the
+    /// bound is dropped (its sockets may be recovered), rather than held in memory without end.
+    fn write(&mut self, ctx: &mut Self::Context, packets: Vec<Packet>) {
+        self.outbox_bytes += packets.iter().map(Packet::payload_len).sum::<usize>();
         self.outbox.extend(packets);
         self.flush();
+        if self.limit.is_some_and(|limit| self.outbox_bytes > limit) {
+            tracing::info!(sid = %self.sid, "a long-polling client left too much unread; dropping it");
+            self.take_outbox();
+            connection::close(self, ctx, DisconnectReason::TransportError);
+        }
     }
 
     fn close_transport(&mut self, ctx: &mut Self::Context, owe_close: bool) {
@@ -168,7 +187,7 @@ impl Handler<Poll> for PollingTransport {
             }
             self.outbox.push(Packet::Close);
             let (sender, receiver) = oneshot::channel();
-            let _ = sender.send(engineio::encode_payload(&std::mem::take(&mut self.outbox)));
+            let _ = sender.send(engineio::encode_payload(&self.take_outbox()));
             ctx.stop();
             return Ok(receiver);
         }
@@ -267,7 +286,7 @@ impl Handler<HandOver> for PollingTransport {
         ctx.address().do_send(Retarget(to));
         MessageResult(Some(HandedOver {
             conn,
-            unsent: std::mem::take(&mut self.outbox),
+            unsent: self.take_outbox(),
         }))
     }
 }
@@ -285,7 +304,12 @@ impl Handler<Retarget> for PollingTransport {
     }
 }
 
-/// Starts the polling session of `conn`: its handle, for the session table.
-pub(crate) fn start(sessions: PollingSessions, conn: Connection) -> PollingHandle {
-    PollingHandle::of(&PollingTransport::new(sessions, conn).start())
+/// Starts the polling session of `conn`, holding at most `limit` bytes for the client between
+/// two GETs: its handle, for the session table.
+pub(crate) fn start(
+    sessions: PollingSessions,
+    conn: Connection,
+    limit: Option<usize>,
+) -> PollingHandle {
+    PollingHandle::of(&PollingTransport::new(sessions, conn, limit).start())
 }

@@ -1,9 +1,11 @@
 //! What every connection of the server shares: the settings, the namespaces, the open
-//! connections' routes (to close them all on stop), the sockets of lost connections waiting to be
-//! recovered, and the count of open WebSockets. Below the transports and the session table.
+//! connections' routes (to close them all on stop) and their count by client address, the sockets
+//! of lost connections waiting to be recovered, and the count of open WebSockets. Below the
+//! transports and the session table.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::collections::hash_map::Entry;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -28,14 +30,22 @@ pub(crate) struct ServerState(Arc<Inner>);
 struct Inner {
     config: RealtimeConfig,
     namespaces: HashMap<String, Arc<dyn Namespace>>,
-    /// Every open connection's route, to close them all when the server stops.
-    live: Mutex<HashMap<Arc<str>, Arc<Route<Outbound>>>>,
+    live: Mutex<Live>,
     /// Set by `close_all`: new connections are refused from then on.
     stopping: AtomicBool,
     /// Upgraded WebSocket sockets still open, until their last frames are written.
     websockets: AtomicUsize,
     parked: Mutex<Parked>,
     connections: Option<IntGauge>,
+}
+
+/// The open connections.
+#[derive(Default)]
+struct Live {
+    /// Every open connection's route, to close them all when the server stops.
+    routes: HashMap<Arc<str>, Arc<Route<Outbound>>>,
+    /// Open connections by client address, counted only under `max_connections_per_address`.
+    by_address: HashMap<IpAddr, usize>,
 }
 
 /// Sockets of lost connections, by pid, until their recovery window ends.
@@ -62,7 +72,7 @@ impl ServerState {
         Self(Arc::new(Inner {
             config,
             namespaces,
-            live: Mutex::new(HashMap::new()),
+            live: Mutex::new(Live::default()),
             stopping: AtomicBool::new(false),
             websockets: AtomicUsize::new(0),
             parked: Mutex::new(Parked {
@@ -81,27 +91,70 @@ impl ServerState {
         self.0.namespaces.get(path).cloned()
     }
 
-    pub(crate) fn connection_opened(&self, sid: Arc<str>, route: Arc<Route<Outbound>>) {
-        lock(&self.0.live).insert(sid, route);
+    /// Counts a new connection of the client at `address`.
+    pub(crate) fn connection_opened(
+        &self,
+        sid: Arc<str>,
+        route: Arc<Route<Outbound>>,
+        address: Option<IpAddr>,
+    ) {
+        let mut live = lock(&self.0.live);
+        live.routes.insert(sid, route);
+        if let Some(address) = address.filter(|_| self.counts_addresses()) {
+            *live.by_address.entry(address).or_default() += 1;
+        }
+        drop(live);
         if let Some(gauge) = &self.0.connections {
             gauge.inc();
         }
     }
 
-    pub(crate) fn connection_closed(&self, sid: &str) {
-        lock(&self.0.live).remove(sid);
+    /// Counts off the connection `sid` of the client at `address`.
+    pub(crate) fn connection_closed(&self, sid: &str, address: Option<IpAddr>) {
+        let mut live = lock(&self.0.live);
+        live.routes.remove(sid);
+        if let Some(address) = address.filter(|_| self.counts_addresses()) {
+            // The last connection of an address takes its entry along.
+            if let Entry::Occupied(mut count) = live.by_address.entry(address) {
+                *count.get_mut() -= 1;
+                if *count.get() == 0 {
+                    count.remove();
+                }
+            }
+        }
+        drop(live);
         if let Some(gauge) = &self.0.connections {
             gauge.dec();
         }
     }
 
+    fn counts_addresses(&self) -> bool {
+        self.0.config.max_connections_per_address.is_some()
+    }
+
+    /// Whether the client at `address` holds as many connections as one address may. A client
+    /// whose address is unknown is let through, as by the other per-address limits.
+    pub(crate) fn address_is_full(&self, address: Option<IpAddr>) -> bool {
+        match (self.0.config.max_connections_per_address, address) {
+            (Some(max), Some(address)) => {
+                lock(&self.0.live)
+                    .by_address
+                    .get(&address)
+                    .copied()
+                    .unwrap_or(0)
+                    >= max
+            }
+            _ => false,
+        }
+    }
+
     pub(crate) fn is_live(&self, sid: &str) -> bool {
-        lock(&self.0.live).contains_key(sid)
+        lock(&self.0.live).routes.contains_key(sid)
     }
 
     /// Open connections, over any transport.
     pub(crate) fn connection_count(&self) -> usize {
-        lock(&self.0.live).len()
+        lock(&self.0.live).routes.len()
     }
 
     pub(crate) fn is_stopping(&self) -> bool {
@@ -111,7 +164,8 @@ impl ServerState {
     /// Closes every connection with `server shutting down`, and refuses new ones from now on.
     pub(crate) fn close_all(&self) {
         self.0.stopping.store(true, Ordering::SeqCst);
-        let routes: Vec<Arc<Route<Outbound>>> = lock(&self.0.live).values().cloned().collect();
+        let routes: Vec<Arc<Route<Outbound>>> =
+            lock(&self.0.live).routes.values().cloned().collect();
         for route in routes {
             route.send(Outbound::Close(DisconnectReason::ServerShuttingDown));
         }
@@ -177,6 +231,15 @@ impl ServerState {
         Some(socket)
     }
 
+    /// The address of the client that sent a request, as the per-address limits key it.
+    pub(crate) fn client_address(
+        &self,
+        headers: &HeaderMap,
+        peer: Option<SocketAddr>,
+    ) -> Option<IpAddr> {
+        client_key_of(headers, peer, &self.0.config.forwarding)
+    }
+
     /// What the request that opens a connection says about its client.
     pub(crate) fn handshake(&self, headers: &HeaderMap, peer: Option<SocketAddr>) -> Handshake {
         let text = |name: header::HeaderName| {
@@ -188,7 +251,7 @@ impl ServerState {
         Handshake {
             origin: text(header::ORIGIN),
             cookie_header: text(header::COOKIE),
-            address: client_key_of(headers, peer, &self.0.config.forwarding),
+            address: self.client_address(headers, peer),
         }
     }
 }

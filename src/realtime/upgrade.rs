@@ -147,7 +147,7 @@ async fn accept(
         .await?;
     let FramedParts { io, read_buf, .. } = framed.into_parts();
     let (read, write) = io.into_split();
-    let (writer, flush) = frame_writer(write);
+    let (writer, flush) = frame_writer(write, server.config().max_buffered_bytes);
     let reader = FrameReader::new(read, read_buf, transport.max_payload()).returning_to(&flush);
     let open = server.state().websocket_opened();
     transport.run(reader, writer);
@@ -172,7 +172,12 @@ fn admit(server: &RealtimeServer, req: &Request) -> Result<websocket::WebSocketT
     if !server.config().origins.allows(origin) {
         return Err(EngineError::Forbidden.into());
     }
-    let admitted = server.admit(req.method(), req.uri().query().unwrap_or_default())?;
+    let admitted = server.admit(
+        req.method(),
+        req.uri().query().unwrap_or_default(),
+        &req.head().headers,
+        req.peer_addr(),
+    )?;
     if ws::verify_handshake(req.head()).is_err() {
         return Err(EngineError::BadRequest.into());
     }

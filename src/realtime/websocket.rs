@@ -142,6 +142,20 @@ impl WebSocketTransport {
             writer.text(text);
         }
     }
+
+    /// Drops the connection of a client that left more unread than `max_buffered_bytes` (its
+    /// frames were dropped already): as a lost connection, whose sockets may be recovered. A probe
+    /// just ends, and its polling session goes on.
+    fn drop_if_overflowed(&mut self, ctx: &mut Context<Self>) {
+        if !self.writer.as_ref().is_some_and(FrameWriter::overflowed) {
+            return;
+        }
+        tracing::info!("a WebSocket client left too much unread; dropping it");
+        match self.state {
+            State::Probing { .. } => self.end_probe(ctx),
+            _ => connection::close(self, ctx, DisconnectReason::TransportError),
+        }
+    }
 }
 
 impl Actor for WebSocketTransport {
@@ -216,10 +230,11 @@ impl Transport for WebSocketTransport {
             }
         }
         if began {
-            ctx.spawn(actix::fut::ready(()).map(|(), act: &mut Self, _| {
+            ctx.spawn(actix::fut::ready(()).map(|(), act: &mut Self, ctx| {
                 if let Some(writer) = &act.writer {
                     writer.release();
                 }
+                act.drop_if_overflowed(ctx);
             }));
         }
     }
@@ -251,7 +266,24 @@ impl Handler<Outbound> for WebSocketTransport {
 }
 
 impl StreamHandler<Result<Frame, ProtocolError>> for WebSocketTransport {
+    /// Handles one frame from the client. What it was answered with at once (a pong, a probe's
+    /// pong) may be what overflowed a client that does not read.
     fn handle(&mut self, frame: Result<Frame, ProtocolError>, ctx: &mut Self::Context) {
+        self.handle_client_frame(frame, ctx);
+        self.drop_if_overflowed(ctx);
+    }
+
+    fn finished(&mut self, ctx: &mut Self::Context) {
+        connection::close(self, ctx, DisconnectReason::TransportClose);
+    }
+}
+
+impl WebSocketTransport {
+    fn handle_client_frame(
+        &mut self,
+        frame: Result<Frame, ProtocolError>,
+        ctx: &mut Context<Self>,
+    ) {
         let frame = match frame {
             Ok(frame) => frame,
             Err(err) => {
@@ -307,10 +339,6 @@ impl StreamHandler<Result<Frame, ProtocolError>> for WebSocketTransport {
                 }
             }
         }
-    }
-
-    fn finished(&mut self, ctx: &mut Self::Context) {
-        connection::close(self, ctx, DisconnectReason::TransportClose);
     }
 }
 

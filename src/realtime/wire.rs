@@ -5,6 +5,8 @@
 //! [`FrameReader`] is the stream of frames the client sends; [`FrameWriter`] is how the
 //! connection's actor writes; [`Flush::run`] is the future that writes what the actor queued, and
 //! ends once the actor is gone and its last frames are out (or the client stopped reading).
+//! What the socket does not take waits in memory up to a bound; past it the frames are dropped
+//! and the connection is cut ([`FrameWriter::overflowed`]).
 
 use std::cell::RefCell;
 use std::future::poll_fn;
@@ -133,6 +135,17 @@ struct Outgoing {
     reader: Option<OwnedReadHalf>,
     /// The socket's write half, until the flush ends.
     socket: Option<OwnedWriteHalf>,
+    /// Most bytes `queued` may hold beyond what the socket takes (`None`: no bound).
+    limit: Option<usize>,
+    /// The client left more than `limit` unread: the frames were dropped, no more are taken, and
+    /// the socket is reset rather than closed.
+    overflowed: bool,
+}
+
+impl Outgoing {
+    fn over_limit(&self) -> bool {
+        self.limit.is_some_and(|limit| self.queued.len() > limit)
+    }
 }
 
 /// The connection's writing end: frames are queued at once and written by its [`Flush`], in
@@ -151,32 +164,34 @@ fn written(queued: &mut BytesMut, n: usize) {
 }
 
 /// Writes the queued frames at once, in the actor's own turn, while the socket takes them; the
-/// flush task is woken only for what it does not take (or to see an error).
+/// flush task is woken only for what it does not take (or to see an error). What the socket does
+/// not take beyond the bound overflows: a client that reads nothing would otherwise make the
+/// server hold whatever it is sent.
 fn write_now(out: &mut Outgoing) {
-    let Outgoing {
-        queued,
-        socket,
-        waiting,
-        ..
-    } = out;
-    if let Some(socket) = socket.as_ref() {
-        while !queued.is_empty() {
-            match socket.try_write(queued) {
-                Ok(n) if n > 0 => written(queued, n),
+    if let Some(socket) = out.socket.as_ref() {
+        while !out.queued.is_empty() {
+            match socket.try_write(&out.queued) {
+                Ok(n) if n > 0 => written(&mut out.queued, n),
                 _ => break,
             }
         }
-        if queued.is_empty() {
+        if out.queued.is_empty() {
             return;
         }
     }
-    if let Some(waker) = waiting.take() {
+    if out.over_limit() {
+        out.overflowed = true;
+        out.finished = true;
+        out.queued = BytesMut::new();
+    }
+    if let Some(waker) = out.waiting.take() {
         waker.wake();
     }
 }
 
-/// A writer on `socket` and the flush that goes with it.
-pub(crate) fn frame_writer(socket: OwnedWriteHalf) -> (FrameWriter, Flush) {
+/// A writer on `socket` and the flush that goes with it; at most `limit` bytes wait for the
+/// client beyond what the socket takes.
+pub(crate) fn frame_writer(socket: OwnedWriteHalf, limit: Option<usize>) -> (FrameWriter, Flush) {
     let shared = Rc::new(RefCell::new(Outgoing {
         queued: BytesMut::new(),
         codec: Codec::new(),
@@ -185,6 +200,8 @@ pub(crate) fn frame_writer(socket: OwnedWriteHalf) -> (FrameWriter, Flush) {
         waiting: None,
         reader: None,
         socket: Some(socket),
+        limit,
+        overflowed: false,
     }));
     (FrameWriter(shared.clone()), Flush(shared))
 }
@@ -200,9 +217,17 @@ impl FrameWriter {
             tracing::debug!(%error, "WebSocket frame not encoded");
             return;
         }
-        if !out.held {
+        // A turn's frames wait for its end, unless they pass the bound: then the socket takes
+        // what it will at once, and the rest overflows.
+        if !out.held || out.over_limit() {
             write_now(&mut out);
         }
+    }
+
+    /// Whether the client left more than the bound unread: its frames were dropped and the
+    /// connection is to be closed (the socket is reset).
+    pub fn overflowed(&self) -> bool {
+        self.0.borrow().overflowed
     }
 
     /// Holds the frames queued from now on until [`FrameWriter::release`]; `true` if this call
@@ -266,11 +291,15 @@ impl Flush {
                 finished,
                 waiting,
                 socket,
+                overflowed,
                 ..
             } = &mut *out;
             let Some(socket) = socket.as_mut() else {
                 return Poll::Ready(Err(io::ErrorKind::NotConnected.into()));
             };
+            if *overflowed {
+                return Poll::Ready(Err(io::Error::other("the client stopped reading")));
+            }
             while !queued.is_empty() {
                 match Pin::new(&mut *socket).poll_write(cx, queued) {
                     Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
@@ -298,13 +327,18 @@ impl Flush {
         })
         .await;
         // Whatever could not be written is dropped, and nothing more is queued.
-        let socket = {
+        let (socket, overflowed) = {
             let mut out = shared.borrow_mut();
             out.finished = true;
             out.queued = BytesMut::new();
-            out.socket.take()
+            (out.socket.take(), out.overflowed)
         };
         let Some(mut socket) = socket else { return };
+        if overflowed {
+            // What the kernel still holds for the client goes too: the socket is reset once
+            // closed, instead of waiting for the client to read it.
+            let _ = socket.as_ref().set_zero_linger();
+        }
         match written {
             // A TCP write half shuts down at once (it sends the FIN); nothing to wait for.
             Ok(()) => {
@@ -419,7 +453,7 @@ mod tests {
     async fn frames_held_for_a_turn_go_out_together_when_released() {
         let (mut client, server) = pair().await;
         let (_read, write) = server.into_split();
-        let (writer, _flush) = frame_writer(write);
+        let (writer, _flush) = frame_writer(write, None);
         assert!(writer.hold(), "the first write of a turn begins the hold");
         writer.text("42[\"typing\"]".to_owned());
         assert!(!writer.hold(), "the hold goes on");
@@ -450,7 +484,7 @@ mod tests {
             .run_until(async {
                 let (mut client, server) = pair().await;
                 let (_read, write) = server.into_split();
-                let (writer, flush) = frame_writer(write);
+                let (writer, flush) = frame_writer(write, None);
                 writer.text("0{}".to_owned());
                 let flushing = tokio::task::spawn_local(flush.run(Duration::from_secs(5)));
                 writer.binary(Bytes::from_static(b"\x07"));
@@ -481,7 +515,7 @@ mod tests {
             .run_until(async {
                 let (mut client, server) = pair().await;
                 let (read, write) = server.into_split();
-                let (writer, flush) = frame_writer(write);
+                let (writer, flush) = frame_writer(write, None);
                 let reader = FrameReader::new(read, BytesMut::new(), 1024).returning_to(&flush);
                 // Bytes the connection never got to read.
                 client
@@ -519,13 +553,51 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_client_that_leaves_more_than_the_bound_unread_is_cut_off_at_once() {
+        let local = tokio::task::LocalSet::new();
+        local
+            .run_until(async {
+                let (mut client, server) = pair().await;
+                let (read, write) = server.into_split();
+                drop(read);
+                let (writer, flush) = frame_writer(write, Some(64 * 1024));
+                let flushing = tokio::task::spawn_local(flush.run(Duration::from_secs(60)));
+                let mut sent = 0;
+                while !writer.overflowed() {
+                    assert!(sent < 64, "16 MB unread and still queued");
+                    writer.binary(Bytes::from(vec![0u8; 256 * 1024]));
+                    sent += 1;
+                }
+                assert!(
+                    writer.0.borrow().queued.is_empty(),
+                    "the frames are dropped"
+                );
+                writer.text("after the overflow".to_owned());
+                assert!(writer.0.borrow().queued.is_empty(), "and no more are taken");
+                // The flush ends without its linger, and the socket is reset: what the kernel
+                // held for the client is dropped too.
+                tokio::time::timeout(Duration::from_secs(10), flushing)
+                    .await
+                    .expect("the flush ends")
+                    .expect("flush");
+                let mut received = Vec::new();
+                let read = client.read_to_end(&mut received).await;
+                assert_eq!(
+                    read.map_err(|error| error.kind()),
+                    Err(io::ErrorKind::ConnectionReset)
+                );
+            })
+            .await;
+    }
+
+    #[tokio::test]
     async fn a_client_that_stops_reading_is_let_go_after_the_linger() {
         let local = tokio::task::LocalSet::new();
         local
             .run_until(async {
                 let (_client, server) = pair().await;
                 let (_read, write) = server.into_split();
-                let (writer, flush) = frame_writer(write);
+                let (writer, flush) = frame_writer(write, None);
                 // Far more than the socket buffers take while the client reads nothing.
                 for _ in 0..64 {
                     writer.binary(Bytes::from(vec![0u8; 256 * 1024]));

@@ -44,6 +44,10 @@ pub(super) fn realtime_config(settings: &Settings) -> RealtimeConfig {
             0 => open_file_limit().map(connections_within),
             max => Some(max),
         },
+        max_connections_per_address: (realtime.max_connections_per_address > 0)
+            .then_some(realtime.max_connections_per_address),
+        max_buffered_bytes: (realtime.max_buffered_bytes > 0)
+            .then_some(realtime.max_buffered_bytes),
         ..RealtimeConfig::default()
     }
 }

@@ -18,6 +18,7 @@ mod mail;
 mod members;
 mod processes;
 mod realtime;
+mod recovery;
 mod static_files;
 mod stripe;
 mod stripe_mock;

@@ -36,7 +36,7 @@ async fn start_trial(app: &TestApp, cookie: &str) -> String {
     user_id
 }
 
-async fn member(app: &TestApp, email: &str) -> (String, String) {
+pub(crate) async fn member(app: &TestApp, email: &str) -> (String, String) {
     let cookie = sign_up(app, email, "correct horse battery").await;
     let user_id = start_trial(app, &cookie).await;
     (cookie, user_id)

@@ -383,3 +383,194 @@ async fn past_max_connections_a_websocket_is_refused_at_once() {
     let body: Value = serde_json::from_str(&body).expect("JSON");
     assert_eq!(body["code"], "at_capacity");
 }
+
+/// The connections the server holds, by its metrics.
+pub(crate) async fn open_connections(app: &TestApp) -> u64 {
+    let metrics = app.get("/metrics").await.text().await.expect("body");
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("helpnow_realtime_connections "))
+        .expect("the connections gauge")
+        .parse()
+        .expect("a count")
+}
+
+/// Whether the server holds no connection any more, or within 10 s.
+async fn all_connections_end(app: &TestApp) -> bool {
+    for _ in 0..200 {
+        if open_connections(app).await == 0 {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn one_address_holds_so_many_connections_and_one_that_joins_nothing_gives_its_place_back() {
+    let app = spawn_app_with(|settings| {
+        settings.realtime.max_connections_per_address = 2;
+        settings.realtime.connect_timeout_ms = 500;
+        settings.server.trust_forwarded_for = true;
+    })
+    .await;
+    let (idle, _) = open_session(&app).await;
+    let Upgrade::Open(mut joined) = websocket_upgrade(&app.address, WEBSOCKET, &[]).await else {
+        panic!("the upgrade was refused");
+    };
+    joined.next_text().await;
+    joined.send_text("40").await;
+    assert!(joined.next_text().await.starts_with("40"), "joined `/`");
+
+    // A third connection from this address is refused, over either transport...
+    let refused = app.get(HANDSHAKE).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        refused
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("5")
+    );
+    assert_eq!(
+        refused.json::<Value>().await.expect("JSON"),
+        serde_json::json!({
+            "code": "too_many_connections",
+            "message": "Too many connections from your network. Please close a few tabs and try again.",
+        })
+    );
+    let (status, body) = refused_upgrade(&app, WEBSOCKET, &[]).await;
+    assert_eq!(status, 429);
+    let body: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(body["code"], "too_many_connections");
+    // ...while another client (behind the trusted balancer) is let in.
+    let other = app
+        .client
+        .get(app.url(HANDSHAKE))
+        .header("x-forwarded-for", "203.0.113.7")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(other.status(), StatusCode::OK);
+
+    // The polling session joins no namespace: the connect timeout closes it, which frees its
+    // place; the WebSocket that joined `/` keeps its own.
+    let mut reopened = false;
+    for _ in 0..100 {
+        if app.get(HANDSHAKE).await.status() == StatusCode::OK {
+            reopened = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(reopened, "a place was given back");
+    assert_eq!(
+        poll(&app, &idle).await.1,
+        "6\u{1e}1",
+        "closed by the server"
+    );
+}
+
+#[tokio::test]
+async fn a_long_polling_client_that_does_not_come_for_what_it_is_sent_is_dropped() {
+    let app = spawn_app_with(|settings| {
+        settings.realtime.messages_per_second = 0;
+        settings.realtime.max_buffered_bytes = 4096;
+    })
+    .await;
+    let (sid, _) = open_session(&app).await;
+    assert_eq!(post(&app, &sid, "40").await.status(), StatusCode::OK);
+    assert!(poll(&app, &sid).await.1.starts_with(r#"40{""#));
+    let asking = |events: usize| {
+        (0..events)
+            .map(|id| format!(r#"42{id}["ping-me"]"#))
+            .collect::<Vec<_>>()
+            .join("\u{1e}")
+    };
+
+    // Answers the client comes for within the bound reach it.
+    assert_eq!(post(&app, &sid, &asking(50)).await.status(), StatusCode::OK);
+    let mut answered = 0;
+    while answered < 50 {
+        let (status, answers) = poll(&app, &sid).await;
+        assert_eq!(status, StatusCode::OK);
+        answered += answers
+            .split('\u{1e}')
+            .filter(|p| p.starts_with("43"))
+            .count();
+    }
+
+    // A thousand answers (10 kB) that the client does not come for: it is dropped, and its
+    // session with them.
+    assert_eq!(
+        post(&app, &sid, &asking(1000)).await.status(),
+        StatusCode::OK
+    );
+    assert!(all_connections_end(&app).await, "the client was dropped");
+    let (status, body) = poll(&app, &sid).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).expect("JSON")["code"],
+        1
+    );
+}
+
+/// A WebSocket whose client reads nothing: the receive buffer is made small before connecting,
+/// so what the server sends piles up on the server's side.
+async fn websocket_that_reads_nothing(app: &TestApp) -> tokio::net::TcpStream {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let host = app.address.trim_start_matches("http://");
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.set_recv_buffer_size(4096).expect("receive buffer");
+    let mut stream = socket
+        .connect(host.parse().expect("address"))
+        .await
+        .expect("connect");
+    let request = format!(
+        "GET {WEBSOCKET} HTTP/1.1\r\nHost: {host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        head.push(stream.read_u8().await.expect("the answer's head"));
+    }
+    assert!(head.starts_with(b"HTTP/1.1 101"), "upgraded");
+    stream
+}
+
+#[tokio::test]
+async fn a_websocket_client_that_reads_nothing_is_dropped_once_too_much_waits_for_it() {
+    use tokio::io::AsyncWriteExt;
+    let app = spawn_app_with(|settings| {
+        settings.realtime.messages_per_second = 0;
+        settings.realtime.max_buffered_bytes = 64 * 1024;
+    })
+    .await;
+    let mut stream = websocket_that_reads_nothing(&app).await;
+    // Each unknown namespace is refused with its name repeated: about 300 bytes back for each
+    // CONNECT, written by the server while the client reads none of them.
+    let mut batch = bytes::BytesMut::new();
+    let mut codec = actix_http::ws::Codec::new().client_mode();
+    let connect = format!("40/{},", "x".repeat(250));
+    for _ in 0..1000 {
+        actix_codec::Encoder::encode(
+            &mut codec,
+            actix_http::ws::Message::Text(connect.clone().into()),
+            &mut batch,
+        )
+        .expect("a frame");
+    }
+    let mut dropped = false;
+    // At most 60 MB of refusals, far more than the sockets' buffers and the bound together.
+    for _ in 0..200 {
+        if stream.write_all(&batch).await.is_err() || open_connections(&app).await == 0 {
+            dropped = true;
+            break;
+        }
+    }
+    assert!(
+        dropped || all_connections_end(&app).await,
+        "the client was dropped"
+    );
+}
