@@ -1,6 +1,11 @@
 //! Limits on guessing: sign-in attempts and reset mails, per account and per client address, and
 //! sign-ups and checkouts per address. Counted by the deployment's [`Cluster`]: once for every
 //! process when they share an event engine, else in this process (governor's keyed limiters).
+//!
+//! An account's hard limits count per account and address pair, so a stranger's tries lock only
+//! the stranger's own address out; each account also has a ceiling across all addresses, far
+//! higher, which bounds a guesser spread over many addresses. Why these numbers, and why the
+//! ceiling cannot keep the owner out: docs/operations.md, "Limits on guessing".
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -8,12 +13,19 @@ use std::time::Duration;
 use crate::cluster::{Cluster, Limit};
 use crate::domain::Email;
 
-/// Ten tries at one account, then one a minute: a person who forgot a password is not hindered;
-/// a guesser gets 1,440 tries a day.
-const LOGIN_PER_ACCOUNT: Limit = Limit {
-    name: "login-account",
+/// Ten tries at one account from one address, then one a minute: a person who forgot a password
+/// is not hindered; a guesser gets 1,440 tries a day from each address.
+const LOGIN_PER_ACCOUNT_ADDRESS: Limit = Limit {
+    name: "login-account-address",
     burst: 10,
     period: Duration::from_secs(60),
+};
+/// Every address together, at one account: ten times one address's rate, so a stranger must keep
+/// ten addresses guessing to crowd the owner out (and the owner then gets in by mail).
+const LOGIN_PER_ACCOUNT: Limit = Limit {
+    name: "login-account",
+    burst: 100,
+    period: Duration::from_secs(6),
 };
 /// One address may sign in to many accounts (a household, an office), but not spray.
 const LOGIN_PER_ADDRESS: Limit = Limit {
@@ -21,10 +33,19 @@ const LOGIN_PER_ADDRESS: Limit = Limit {
     burst: 30,
     period: Duration::from_secs(10),
 };
-const RESET_PER_ACCOUNT: Limit = Limit {
-    name: "reset-account",
+/// Reset mails to one account asked from one address.
+const RESET_PER_ACCOUNT_ADDRESS: Limit = Limit {
+    name: "reset-account-address",
     burst: 3,
     period: Duration::from_secs(10 * 60),
+};
+/// Reset mails to one account from every address: bounds mail bombing. When it refuses, a mail
+/// went to the account within the last `period` (GCRA refuses only that soon after an allowed
+/// attempt), and its link works for an hour: whoever reads the mailbox can always reset.
+const RESET_PER_ACCOUNT: Limit = Limit {
+    name: "reset-account",
+    burst: 10,
+    period: Duration::from_secs(6 * 60),
 };
 const RESET_PER_ADDRESS: Limit = Limit {
     name: "reset-address",
@@ -60,6 +81,15 @@ const CHECKOUT_PER_ADDRESS: Limit = Limit {
     period: Duration::from_secs(6),
 };
 
+/// The key of an account and address pair. An unknown address (no peer) is one address of its
+/// own, as every such request may be the same client.
+fn pair(email: &Email, address: Option<IpAddr>) -> String {
+    match address {
+        Some(address) => format!("{} {address}", email.as_str()),
+        None => format!("{} unknown", email.as_str()),
+    }
+}
+
 pub struct AuthThrottle {
     cluster: Cluster,
 }
@@ -69,14 +99,25 @@ impl AuthThrottle {
         Self { cluster }
     }
 
-    /// Counts one sign-in attempt; false when the account or the address is over its limit.
+    /// Counts one sign-in attempt; false when the address, the account from this address, or the
+    /// account as a whole is over its limit. Each is counted only when the one before allowed the
+    /// attempt, so a refused stranger does not use up the account's ceiling.
     pub async fn allow_login(&self, email: &Email, address: Option<IpAddr>) -> bool {
         self.cluster.allow_address(LOGIN_PER_ADDRESS, address).await
+            && self
+                .cluster
+                .allow(LOGIN_PER_ACCOUNT_ADDRESS, &pair(email, address))
+                .await
             && self.cluster.allow(LOGIN_PER_ACCOUNT, email.as_str()).await
     }
 
+    /// Counts one reset mail asked for `email`, in the same three steps as [`Self::allow_login`].
     pub async fn allow_reset(&self, email: &Email, address: Option<IpAddr>) -> bool {
         self.cluster.allow_address(RESET_PER_ADDRESS, address).await
+            && self
+                .cluster
+                .allow(RESET_PER_ACCOUNT_ADDRESS, &pair(email, address))
+                .await
             && self.cluster.allow(RESET_PER_ACCOUNT, email.as_str()).await
     }
 
@@ -114,28 +155,44 @@ impl AuthThrottle {
 mod tests {
     use super::*;
 
+    fn address(n: u32) -> Option<IpAddr> {
+        Some(IpAddr::from(n.to_be_bytes()))
+    }
+
     #[tokio::test]
-    async fn an_account_is_locked_after_ten_tries_whatever_the_address() {
+    async fn a_stranger_locks_only_their_own_address_out_of_an_account() {
         let throttle = AuthThrottle::new(Cluster::alone());
         let email = Email::parse("ann@example.com").expect("email");
-        for attempt in 0..10u8 {
-            let address = Some(IpAddr::from([10, 0, 0, attempt]));
+        let stranger = Some(IpAddr::from([203, 0, 113, 1]));
+        for attempt in 0..10 {
             assert!(
-                throttle.allow_login(&email, address).await,
+                throttle.allow_login(&email, stranger).await,
                 "attempt {attempt}"
             );
         }
-        assert!(
-            !throttle
-                .allow_login(&email, Some(IpAddr::from([10, 0, 1, 1])))
-                .await
-        );
-        let other = Email::parse("bob@example.com").expect("email");
+        assert!(!throttle.allow_login(&email, stranger).await);
         assert!(
             throttle
-                .allow_login(&other, Some(IpAddr::from([10, 0, 1, 1])))
-                .await
+                .allow_login(&email, Some(IpAddr::from([198, 51, 100, 7])))
+                .await,
+            "the owner, from another address"
         );
+    }
+
+    #[tokio::test]
+    async fn an_account_meets_its_ceiling_across_addresses() {
+        let throttle = AuthThrottle::new(Cluster::alone());
+        let email = Email::parse("ann@example.com").expect("email");
+        for n in 0..100 {
+            // Ten tries from each of ten addresses.
+            assert!(
+                throttle.allow_login(&email, address(n / 10)).await,
+                "try {n}"
+            );
+        }
+        assert!(!throttle.allow_login(&email, address(99)).await);
+        let other = Email::parse("bob@example.com").expect("email");
+        assert!(throttle.allow_login(&other, address(99)).await);
     }
 
     #[tokio::test]
@@ -151,20 +208,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn reset_mails_are_limited_per_account() {
+    async fn reset_mails_are_limited_per_account_and_address_and_per_account() {
         let throttle = AuthThrottle::new(Cluster::alone());
         let email = Email::parse("ann@example.com").expect("email");
-        for n in 0..3u8 {
-            assert!(
-                throttle
-                    .allow_reset(&email, Some(IpAddr::from([10, 0, 0, n])))
-                    .await
-            );
+        for _ in 0..3 {
+            assert!(throttle.allow_reset(&email, address(1)).await);
         }
-        assert!(
-            !throttle
-                .allow_reset(&email, Some(IpAddr::from([10, 0, 0, 9])))
-                .await
-        );
+        assert!(!throttle.allow_reset(&email, address(1)).await);
+        // Seven more from other addresses reach the account's ten.
+        for n in 2..9 {
+            assert!(throttle.allow_reset(&email, address(n)).await, "{n}");
+        }
+        assert!(!throttle.allow_reset(&email, address(9)).await);
     }
 }
