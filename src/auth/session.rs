@@ -17,12 +17,18 @@ use super::token;
 use crate::error::{ApiError, Context};
 use crate::store::{self, Db};
 
+/// The session cookie's name over plain http (local runs, tests); over https it is
+/// `__Host-helpnow_session` ([`SessionCookies::session`]).
 pub const COOKIE_NAME: &str = "helpnow_session";
 
 /// How long a sign-in lasts without signing in again.
 pub const SESSION_LIFETIME: Duration = Duration::from_secs(30 * 24 * 3600);
 
-/// Cookie settings, from `server.public_url`.
+/// Cookie settings, from `server.public_url`. Over https every cookie of ours is Secure, has
+/// Path=/ and no Domain, and its name carries the `__Host-` prefix: a browser accepts such a
+/// cookie only from this very host over https, so neither a page on a sibling subdomain nor a
+/// plain-http response forged on the network can plant one that the server would read (the
+/// server reads only the prefixed name over https).
 #[derive(Debug, Clone, Copy)]
 pub struct SessionCookies {
     pub secure: bool,
@@ -35,8 +41,45 @@ impl SessionCookies {
         }
     }
 
+    /// The settings the app was built with (fail closed: none, no cookie is read).
+    pub fn of(req: &HttpRequest) -> Option<Self> {
+        req.app_data::<web::Data<SessionCookies>>()
+            .map(|cookies| *cookies.get_ref())
+    }
+
+    /// The value of one of our cookies, by its name under these settings.
+    pub fn read(req: &HttpRequest, name: impl FnOnce(Self) -> &'static str) -> Option<String> {
+        let cookies = Self::of(req)?;
+        req.cookie(name(cookies))
+            .map(|cookie| cookie.value().to_owned())
+    }
+
+    fn named(self, name: &'static str, host_only: &'static str) -> &'static str {
+        if self.secure { host_only } else { name }
+    }
+
+    /// The signed-in session.
+    pub fn session(self) -> &'static str {
+        self.named(COOKIE_NAME, "__Host-helpnow_session")
+    }
+
+    /// The visitor id (`vid`), set with the pages.
+    pub fn visitor(self) -> &'static str {
+        self.named("vid", "__Host-vid")
+    }
+
+    /// The success page's one-time sign-in token.
+    pub fn checkout(self) -> &'static str {
+        self.named("helpnow_checkout", "__Host-helpnow_checkout")
+    }
+
+    /// Which checkout this browser started.
+    pub fn checkout_start(self) -> &'static str {
+        self.named("helpnow_checkout_start", "__Host-helpnow_checkout_start")
+    }
+
     fn build(self, value: String, max_age: time::Duration) -> Cookie<'static> {
-        Cookie::build(COOKIE_NAME, value)
+        Cookie::build(self.session(), value)
             .path("/")
             .http_only(true)
             .same_site(SameSite::Lax)
@@ -86,8 +129,7 @@ pub async fn end(db: &Db, req: &HttpRequest) -> Result<Option<(String, String)>,
 }
 
 fn session_secret(req: &HttpRequest) -> Option<String> {
-    req.cookie(COOKIE_NAME)
-        .map(|cookie| cookie.value().to_owned())
+    SessionCookies::read(req, SessionCookies::session)
         .filter(|value| token::looks_like_secret(value))
 }
 

@@ -109,7 +109,8 @@ impl Billing {
 
     /// The demo's "payment": checks the card, records the payment on the checkout once (a double
     /// click pays once), then hands the provider's events to the same handling as Stripe's
-    /// webhook (checkout completed, subscription created in trial).
+    /// webhook (the subscription created, in its trial when the checkout offered one, then the
+    /// checkout completed, whose fulfilment may end a trial that was not due).
     pub async fn pay_demo_checkout(
         &self,
         checkout: &StoredCheckout,
@@ -124,6 +125,7 @@ impl Billing {
             customer_id: demo::demo_id("cus"),
             subscription_id: demo::demo_id("sub"),
             payment_intent_id: checkout.refundable_fee.then(|| demo::demo_id("pi")),
+            card_fingerprint: demo::card_fingerprint(card_number),
         };
         let recorded =
             billing_store::record_demo_payment(&self.db, &checkout.provider_session_id, &payment)
@@ -142,24 +144,33 @@ impl Billing {
                 BillingError::Provider("a recorded demo payment is not complete".into()).into(),
             );
         };
-        let trial_end = trial_end(paid_at);
-        let events = [
+        let (status, trial_end, period_end) = if checkout.trial_offered {
+            let end = trial_end(paid_at);
+            (SubscriptionStatus::Trialing, Some(end), end)
+        } else {
             (
-                "checkout.session.completed",
-                BillingEvent::CheckoutCompleted(completed),
-            ),
+                SubscriptionStatus::Active,
+                None,
+                paid_at + chrono::Duration::days(30),
+            )
+        };
+        let events = [
             (
                 "customer.subscription.created",
                 BillingEvent::SubscriptionChanged(SubscriptionSnapshot {
                     id: payment.subscription_id.clone(),
                     customer_id: Some(payment.customer_id.clone()),
-                    status: SubscriptionStatus::Trialing,
+                    status,
                     price_id: Some("demo_price_monthly".to_owned()),
-                    current_period_end: Some(trial_end),
-                    trial_end: Some(trial_end),
+                    current_period_end: Some(period_end),
+                    trial_end,
                     cancel_at_period_end: false,
                     event_created: paid_at.timestamp(),
                 }),
+            ),
+            (
+                "checkout.session.completed",
+                BillingEvent::CheckoutCompleted(completed),
             ),
         ];
         for (event_type, event) in events {
@@ -370,6 +381,7 @@ impl Billing {
             customer_id: checkout.customer_id.clone(),
             subscription_id: checkout.subscription_id.clone(),
             payment_intent_id: checkout.payment_intent_id.clone(),
+            card_fingerprint: checkout.card_fingerprint.clone(),
             completed_at: checkout.completed_at.unwrap_or_else(Utc::now),
         };
         let outcome = self

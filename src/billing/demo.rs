@@ -25,6 +25,32 @@ impl DemoProvider {
     pub fn new(db: Db) -> Self {
         Self { db }
     }
+
+    /// The stored subscription, stamped newer than it is even within the same second, so a change
+    /// made to it replaces it (the caller records it through the usual event handling).
+    async fn newer_snapshot(
+        &self,
+        subscription_id: &str,
+    ) -> Result<SubscriptionSnapshot, BillingError> {
+        let mut snapshot = self
+            .subscription(subscription_id)
+            .await?
+            .ok_or_else(|| BillingError::NotFound(subscription_id.to_owned()))?;
+        snapshot.event_created = Utc::now().timestamp().max(snapshot.event_created + 1);
+        Ok(snapshot)
+    }
+}
+
+/// A test card's fingerprint: the same number gives the same one, as Stripe's do. The published
+/// test card has none: every demo buyer pays with it, and one trial per card would leave the demo
+/// with a single trial. Any other number shows the one-trial-per-card rule at work.
+pub fn card_fingerprint(raw: &str) -> Option<String> {
+    let digits: String = raw.chars().filter(char::is_ascii_digit).collect();
+    if digits == TEST_CARD {
+        return None;
+    }
+    let hash = crate::auth::token::hash_secret(&format!("demo-card:{digits}"));
+    Some(format!("demo_fp_{}", &hash[..24]))
 }
 
 /// A random id with a provider-like prefix (`demo_cs_...`, `demo_cus_...`).
@@ -135,6 +161,7 @@ impl PaymentProvider for DemoProvider {
                     customer_id: checkout.customer_id,
                     subscription_id: checkout.subscription_id,
                     payment_intent_id: checkout.payment_intent_id,
+                    card_fingerprint: checkout.card_fingerprint,
                     completed_at,
                 }),
                 _ if checkout.status == "canceled" => CheckoutStatus::Expired,
@@ -182,16 +209,48 @@ impl PaymentProvider for DemoProvider {
         subscription_id: &'a str,
     ) -> BoxFuture<'a, Result<SubscriptionSnapshot, BillingError>> {
         async move {
-            let mut snapshot = self
-                .subscription(subscription_id)
-                .await?
-                .ok_or_else(|| BillingError::NotFound(subscription_id.to_owned()))?;
+            let mut snapshot = self.newer_snapshot(subscription_id).await?;
             snapshot.cancel_at_period_end = true;
-            // Newer than the stored snapshot even within the same second, so it replaces it.
-            snapshot.event_created = Utc::now().timestamp().max(snapshot.event_created + 1);
             Ok(snapshot)
         }
         .boxed()
+    }
+
+    /// The demo's trial ends now: the stored subscription, active from today for a month.
+    fn end_trial<'a>(
+        &'a self,
+        subscription_id: &'a str,
+    ) -> BoxFuture<'a, Result<SubscriptionSnapshot, BillingError>> {
+        async move {
+            let mut snapshot = self.newer_snapshot(subscription_id).await?;
+            let now = Utc::now();
+            snapshot.status = SubscriptionStatus::Active;
+            snapshot.trial_end = Some(now);
+            snapshot.current_period_end = Some(now + chrono::Duration::days(30));
+            Ok(snapshot)
+        }
+        .boxed()
+    }
+
+    fn cancel_now<'a>(
+        &'a self,
+        subscription_id: &'a str,
+    ) -> BoxFuture<'a, Result<SubscriptionSnapshot, BillingError>> {
+        async move {
+            let mut snapshot = self.newer_snapshot(subscription_id).await?;
+            snapshot.status = SubscriptionStatus::Canceled;
+            snapshot.cancel_at_period_end = false;
+            Ok(snapshot)
+        }
+        .boxed()
+    }
+
+    /// The demo payment recorded the card's fingerprint with the checkout.
+    fn card_fingerprint<'a>(
+        &'a self,
+        _subscription_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, BillingError>> {
+        async move { Ok(None) }.boxed()
     }
 
     fn refund_fee<'a>(

@@ -4,6 +4,7 @@
 
 mod actions;
 pub mod demo;
+pub mod held;
 pub mod service;
 pub mod stripe;
 
@@ -22,6 +23,8 @@ pub use service::Billing;
 pub struct CheckoutRequest {
     pub source: CheckoutSource,
     pub refundable_fee: bool,
+    /// Whether the subscription starts with the 7-day trial (an account that had one pays at once).
+    pub trial: bool,
     /// Prefills the checkout's email (a signed-in member's address).
     pub customer_email: Option<String>,
     /// Our id for the checkout (`trackingSessionId`), also Stripe's client_reference_id.
@@ -102,6 +105,25 @@ pub trait PaymentProvider: Send + Sync + 'static {
         &'a self,
         subscription_id: &'a str,
     ) -> BoxFuture<'a, Result<SubscriptionSnapshot, BillingError>>;
+
+    /// Ends the subscription's trial now, so its first month is charged at once (a checkout that
+    /// was due no trial). Returns the subscription as it is afterwards.
+    fn end_trial<'a>(
+        &'a self,
+        subscription_id: &'a str,
+    ) -> BoxFuture<'a, Result<SubscriptionSnapshot, BillingError>>;
+
+    /// Cancels a subscription at once (a held payment its owner declined).
+    fn cancel_now<'a>(
+        &'a self,
+        subscription_id: &'a str,
+    ) -> BoxFuture<'a, Result<SubscriptionSnapshot, BillingError>>;
+
+    /// The fingerprint of the card a subscription charges, when the provider knows one.
+    fn card_fingerprint<'a>(
+        &'a self,
+        subscription_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, BillingError>>;
 
     /// Pays back today's refundable fee of a checkout.
     fn refund_fee<'a>(

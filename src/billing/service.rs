@@ -15,7 +15,7 @@ use crate::domain::billing::{
     Access, Attribution, BillingEvent, CheckoutSource, CompletedCheckout, SubscriptionSnapshot,
     trial_end,
 };
-use crate::mail::{MailKind, Mailer, OutgoingMail};
+use crate::mail::Mailer;
 use crate::store::billing::{
     self as billing_store, FulfilOutcome, NewCheckout, StoredSubscription,
 };
@@ -196,7 +196,12 @@ impl Billing {
         start: StartCheckout,
     ) -> Result<StartedCheckout, BillingError> {
         let tracking_id = format!("hn_{}", &token::new_secret()[..24]);
-        let refundable_fee = start.source.charges_refundable_fee();
+        // One trial per account: a member who had one subscribes at once, with no setup fee.
+        let trial = match &start.user {
+            Some((user_id, _)) => !billing_store::had_trial(&self.db, user_id).await?,
+            None => true,
+        };
+        let refundable_fee = trial && start.source.charges_refundable_fee();
         let attribution = Attribution {
             source: Some(start.source.as_str().to_owned()),
             ..start.attribution
@@ -223,6 +228,7 @@ impl Billing {
         let request = CheckoutRequest {
             source: start.source,
             refundable_fee,
+            trial,
             customer_email: start.user.as_ref().map(|(_, email)| email.clone()),
             tracking_id: tracking_id.clone(),
             metadata,
@@ -241,6 +247,7 @@ impl Billing {
                 tracking_id: tracking_id.clone(),
                 source: start.source.as_str().to_owned(),
                 refundable_fee,
+                trial_offered: trial,
                 email: request.customer_email.clone(),
                 attribution: serde_json::to_value(&attribution).unwrap_or_default(),
                 success_url: request.success_url.clone(),
@@ -317,11 +324,20 @@ impl Billing {
 
     async fn apply(&self, event: BillingEvent) -> Result<String, BillingError> {
         match event {
-            BillingEvent::CheckoutCompleted(completed) => match self.fulfil(completed).await? {
-                FulfilOutcome::Fulfilled { user_id, .. } => {
+            BillingEvent::CheckoutCompleted(completed) => match self.fulfil(completed).await {
+                Ok(FulfilOutcome::Fulfilled { user_id, .. }) => {
                     Ok(format!("fulfilled for user {user_id}"))
                 }
-                FulfilOutcome::AlreadyFulfilled { .. } => Ok("already fulfilled".to_owned()),
+                Ok(FulfilOutcome::AlreadyFulfilled { .. }) => Ok("already fulfilled".to_owned()),
+                Ok(FulfilOutcome::Held { owner_id, .. }) => Ok(format!(
+                    "held for the owner of the address, user {owner_id}"
+                )),
+                // Another system on the same Stripe account started it: acknowledged, so Stripe
+                // stops delivering it, and nothing is granted.
+                Err(BillingError::NotFound(id)) => {
+                    Ok(format!("checkout {id} was not started here"))
+                }
+                Err(error) => Err(error),
             },
             BillingEvent::SubscriptionChanged(snapshot) => {
                 let stored =
@@ -397,10 +413,6 @@ impl Billing {
         let Some(trial_end) = snapshot.trial_end else {
             return Ok("no trial end".to_owned());
         };
-        // Claim the reminder for this trial end: exactly one event handler sends it.
-        if !billing_store::claim_trial_reminder(&self.db, &snapshot.id, trial_end).await? {
-            return Ok("reminder already sent".to_owned());
-        }
         let Some(user_id) = self
             .user_of(snapshot.customer_id.as_deref(), Some(&snapshot.id))
             .await?
@@ -419,15 +431,28 @@ impl Billing {
              choose Manage subscription.\n\nThe {product} team\n",
             self.absolute("/login")
         );
-        self.mailer
-            .send(OutgoingMail {
-                to: email,
+        // The claim for this trial end and the queued mail are one transaction: exactly one event
+        // handler sends the reminder, and a failure leaves it to the event's next delivery.
+        let queued = billing_store::queue_trial_reminder(
+            &self.db,
+            &snapshot.id,
+            trial_end,
+            billing_store::ReminderMail {
+                recipient: email,
                 subject: format!("Your {product} trial ends on {date}"),
-                text,
-                kind: MailKind::TrialEnding,
-            })
-            .await
-            .map_err(|error| BillingError::Provider(format!("trial reminder mail: {error}")))?;
+                body: text,
+            },
+        )
+        .await?;
+        if !queued {
+            return Ok("reminder already sent".to_owned());
+        }
+        let mailer = self.mailer.clone();
+        tokio::spawn(async move {
+            if let Err(error) = mailer.retry_unsent().await {
+                tracing::warn!(%error, "cannot deliver queued mail");
+            }
+        });
         Ok(TRIAL_REMINDER_SENT.to_owned())
     }
 
@@ -450,29 +475,9 @@ impl Billing {
         Ok(sent)
     }
 
-    /// Runs `send_due_trial_reminders` every `every` (demo provider only).
-    pub fn spawn_trial_reminders(
-        self: &Arc<Self>,
-        every: Duration,
-    ) -> Option<tokio::task::JoinHandle<()>> {
-        if self.provider.name() != "demo" {
-            return None;
-        }
-        let billing = Arc::clone(self);
-        Some(tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(every);
-            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticks.tick().await;
-                if let Err(error) = billing.send_due_trial_reminders().await {
-                    tracing::warn!(%error, "trial reminder pass failed");
-                }
-            }
-        }))
-    }
-
-    /// Fulfils a paid checkout (idempotent): the account, the 7-day trial, attribution, a welcome
-    /// mail with a one-time sign-in link.
+    /// Fulfils a paid checkout (idempotent): the account, the 7-day trial (once per account and
+    /// card), attribution, a welcome mail with a one-time sign-in link. A checkout paid signed out
+    /// with the address of an existing account is held for its owner instead (`Held`).
     pub async fn fulfil(
         &self,
         completed: CompletedCheckout,
@@ -481,31 +486,67 @@ impl Billing {
         let link = self.absolute(&format!("/?success=true&jwt={secret}"));
         let product = &self.product_name;
         let trial_end = trial_end(completed.completed_at);
+        let sign_in = format!(
+            "Sign in with this link (it works once, for one hour):\n\n{link}\n\n\
+             Later, sign in at {} with your email and the password you choose.",
+            self.absolute("/login"),
+        );
         let welcome_text = format!(
             "Welcome to {product}!\n\nYour 7-day trial has started. It runs until {}. After that \
              your subscription is $20/month; cancel anytime. Any setup fee you paid today is \
-             refundable at any time.\n\nSign in with this link (it works once, for one hour):\n\n{link}\n\n\
-             Later, sign in at {} with your email and the password you choose.\n\nThe {product} team\n",
+             refundable at any time.\n\n{sign_in}\n\nThe {product} team\n",
             trial_end.format("%B %-d, %Y"),
-            self.absolute("/login"),
         );
+        let paid_text = format!(
+            "Welcome back to {product}!\n\nYour subscription has started: $20/month, charged from \
+             today, as this account (or this card) has had its free trial. Cancel anytime.\n\n\
+             {sign_in}\n\nThe {product} team\n",
+        );
+        let held_text = format!(
+            "Hello,\n\nSomeone paid for {product} on {} with this email address, without being \
+             signed in to your account. Nothing in your account has changed.\n\nIf it was you, \
+             sign in and choose 'Add it to my account' on your members page. If it was not, \
+             choose 'Not me: cancel it' there, or do nothing: unless it is added to your account \
+             within {} days, it is canceled and refunded.\n\n{sign_in}\n\nThe {product} team\n",
+            completed.completed_at.format("%B %-d, %Y"),
+            super::held::HOLD_DAYS,
+        );
+        let card_fingerprint = match (&completed.card_fingerprint, &completed.subscription_id) {
+            (Some(fingerprint), _) => Some(fingerprint.clone()),
+            (None, Some(subscription)) => self
+                .provider
+                .card_fingerprint(subscription)
+                .await
+                .unwrap_or_else(|error| {
+                    // The trial is still once per account; only the card check is skipped.
+                    tracing::warn!(%error, subscription, "cannot read the paying card");
+                    None
+                }),
+            (None, None) => None,
+        };
         let expires = Utc::now()
             + chrono::Duration::from_std(SIGN_IN_TOKEN_LIFETIME)
                 .unwrap_or(chrono::Duration::hours(1));
+        let provider_session_id = completed.provider_session_id.clone();
         let outcome = billing_store::fulfil(
             &self.db,
             billing_store::Fulfilment {
-                provider_session_id: completed.provider_session_id.clone(),
+                provider_session_id: completed.provider_session_id,
                 email: completed.email.trim().to_lowercase(),
                 customer_id: completed.customer_id,
                 subscription_id: completed.subscription_id,
                 payment_intent_id: completed.payment_intent_id,
+                card_fingerprint,
                 completed_at: completed.completed_at,
                 trial_end,
                 mail_token_hash: token::hash_secret(&secret),
                 token_expires_at: expires,
                 welcome_subject: format!("Welcome to {product}: your trial has started"),
                 welcome_text,
+                paid_subject: format!("Welcome back to {product}: your subscription has started"),
+                paid_text,
+                held_subject: format!("A payment for {product} was made with your email address"),
+                held_text,
             },
         )
         .await
@@ -514,8 +555,11 @@ impl Billing {
             billing_store::FulfilError::Database(error) => BillingError::Database(error),
         })?;
         if matches!(outcome, FulfilOutcome::Fulfilled { .. }) {
-            // The welcome mail was queued in the same transaction; deliver it now rather than at
-            // the retry worker's next pass.
+            self.end_trial_if_due(&provider_session_id).await;
+        }
+        if !matches!(outcome, FulfilOutcome::AlreadyFulfilled { .. }) {
+            // The mail was queued in the same transaction; deliver it now rather than at the
+            // retry worker's next pass.
             let mailer = self.mailer.clone();
             tokio::spawn(async move {
                 if let Err(error) = mailer.retry_unsent().await {
@@ -552,9 +596,13 @@ impl Billing {
         };
         let (user_id, email) = match outcome {
             Some(FulfilOutcome::Fulfilled { user_id, email })
-            | Some(FulfilOutcome::AlreadyFulfilled { user_id, email }) => (user_id, email),
+            | Some(FulfilOutcome::AlreadyFulfilled { user_id, email })
+            | Some(FulfilOutcome::Held {
+                owner_id: user_id,
+                email,
+            }) => (user_id, email),
             None => (
-                stored.user_id.unwrap_or_default(),
+                stored.user_id.or(stored.held_for_id).unwrap_or_default(),
                 stored.email.unwrap_or_default(),
             ),
         };
@@ -605,9 +653,14 @@ impl Billing {
                 self.fulfil(completed).await?;
             }
         }
+        // The stored subscription, else the one the checkout named: when its events were lost
+        // too, nothing is stored under it yet.
         if let Some(facts) = billing_store::access_facts(&self.db, user_id).await?
-            && let Some(subscription) = facts.subscription
-            && let Ok(Some(mut fresh)) = self.provider.subscription(&subscription.id).await
+            && let Some(subscription_id) = facts
+                .subscription
+                .map(|subscription| subscription.id)
+                .or(facts.subscription_id)
+            && let Ok(Some(mut fresh)) = self.provider.subscription(&subscription_id).await
         {
             fresh.event_created = Utc::now().timestamp();
             billing_store::record_subscription(&self.db, self.provider.name(), &fresh).await?;

@@ -26,7 +26,9 @@ use sha2::{Digest, Sha256};
 use stripe::{Client, ClientBuilder, IdempotencyKey, RequestStrategy, StripeError, StripeRequest};
 use stripe_billing::billing_portal_session::CreateBillingPortalSession;
 use stripe_billing::invoice_payment::{ListInvoicePayment, ListInvoicePaymentStatus};
-use stripe_billing::subscription::{RetrieveSubscription, UpdateSubscription};
+use stripe_billing::subscription::{
+    CancelSubscription, RetrieveSubscription, UpdateSubscription, UpdateSubscriptionTrialEnd,
+};
 use stripe_billing::{Invoice, InvoiceBillingReason, Subscription};
 use stripe_checkout::checkout_session::{
     CreateCheckoutSession, CreateCheckoutSessionLineItems, CreateCheckoutSessionSubscriptionData,
@@ -138,7 +140,9 @@ impl StripeProvider {
             .map(|(key, value)| (key.clone(), truncate_chars(value, METADATA_VALUE_MAX_CHARS)))
             .collect();
         let mut subscription_data = CreateCheckoutSessionSubscriptionData::new();
-        subscription_data.trial_period_days = Some(TRIAL_PERIOD_DAYS);
+        if request.trial {
+            subscription_data.trial_period_days = Some(TRIAL_PERIOD_DAYS);
+        }
         // On the subscription too, so later subscription events carry the attribution.
         subscription_data.metadata = Some(metadata.clone());
 
@@ -240,6 +244,8 @@ impl StripeProvider {
                 .map(|customer| customer.id().as_str().to_owned()),
             subscription_id: subscription.map(|subscription| subscription.id().as_str().to_owned()),
             payment_intent_id,
+            // Fulfilment reads the subscription's card (`card_fingerprint`), as for a webhook.
+            card_fingerprint: None,
             completed_at: timestamp(completed_at).ok_or_else(|| {
                 BillingError::Provider(format!("checkout session {session_id} has an invalid time"))
             })?,
@@ -292,6 +298,43 @@ impl StripeProvider {
             .await
             .map_err(|error| not_found_or(&error, subscription_id, "cancel subscription"))?;
         snapshot(&subscription, Utc::now().timestamp())
+    }
+
+    /// Ends the trial now: Stripe invoices the first month at once (`trial_end=now`).
+    async fn end_trial_now(
+        &self,
+        subscription_id: &str,
+    ) -> Result<SubscriptionSnapshot, BillingError> {
+        let subscription = UpdateSubscription::new(subscription_id)
+            .trial_end(UpdateSubscriptionTrialEnd::Now)
+            .send(&self.client)
+            .await
+            .map_err(|error| not_found_or(&error, subscription_id, "end trial"))?;
+        snapshot(&subscription, Utc::now().timestamp())
+    }
+
+    async fn cancel_at_once(
+        &self,
+        subscription_id: &str,
+    ) -> Result<SubscriptionSnapshot, BillingError> {
+        let subscription = CancelSubscription::new(subscription_id)
+            .send(&self.client)
+            .await
+            .map_err(|error| not_found_or(&error, subscription_id, "cancel subscription now"))?;
+        snapshot(&subscription, Utc::now().timestamp())
+    }
+
+    /// The fingerprint of the card the subscription charges.
+    async fn subscription_card(
+        &self,
+        subscription_id: &str,
+    ) -> Result<Option<String>, BillingError> {
+        let subscription = RetrieveSubscription::new(subscription_id)
+            .expand(vec!["default_payment_method".to_owned()])
+            .send(&self.client)
+            .await
+            .map_err(|error| not_found_or(&error, subscription_id, "retrieve subscription card"))?;
+        Ok(card_fingerprint(&subscription))
     }
 
     async fn portal(&self, customer_id: &str, return_url: &str) -> Result<String, BillingError> {
@@ -510,6 +553,27 @@ impl PaymentProvider for StripeProvider {
         Box::pin(self.cancel_later(subscription_id))
     }
 
+    fn end_trial<'a>(
+        &'a self,
+        subscription_id: &'a str,
+    ) -> BoxFuture<'a, Result<SubscriptionSnapshot, BillingError>> {
+        Box::pin(self.end_trial_now(subscription_id))
+    }
+
+    fn cancel_now<'a>(
+        &'a self,
+        subscription_id: &'a str,
+    ) -> BoxFuture<'a, Result<SubscriptionSnapshot, BillingError>> {
+        Box::pin(self.cancel_at_once(subscription_id))
+    }
+
+    fn card_fingerprint<'a>(
+        &'a self,
+        subscription_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, BillingError>> {
+        Box::pin(self.subscription_card(subscription_id))
+    }
+
     fn refund_fee<'a>(
         &'a self,
         checkout: &'a StoredCheckout,
@@ -537,6 +601,19 @@ impl FeePayment {
             FeePayment::Charge(_) => None,
         }
     }
+}
+
+/// The fingerprint of the card a subscription charges, when its payment method was expanded.
+fn card_fingerprint(subscription: &Subscription) -> Option<String> {
+    subscription
+        .default_payment_method
+        .as_ref()?
+        .as_object()?
+        .card
+        .as_ref()?
+        .fingerprint
+        .clone()
+        .filter(|fingerprint| !fingerprint.is_empty())
 }
 
 fn line_item(price_id: &str) -> CreateCheckoutSessionLineItems {

@@ -164,6 +164,9 @@ pub struct CompletedCheckout {
     pub customer_id: Option<String>,
     pub subscription_id: Option<String>,
     pub payment_intent_id: Option<String>,
+    /// The paying card's fingerprint, when the provider's report carries it (the same card gives
+    /// the same fingerprint whatever the email): a card has one trial.
+    pub card_fingerprint: Option<String>,
     /// When the checkout was paid; the trial runs 7 days from here, whoever processes it when.
     pub completed_at: DateTime<Utc>,
 }

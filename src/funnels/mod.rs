@@ -16,7 +16,7 @@ use helpnow_actors::ports::{Ai, SystemClock, Telemetry};
 use helpnow_actors::rules::FunnelKind;
 use helpnow_actors::rules::scripts::FunnelScripts;
 
-pub use namespace::{FunnelNamespace, VISITOR_COOKIE};
+pub use namespace::FunnelNamespace;
 pub use ports::FunnelCheckouts;
 
 use crate::adapters::analytics::BatchedAnalytics;

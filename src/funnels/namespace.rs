@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 use super::events::{refuse_unknown, sent_text};
 use super::relay::FunnelRelay;
 use crate::adapters::socket::{SocketClient, reply};
+use crate::auth::SessionCookies;
 use crate::client::AddressLimiter;
 use crate::domain::VisitorId;
 use crate::realtime::{ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
@@ -27,8 +28,6 @@ use crate::store;
 use crate::store::batch::Batcher;
 
 /// The cookie that names a visitor (set with the pages, HttpOnly).
-pub const VISITOR_COOKIE: &str = "vid";
-
 pub struct FunnelNamespace {
     registry: FunnelRegistry,
     /// Sockets whose conversation another process holds are served through it.
@@ -38,6 +37,8 @@ pub struct FunnelNamespace {
     /// a tab's reconnects fit easily, a script opening conversation after conversation (each a
     /// stored row, an actor, AI calls) does not.
     joins: Option<AddressLimiter>,
+    /// The visitor cookie's name (`__Host-vid` over https).
+    cookies: SessionCookies,
 }
 
 impl FunnelNamespace {
@@ -46,11 +47,13 @@ impl FunnelNamespace {
         relay: FunnelRelay,
         batcher: Batcher,
         joins_per_minute: u32,
+        cookies: SessionCookies,
     ) -> Self {
         Self {
             registry,
             relay,
             batcher,
+            cookies,
             joins: (joins_per_minute > 0)
                 .then(|| AddressLimiter::per_minute(joins_per_minute, joins_per_minute)),
         }
@@ -96,7 +99,7 @@ impl Namespace for FunnelNamespace {
         };
         let visitor = request
             .handshake
-            .cookie(VISITOR_COOKIE)
+            .cookie(self.cookies.visitor())
             .or_else(|| request.auth.get("visitorId").and_then(Value::as_str))
             .and_then(VisitorId::parse);
         let address = request.handshake.address;

@@ -12,7 +12,7 @@ use helpnow_actors::ports::ActorClient;
 use serde_json::{Value, json};
 
 use crate::adapters::socket::{SocketClient, reply};
-use crate::auth::session::COOKIE_NAME;
+use crate::auth::SessionCookies;
 use crate::auth::token;
 use crate::client::AddressLimiter;
 use crate::realtime::{ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
@@ -24,13 +24,21 @@ pub struct MemberNamespace {
     /// Connections per address and minute (`realtime.member_joins_per_minute`): each is a session
     /// lookup (and, with a token, a write), so a script cannot spray them.
     joins: Option<AddressLimiter>,
+    /// The session cookie's name (`__Host-` over https).
+    cookies: SessionCookies,
 }
 
 impl MemberNamespace {
-    pub fn new(registry: MemberRegistry, db: Db, joins_per_minute: u32) -> Self {
+    pub fn new(
+        registry: MemberRegistry,
+        db: Db,
+        joins_per_minute: u32,
+        cookies: SessionCookies,
+    ) -> Self {
         Self {
             registry,
             db,
+            cookies,
             joins: (joins_per_minute > 0)
                 .then(|| AddressLimiter::per_minute(joins_per_minute, joins_per_minute)),
         }
@@ -92,7 +100,7 @@ impl Namespace for MemberNamespace {
                 .filter(|value| token::looks_like_secret(value))
                 .map(str::to_owned)
         };
-        let cookie = secret(request.handshake.cookie(COOKIE_NAME));
+        let cookie = secret(request.handshake.cookie(self.cookies.session()));
         let auth_token = secret(request.auth.get("token").and_then(Value::as_str));
         let address = request.handshake.address;
         if !request.recovered && !self.joins.as_ref().is_none_or(|joins| joins.allow(address)) {

@@ -14,7 +14,7 @@ use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::domain::{Email, NewPassword, PasswordError};
 use crate::error::{ApiError, Context};
-use crate::routes::billing::{CHECKOUT_COOKIE, clear_checkout_cookie};
+use crate::routes::billing::clear_checkout_cookie;
 use crate::store::{self, Db};
 
 pub const NO_SESSION: &str = "No session information found. Please contact support.";
@@ -27,8 +27,7 @@ fn no_session() -> ApiError {
 
 /// The hash of the checkout cookie's token, if the request carries a plausible one.
 fn checkout_token_hash(req: &HttpRequest) -> Option<String> {
-    req.cookie(CHECKOUT_COOKIE)
-        .map(|cookie| cookie.value().to_owned())
+    SessionCookies::read(req, SessionCookies::checkout)
         .filter(|value| token::looks_like_secret(value))
         .map(|value| token::hash_secret(&value))
 }

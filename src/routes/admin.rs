@@ -24,7 +24,7 @@ pub async fn overview(
     settings: web::Data<Settings>,
     user: MaybeUser,
 ) -> Result<HttpResponse, ApiError> {
-    require_debug_admin(&settings, user.0.as_ref())?;
+    require_debug_admin(&db, &settings, user.0.as_ref()).await?;
     let checkouts = store::billing::recent_checkouts(&db, LIST_LIMIT)
         .await
         .context("debug: checkouts")?;
@@ -75,7 +75,7 @@ pub async fn create_account(
     user: MaybeUser,
     body: web::Json<EmailRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    require_debug_admin(&settings, user.0.as_ref())?;
+    require_debug_admin(&db, &settings, user.0.as_ref()).await?;
     let raw = body.into_inner().email.unwrap_or_default();
     if raw.trim().is_empty() {
         return Err(ApiError::bad_request(
@@ -122,7 +122,7 @@ pub async fn reset_account(
     user: MaybeUser,
     body: web::Json<EmailRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    require_debug_admin(&settings, user.0.as_ref())?;
+    require_debug_admin(&db, &settings, user.0.as_ref()).await?;
     let email = Email::parse(body.into_inner().email.as_deref().unwrap_or_default())
         .map_err(|error| ApiError::bad_request(error.code(), error.to_string()))?;
     let account = store::users::credentials_by_email(&db, &email)

@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::auth::{CurrentUser, MaybeUser, SessionCookies};
 use crate::billing::demo;
+use crate::billing::held::HeldError;
 use crate::billing::service::{ConfirmError, SIGN_IN_TOKEN_LIFETIME, StartCheckout};
 use crate::billing::{Billing, BillingError, DemoPayError, RefundError};
 use crate::domain::billing::{
@@ -21,20 +22,14 @@ use crate::domain::{Email, EmailError, VisitorId};
 use crate::error::{ApiError, Context};
 use crate::store::{self, Db};
 
-/// The cookie that proves a finished checkout to the account-setup endpoints: a one-time sign-in
-/// token, HttpOnly and sent only to `/api`, so no script ever reads it.
-pub const CHECKOUT_COOKIE: &str = "helpnow_checkout";
-
 pub const MISSING_SESSION: &str = "Missing required session parameters";
 
-/// Set by create-checkout: which checkout this browser started. Only that browser gets the
-/// checkout's sign-in cookie on the success page, so a success URL seen elsewhere signs nobody in.
-pub const CHECKOUT_START_COOKIE: &str = "helpnow_checkout_start";
-
-/// The start cookie naming `tracking_id`: HttpOnly, sent only to `/api`, for a day.
+/// Set by create-checkout (`SessionCookies::checkout_start`): which checkout this browser started,
+/// HttpOnly, for a day. Only that browser gets the checkout's sign-in cookie on the success page,
+/// so a success URL seen elsewhere signs nobody in.
 pub fn checkout_start_cookie(cookies: &SessionCookies, tracking_id: String) -> Cookie<'static> {
-    Cookie::build(CHECKOUT_START_COOKIE, tracking_id)
-        .path("/api")
+    Cookie::build(cookies.checkout_start(), tracking_id)
+        .path("/")
         .http_only(true)
         .same_site(SameSite::Lax)
         .secure(cookies.secure)
@@ -188,7 +183,7 @@ pub async fn create_checkout(
             )
         })?;
     let visitor_id = req
-        .cookie(crate::funnels::VISITOR_COOKIE)
+        .cookie(cookies.visitor())
         .and_then(|cookie| VisitorId::parse(cookie.value()));
     let funnel = match &visitor_id {
         Some(visitor) => crate::funnels::record_for_checkout(&db, visitor, source).await,
@@ -223,10 +218,12 @@ pub struct SuccessQuery {
     session: Option<String>,
 }
 
+/// The cookie that proves a finished checkout to the account-setup endpoints
+/// (`SessionCookies::checkout`): a one-time sign-in token, HttpOnly, so no script ever reads it.
 fn checkout_cookie(cookies: SessionCookies, secret: String) -> Cookie<'static> {
     let seconds = i64::try_from(SIGN_IN_TOKEN_LIFETIME.as_secs()).unwrap_or(3600);
-    Cookie::build(CHECKOUT_COOKIE, secret)
-        .path("/api")
+    Cookie::build(cookies.checkout(), secret)
+        .path("/")
         .http_only(true)
         .same_site(SameSite::Lax)
         .secure(cookies.secure)
@@ -235,8 +232,8 @@ fn checkout_cookie(cookies: SessionCookies, secret: String) -> Cookie<'static> {
 }
 
 pub fn clear_checkout_cookie(cookies: SessionCookies) -> Cookie<'static> {
-    Cookie::build(CHECKOUT_COOKIE, "")
-        .path("/api")
+    Cookie::build(cookies.checkout(), "")
+        .path("/")
         .http_only(true)
         .same_site(SameSite::Lax)
         .secure(cookies.secure)
@@ -277,7 +274,7 @@ pub async fn checkout_success(
             "Too many requests. Please try again later.",
         ));
     }
-    let start_cookie = req.cookie(CHECKOUT_START_COOKIE);
+    let start_cookie = req.cookie(cookies.checkout_start());
     let started_here = |tracking_id: &str| start_cookie.is_some_and(|c| c.value() == tracking_id);
     let paid = match billing
         .checkout_return(
@@ -403,8 +400,13 @@ pub async fn demo_checkout(
         "email": checkout.email,
         "source": checkout.source,
         "refundableFee": checkout.refundable_fee,
-        "todayCents": if checkout.refundable_fee { REFUNDABLE_FEE_CENTS } else { 0 },
-        "trialDays": TRIAL_DAYS,
+        // A member who had the trial pays the first month today.
+        "todayCents": match (checkout.trial_offered, checkout.refundable_fee) {
+            (false, _) => MONTHLY_PRICE_CENTS,
+            (true, true) => REFUNDABLE_FEE_CENTS,
+            (true, false) => 0,
+        },
+        "trialDays": if checkout.trial_offered { TRIAL_DAYS } else { 0 },
         "monthlyCents": MONTHLY_PRICE_CENTS,
         "cancelUrl": as_path(&checkout.cancel_url),
     })))
@@ -502,7 +504,10 @@ pub fn configure(cfg: &mut actix_web::web::ServiceConfig, demo_payments: bool) {
         .service(stripe_webhook)
         .service(portal)
         .service(refund_fee)
-        .service(cancel_subscription);
+        .service(cancel_subscription)
+        .service(held_payments)
+        .service(claim_held_payment)
+        .service(decline_held_payment);
     if demo_payments {
         cfg.service(demo_checkout)
             .service(complete_demo_checkout)
@@ -543,22 +548,37 @@ mod tests {
     }
 }
 
-/// Whether the signed-in user may use the debug tools: they must be on (`security.debug_tools`)
-/// and the account listed in `admin.emails`. Anyone else gets a plain 404, as if they did not exist.
-pub fn require_debug_admin(
+/// Whether the signed-in user may use the debug tools: they must be on (`security.debug_tools`),
+/// the account listed in `admin.emails`, and its address proved by a mailed link (a password reset
+/// or a mail sign-in link), so a sign-up with an admin's address before the admin is no admin.
+/// Anyone else gets a plain 404, as if they did not exist.
+pub async fn require_debug_admin(
+    db: &Db,
     settings: &crate::config::Settings,
     user: Option<&crate::auth::CurrentUser>,
 ) -> Result<(), ApiError> {
-    let admin = user.is_some_and(|user| {
+    let Some(user) = user.filter(|user| {
         settings
             .admin
             .emails
             .iter()
             .any(|email| email.trim().eq_ignore_ascii_case(&user.email))
-    });
-    if settings.security.debug_tools && admin {
+    }) else {
+        return Err(ApiError::not_found());
+    };
+    if !settings.security.debug_tools {
+        return Err(ApiError::not_found());
+    }
+    if store::users::email_verified(db, &user.id)
+        .await
+        .context("cannot read an account")?
+    {
         Ok(())
     } else {
+        tracing::warn!(
+            user = user.id,
+            "an admin address not yet verified by a mailed link"
+        );
         Err(ApiError::not_found())
     }
 }
@@ -581,11 +601,12 @@ pub struct WebhookTest {
 #[post("/webhook-test.js")]
 pub async fn webhook_test(
     billing: web::Data<Billing>,
+    db: web::Data<Db>,
     settings: web::Data<crate::config::Settings>,
     user: MaybeUser,
     body: web::Json<WebhookTest>,
 ) -> Result<HttpResponse, ApiError> {
-    require_debug_admin(&settings, user.0.as_ref())?;
+    require_debug_admin(&db, &settings, user.0.as_ref()).await?;
     let body = body.into_inner();
     if body.event_type.as_deref() != Some("checkout.session.completed") {
         return Err(ApiError::bad_request(
@@ -617,7 +638,8 @@ pub async fn webhook_test(
 
 /// `POST /api/webhooks/stripe`: Stripe's signed events. The signature is checked on the raw body
 /// before anything is read; a bad or stale one changes nothing. Each event is handled once by id;
-/// a failure answers 500 so that Stripe delivers it again.
+/// a failure answers 500, and a delivery while another holds the event 409, so that Stripe
+/// delivers it again.
 #[post("/webhooks/stripe")]
 pub async fn stripe_webhook(
     req: HttpRequest,
@@ -652,6 +674,8 @@ pub async fn stripe_webhook(
         ));
     }
     let parsed = crate::billing::stripe::parse_event(&body).map_err(|error| {
+        // Authentic, so Stripe keeps delivering it: an operator should see why it is refused.
+        tracing::warn!(%error, "a signed Stripe event cannot be read");
         ApiError::bad_request("invalid_event", format!("Cannot read the event: {error}"))
     })?;
     let payload: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
@@ -664,7 +688,16 @@ pub async fn stripe_webhook(
             parsed.event,
         )
         .await
-        .context("cannot process a Stripe event")?;
+        .map_err(|error| match error {
+            // Another delivery holds the event's lease: Stripe delivers it again later, by which
+            // time it is processed (a repeat is acknowledged) or its lease has run out.
+            BillingError::EventInFlight(_) => ApiError::new(
+                StatusCode::CONFLICT,
+                "event_in_flight",
+                "This event is being processed by another delivery.",
+            ),
+            other => ApiError::internal("cannot process a Stripe event", other),
+        })?;
     let duplicate = outcome == crate::billing::service::EventOutcome::Duplicate;
     Ok(HttpResponse::Ok().json(json!({ "received": true, "duplicate": duplicate })))
 }
@@ -746,4 +779,67 @@ pub async fn refund_fee(
     Ok(HttpResponse::Ok().json(json!({
         "message": "Your $1 setup fee has been refunded. It reaches your card in 5-7 business days."
     })))
+}
+
+/// `GET /api/billing/held`: payments made signed out with the member's address, waiting for the
+/// member to add them to the account or decline them.
+#[get("/billing/held")]
+pub async fn held_payments(
+    billing: web::Data<Billing>,
+    user: CurrentUser,
+) -> Result<HttpResponse, ApiError> {
+    let held = billing
+        .held_payments(&user.id)
+        .await
+        .context("cannot read held payments")?;
+    Ok(HttpResponse::Ok().json(json!({ "held": held })))
+}
+
+/// `POST /api/billing/held/{id}/claim`: the member adds a held payment to the account.
+#[post("/billing/held/{id}/claim")]
+pub async fn claim_held_payment(
+    billing: web::Data<Billing>,
+    user: CurrentUser,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    billing
+        .claim_held(&user.id, &id)
+        .await
+        .map_err(held_error)?;
+    let check = billing
+        .check(&user.id)
+        .await
+        .context("cannot read access")?;
+    Ok(HttpResponse::Ok().json(json!({
+        "message": "The payment was added to your account.",
+        "access": check,
+    })))
+}
+
+/// `POST /api/billing/held/{id}/decline`: the member did not make this payment: its subscription
+/// is canceled and its setup fee refunded to whoever paid.
+#[post("/billing/held/{id}/decline")]
+pub async fn decline_held_payment(
+    billing: web::Data<Billing>,
+    user: CurrentUser,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    billing
+        .decline_held(&user.id, &id, "declined by the owner")
+        .await
+        .map_err(held_error)?;
+    Ok(HttpResponse::Ok().json(json!({
+        "message": "The payment was canceled and refunded. Nothing in your account changed."
+    })))
+}
+
+fn held_error(error: HeldError) -> ApiError {
+    match error {
+        HeldError::NotHeld => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_held",
+            "This payment is no longer waiting: it was added or canceled already.",
+        ),
+        HeldError::Billing(error) => ApiError::internal("cannot settle a held payment", error),
+    }
 }

@@ -74,9 +74,8 @@ pub async fn record_event(
         ));
     }
     let path = body.path.map(|p| p.chars().take(MAX_PATH_CHARS).collect());
-    let visitor = req
-        .cookie("vid")
-        .map(|c| c.value().chars().take(64).collect());
+    let visitor = crate::auth::SessionCookies::read(&req, crate::auth::SessionCookies::visitor)
+        .map(|value| value.chars().take(64).collect());
 
     let id = store::analytics::record(
         &db,

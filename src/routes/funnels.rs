@@ -18,7 +18,7 @@ use crate::client::{AddressLimiter, client_key};
 use crate::config::Settings;
 use crate::domain::VisitorId;
 use crate::error::ApiError;
-use crate::funnels::{VISITOR_COOKIE, help};
+use crate::funnels::help;
 use crate::routes::billing::checkout_start_cookie;
 use crate::store::{self, Db};
 
@@ -112,9 +112,8 @@ pub async fn help_answer(
     };
     let answer = help::answer(ai.0.clone(), &issue).await;
     let headline = help::headline(&attribution);
-    let visitor = req
-        .cookie(VISITOR_COOKIE)
-        .and_then(|cookie| VisitorId::parse(cookie.value()));
+    let visitor = SessionCookies::read(&req, SessionCookies::visitor)
+        .and_then(|value| VisitorId::parse(&value));
     if let Some(visitor) = &visitor {
         let record = answer.record(&issue, &headline, &attribution, Utc::now());
         let stored = async {

@@ -17,7 +17,6 @@ use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::auth::{SessionCookies, token};
 use crate::domain::VisitorId;
-use crate::funnels::VISITOR_COOKIE;
 
 /// Every path of the spec's route table that the web app renders (query strings such as
 /// `/?canceled=true` land on `/`). `/demo-checkout/{id}` is the built-in checkout page.
@@ -94,11 +93,11 @@ async fn index(
                 header::HeaderValue::from_static("no-cache"),
             );
             let known = req
-                .cookie(VISITOR_COOKIE)
+                .cookie(cookies.visitor())
                 .and_then(|cookie| VisitorId::parse(cookie.value()))
                 .is_some();
             if !known {
-                let cookie = Cookie::build(VISITOR_COOKIE, token::new_secret())
+                let cookie = Cookie::build(cookies.visitor(), token::new_secret())
                     .path("/")
                     .http_only(true)
                     .same_site(SameSite::Lax)

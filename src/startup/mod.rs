@@ -27,8 +27,9 @@ mod settings;
 
 use settings::{payment_provider, realtime_config};
 
-/// How often the demo provider looks for trials that end within 3 days.
-const TRIAL_REMINDER_INTERVAL: Duration = Duration::from_secs(3600);
+/// How often billing's upkeep runs: demo trials' reminders, trials that were not due ended, and
+/// held payments nobody claimed declined (`Billing::run_upkeep`).
+const BILLING_UPKEEP_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// How often mail that could not be delivered is tried again.
 const MAIL_RETRY_INTERVAL: Duration = Duration::from_secs(60);
@@ -102,7 +103,7 @@ impl Application {
             settings.server.public_url.clone(),
             settings.product.name.clone(),
         ));
-        workers.extend(billing.spawn_trial_reminders(TRIAL_REMINDER_INTERVAL));
+        workers.push(billing.spawn_upkeep(BILLING_UPKEEP_INTERVAL));
         let ai = crate::ai::provider(&settings.ai, content.help_library.clone(), |provider| {
             Arc::new(crate::metrics::TimedAi::new(provider, &metrics))
         })?;
@@ -171,6 +172,7 @@ impl Application {
                     funnel_relay,
                     live_store,
                     settings.realtime.funnel_joins_per_minute,
+                    SessionCookies::for_public_url(&settings.server.public_url),
                 ),
             )
             .namespace("/", crate::realtime::KeepAlive::new())
@@ -180,6 +182,7 @@ impl Application {
                     member_registry.clone(),
                     db.clone(),
                     settings.realtime.member_joins_per_minute,
+                    SessionCookies::for_public_url(&settings.server.public_url),
                 ),
             )
             .build();

@@ -24,8 +24,9 @@ pub async fn create(
 }
 
 /// Marks an unused, unexpired reset used and returns its user; `None` for anything else.
+/// A used link proves the address: the account's email is marked verified.
 pub async fn redeem(db: &Db, token_hash: &str) -> Result<Option<String>, surrealdb::Error> {
-    super::retry_on_conflict(|| async {
+    let user = super::retry_on_conflict(|| async {
         let mut response = db
             .query(
                 "UPDATE (SELECT VALUE id FROM password_reset WHERE token_hash = $hash) \
@@ -38,7 +39,12 @@ pub async fn redeem(db: &Db, token_hash: &str) -> Result<Option<String>, surreal
         let users: Vec<String> = response.take(0)?;
         Ok(users.into_iter().next())
     })
-    .await
+    .await?;
+    if let Some(user_id) = &user {
+        // The link came by mail: whoever used it reads the account's mailbox.
+        super::users::mark_email_verified(db, user_id).await?;
+    }
+    Ok(user)
 }
 
 /// Ends every other reset link and every unused mail sign-in link of an account (after its

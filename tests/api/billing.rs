@@ -459,7 +459,7 @@ async fn success_pages_racing_on_one_paid_checkout_make_one_user_and_one_trial()
 async fn welcome_token(app: &TestApp) -> String {
     let mut response = app
         .db
-        .query("SELECT VALUE body FROM mail_outbox WHERE kind = 'welcome' ORDER BY created_at DESC LIMIT 1")
+        .query("SELECT VALUE body FROM mail_outbox WHERE kind IN ['welcome', 'payment_held'] ORDER BY created_at DESC LIMIT 1")
         .await
         .expect("query");
     let bodies: Vec<String> = response.take(0).expect("bodies");
@@ -695,13 +695,46 @@ async fn a_member_signed_in_by_the_mail_link_finishes_setup_from_the_banner() {
     assert_eq!(again.status(), 404);
 }
 
+/// Signs up an admin and proves the address as an admin must: through a mailed link (a password
+/// reset). Until then the address alone gives no admin rights. The signed-in cookie.
+async fn verified_admin(app: &TestApp, email: &str) -> String {
+    let unverified = sign_up(app, email, "secret1").await;
+    assert_eq!(
+        get_with_cookie(app, "/api/admin/checkout-debug", &unverified)
+            .await
+            .status(),
+        404,
+        "an admin address not yet proved by a mailed link is no admin"
+    );
+    let response = app
+        .post_json("/api/auth/reset", &json!({"email": email}))
+        .await;
+    assert_eq!(response.status(), 200);
+    let token = crate::auth::reset_token_mailed_to(app, email).await;
+    let response = app
+        .post_json(
+            "/api/auth/reset/confirm",
+            &json!({"token": token, "password": "secret2-new"}),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let response = app
+        .post_json(
+            "/api/auth/login",
+            &json!({"email": email, "password": "secret2-new"}),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    crate::auth::session_cookie(&response).0
+}
+
 #[tokio::test]
 async fn the_webhook_simulation_is_for_admins_with_debug_tools_only() {
     let app = crate::helpers::spawn_app_with(|settings| {
         settings.admin.emails = vec!["admin@example.com".to_owned()];
     })
     .await;
-    let admin = sign_up(&app, "admin@example.com", "secret1").await;
+    let admin = verified_admin(&app, "admin@example.com").await;
     let member = sign_up(&app, "member@example.com", "secret1").await;
     let started = start_checkout(&app, json!({"source": "chat_funnel"})).await;
     let body = json!({
@@ -805,7 +838,7 @@ async fn the_checkout_debug_api_serves_admins_only() {
         settings.admin.emails = vec!["Admin@Example.com".to_owned()];
     })
     .await;
-    let admin = sign_up(&app, "admin@example.com", "secret1").await;
+    let admin = verified_admin(&app, "admin@example.com").await;
     let member = sign_up(&app, "member@example.com", "secret1").await;
     for cookie in ["", member.as_str()] {
         assert_eq!(
@@ -892,7 +925,7 @@ async fn the_checkout_debug_api_serves_admins_only() {
     assert_eq!(
         count(
             &app,
-            "RETURN count(SELECT VALUE id FROM mail_outbox WHERE kind = 'password_reset')"
+            "RETURN count(SELECT VALUE id FROM mail_outbox WHERE kind = 'password_reset' AND recipient != 'admin@example.com')"
         )
         .await,
         2
@@ -1034,4 +1067,385 @@ async fn a_password_reset_ends_the_accounts_other_reset_links_and_mail_sign_in_l
         401,
         "the mail sign-in link is ended"
     );
+}
+
+async fn pay_with_card(app: &TestApp, session_id: &str, email: &str, card: &str) {
+    let response = app
+        .post_json(
+            &format!("/api/demo-checkout/{session_id}/complete"),
+            &json!({"email": email, "cardNumber": card}),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+}
+
+/// One row of the store, as JSON.
+async fn row(app: &TestApp, sql: &str) -> Value {
+    let mut response = app.db.query(sql).await.expect("query");
+    let rows: Vec<Value> = response.take(0).expect("rows");
+    rows.into_iter().next().unwrap_or(Value::Null)
+}
+
+async fn checkout_page(app: &TestApp, id: &str) -> Value {
+    app.client
+        .get(app.url(&format!("/api/demo-checkout/{id}")))
+        .send()
+        .await
+        .expect("request reaches the server")
+        .json()
+        .await
+        .expect("json")
+}
+
+#[tokio::test]
+async fn a_member_who_had_the_trial_is_charged_at_once_when_buying_again() {
+    let app = spawn_app().await;
+    let session = sign_up(&app, "ann@example.com", "original1").await;
+    let first =
+        start_checkout_signed_in(&app, &session, json!({"source": "chat_trial_prompt"})).await;
+    pay(
+        &app,
+        first["sessionId"].as_str().expect("id"),
+        "ann@example.com",
+    )
+    .await;
+    let trial_end = me(&app, &session).await["user"]["access"]["trialEndDate"].clone();
+    assert!(trial_end.is_string(), "the first checkout starts the trial");
+    assert_eq!(
+        post_with_cookie(&app, "/api/billing/cancel", &session, &json!({}))
+            .await
+            .status(),
+        200
+    );
+
+    // Canceled, the member checks out again: no second trial, and the page says so.
+    let again =
+        start_checkout_signed_in(&app, &session, json!({"source": "chat_trial_prompt"})).await;
+    let id = again["sessionId"].as_str().expect("id");
+    let page = checkout_page(&app, id).await;
+    assert_eq!(page["trialDays"], 0, "{page}");
+    assert_eq!(page["todayCents"], 2000, "the first month today");
+    assert_eq!(page["refundableFee"], false, "no trial, no setup fee");
+    pay(&app, id, "ann@example.com").await;
+
+    let who = me(&app, &session).await;
+    assert_eq!(who["user"]["access"]["trialEndDate"], trial_end, "{who}");
+    let subscription = row(
+        &app,
+        &format!(
+            "SELECT status, trial_end FROM subscription WHERE id = subscription:⟨{}⟩",
+            // The new checkout's subscription.
+            row(&app, &format!("SELECT VALUE subscription_id FROM checkout_session WHERE provider_session_id = '{id}'")).await.as_str().expect("subscription")
+        ),
+    )
+    .await;
+    assert_eq!(
+        subscription["status"], "active",
+        "charged, not trialing: {subscription}"
+    );
+    assert_eq!(
+        count(
+            &app,
+            "RETURN count(SELECT VALUE id FROM analytics_event WHERE name = 'begin_trial')"
+        )
+        .await,
+        1,
+        "one trial"
+    );
+}
+
+#[tokio::test]
+async fn a_card_that_paid_for_a_trial_gets_no_second_one_under_a_new_address() {
+    let app = spawn_app().await;
+    let first = start_checkout(&app, json!({"source": "chat_trial_prompt"})).await;
+    pay_with_card(
+        &app,
+        first["sessionId"].as_str().expect("id"),
+        "one@example.com",
+        "5555 5555 5555 4444",
+    )
+    .await;
+    // The same card, a fresh address: the account is made, the trial is not.
+    let second = start_checkout(&app, json!({"source": "chat_trial_prompt"})).await;
+    let second_id = second["sessionId"].as_str().expect("id");
+    pay_with_card(&app, second_id, "two@example.com", "5555-5555-5555-4444").await;
+    // Another card: its own trial.
+    let third = start_checkout(&app, json!({"source": "chat_trial_prompt"})).await;
+    pay_with_card(
+        &app,
+        third["sessionId"].as_str().expect("id"),
+        "three@example.com",
+        "4000 0566 5566 5556",
+    )
+    .await;
+    // The demo's published test card carries no fingerprint: every demo buyer pays with it.
+    for email in ["four@example.com", "five@example.com"] {
+        let started = start_checkout(&app, json!({"source": "chat_trial_prompt"})).await;
+        pay_with_card(
+            &app,
+            started["sessionId"].as_str().expect("id"),
+            email,
+            "4242 4242 4242 4242",
+        )
+        .await;
+    }
+
+    let trials: Vec<(String, bool)> = {
+        let mut response = app
+            .db
+            .query("SELECT email, trial_end_date != NONE AS trial FROM user ORDER BY email")
+            .await
+            .expect("query");
+        let rows: Vec<Value> = response.take(0).expect("rows");
+        rows.iter()
+            .map(|row| {
+                (
+                    row["email"].as_str().unwrap_or_default().to_owned(),
+                    row["trial"] == true,
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        trials,
+        vec![
+            ("five@example.com".to_owned(), true),
+            ("four@example.com".to_owned(), true),
+            ("one@example.com".to_owned(), true),
+            ("three@example.com".to_owned(), true),
+            ("two@example.com".to_owned(), false)
+        ]
+    );
+    let checkout = row(
+        &app,
+        &format!("SELECT trial_granted, trial_ended_at != NONE AS ended, subscription_id FROM checkout_session WHERE provider_session_id = '{second_id}'"),
+    )
+    .await;
+    assert_eq!(checkout["trial_granted"], false, "{checkout}");
+    assert_eq!(
+        checkout["ended"], true,
+        "the provider's trial was ended: the month is charged"
+    );
+    let status = row(
+        &app,
+        &format!(
+            "SELECT VALUE status FROM subscription WHERE id = subscription:⟨{}⟩",
+            checkout["subscription_id"].as_str().expect("subscription")
+        ),
+    )
+    .await;
+    assert_eq!(status, "active");
+}
+
+/// A victim with a running trial, and a stranger who pays signed out with the victim's address,
+/// typing a problem of their own: the stranger's checkout id.
+async fn stranger_pays_with_victims_address(app: &TestApp) -> (String, String) {
+    let victim = sign_up(app, "victim@example.com", "original1").await;
+    let own = start_checkout_signed_in(app, &victim, json!({"source": "chat_trial_prompt"})).await;
+    pay(
+        app,
+        own["sessionId"].as_str().expect("id"),
+        "victim@example.com",
+    )
+    .await;
+    let stranger = start_checkout(app, json!({"source": "chat_trial_prompt"})).await;
+    let (answer, cookie) = {
+        let redirect = pay(
+            app,
+            stranger["sessionId"].as_str().expect("id"),
+            "victim@example.com",
+        )
+        .await;
+        confirm(app, &stranger, &redirect).await
+    };
+    assert_eq!(answer["next"], "sign-in", "{answer}");
+    assert_eq!(cookie, None);
+    (
+        victim,
+        stranger["trackingSessionId"]
+            .as_str()
+            .expect("tracking id")
+            .to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn paying_with_someone_elses_address_changes_nothing_of_their_account() {
+    let app = spawn_app().await;
+    let before_sql = "SELECT subscription_id, payment_customer_id, payment_session_id, checkout_session_id, trial_end_date FROM user WHERE email = 'victim@example.com'";
+    let victim = sign_up(&app, "victim@example.com", "original1").await;
+    let own = start_checkout_signed_in(&app, &victim, json!({"source": "chat_trial_prompt"})).await;
+    pay(
+        &app,
+        own["sessionId"].as_str().expect("id"),
+        "victim@example.com",
+    )
+    .await;
+    let before = row(&app, before_sql).await;
+
+    let stranger = start_checkout(&app, json!({"source": "chat_trial_prompt"})).await;
+    let redirect = pay(
+        &app,
+        stranger["sessionId"].as_str().expect("id"),
+        "victim@example.com",
+    )
+    .await;
+    let (answer, _) = confirm(&app, &stranger, &redirect).await;
+    assert_eq!(answer["next"], "sign-in");
+    assert_eq!(
+        row(&app, before_sql).await,
+        before,
+        "the victim's account is as it was"
+    );
+    assert_eq!(
+        count(&app, "RETURN count(SELECT VALUE id FROM mail_outbox WHERE kind = 'payment_held' AND recipient = 'victim@example.com')").await,
+        1,
+        "the owner of the address is told"
+    );
+
+    // The victim sees it waiting, and declines it: canceled at once, its fee refunded.
+    let held: Value = get_with_cookie(&app, "/api/billing/held", &victim)
+        .await
+        .json()
+        .await
+        .expect("json");
+    let id = held["held"][0]["id"]
+        .as_str()
+        .expect("a held payment")
+        .to_owned();
+    assert_eq!(
+        id,
+        stranger["trackingSessionId"].as_str().expect("tracking")
+    );
+    let declined = post_with_cookie(
+        &app,
+        &format!("/api/billing/held/{id}/decline"),
+        &victim,
+        &json!({}),
+    )
+    .await;
+    assert_eq!(declined.status(), 200);
+    let checkout = row(
+        &app,
+        &format!("SELECT status, fee_refunded_at != NONE AS refunded, subscription_id FROM checkout_session WHERE tracking_id = '{id}'"),
+    )
+    .await;
+    assert_eq!(checkout["status"], "declined");
+    assert_eq!(checkout["refunded"], true);
+    let status = row(
+        &app,
+        &format!(
+            "SELECT VALUE status FROM subscription WHERE id = subscription:⟨{}⟩",
+            checkout["subscription_id"].as_str().expect("subscription")
+        ),
+    )
+    .await;
+    assert_eq!(status, "canceled");
+    assert_eq!(row(&app, before_sql).await, before, "still as it was");
+    let again = post_with_cookie(
+        &app,
+        &format!("/api/billing/held/{id}/claim"),
+        &victim,
+        &json!({}),
+    )
+    .await;
+    assert_eq!(again.status(), 404, "declined is final");
+}
+
+#[tokio::test]
+async fn the_owner_adds_a_payment_made_signed_out_to_the_account() {
+    let app = spawn_app().await;
+    // An account without a trial yet; its owner forgot to sign in and paid from a funnel.
+    let owner = sign_up(&app, "owner@example.com", "original1").await;
+    let other = sign_up(&app, "other@example.com", "original1").await;
+    let started = start_checkout(&app, json!({"source": "chat_trial_prompt"})).await;
+    let redirect = pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "owner@example.com",
+    )
+    .await;
+    confirm(&app, &started, &redirect).await;
+    assert_eq!(
+        me(&app, &owner).await["user"]["access"]["hasAccess"],
+        false,
+        "held, not granted"
+    );
+    let id = started["trackingSessionId"].as_str().expect("tracking");
+
+    let stolen = post_with_cookie(
+        &app,
+        &format!("/api/billing/held/{id}/claim"),
+        &other,
+        &json!({}),
+    )
+    .await;
+    assert_eq!(
+        stolen.status(),
+        404,
+        "only the owner of the address claims it"
+    );
+    let claimed = post_with_cookie(
+        &app,
+        &format!("/api/billing/held/{id}/claim"),
+        &owner,
+        &json!({}),
+    )
+    .await;
+    assert_eq!(claimed.status(), 200);
+    let access = me(&app, &owner).await["user"]["access"].clone();
+    assert_eq!(access["hasAccess"], true, "{access}");
+    assert_eq!(access["trialActive"], true, "the account's first trial");
+    let twice = post_with_cookie(
+        &app,
+        &format!("/api/billing/held/{id}/claim"),
+        &owner,
+        &json!({}),
+    )
+    .await;
+    assert_eq!(twice.status(), 404, "once");
+    assert_eq!(
+        count(&app, "RETURN count(SELECT VALUE id FROM user)").await,
+        2,
+        "no account for the payment itself"
+    );
+}
+
+#[tokio::test]
+async fn a_hold_nobody_answers_is_canceled_and_refunded_before_the_trial_would_charge() {
+    let app = spawn_app().await;
+    let (_victim, id) = stranger_pays_with_victims_address(&app).await;
+    let settings = crate::helpers::test_settings();
+    let billing = helpnow::billing::Billing::new(
+        app.db.clone(),
+        std::sync::Arc::new(helpnow::billing::demo::DemoProvider::new(app.db.clone())),
+        helpnow::mail::Mailer::from_settings(&settings.mail, app.db.clone()).expect("mailer"),
+        "http://127.0.0.1:8080".parse().expect("url"),
+        "HelpNow".to_owned(),
+    );
+    billing.run_upkeep().await.expect("pass");
+    assert_eq!(
+        row(
+            &app,
+            &format!("SELECT VALUE status FROM checkout_session WHERE tracking_id = '{id}'")
+        )
+        .await,
+        "held",
+        "within its days it waits"
+    );
+    app.db
+        .query(format!(
+            "UPDATE checkout_session SET completed_at = time::now() - 4d WHERE tracking_id = '{id}'"
+        ))
+        .await
+        .expect("query");
+    billing.run_upkeep().await.expect("pass");
+    let checkout = row(
+        &app,
+        &format!("SELECT status, declined_because, fee_refunded_at != NONE AS refunded FROM checkout_session WHERE tracking_id = '{id}'"),
+    )
+    .await;
+    assert_eq!(checkout["status"], "declined", "{checkout}");
+    assert_eq!(checkout["declined_because"], "expired");
+    assert_eq!(checkout["refunded"], true);
 }

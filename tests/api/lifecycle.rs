@@ -80,6 +80,7 @@ fn lifecycle(n: usize, checkout_id: &str, ending: Ending) -> Lifecycle {
             customer_id: Some(customer.clone()),
             subscription_id: Some(sub.clone()),
             payment_intent_id: Some(format!("pi_{n}")),
+            card_fingerprint: None,
             completed_at: start,
         }),
         snapshot(

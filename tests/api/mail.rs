@@ -18,10 +18,10 @@ use crate::helpers::test_settings;
 
 /// One mail as the SMTP server received it.
 #[derive(Debug, Clone)]
-struct Received {
-    envelope_from: String,
-    envelope_to: Vec<String>,
-    data: Vec<u8>,
+pub(crate) struct Received {
+    pub(crate) envelope_from: String,
+    pub(crate) envelope_to: Vec<String>,
+    pub(crate) data: Vec<u8>,
 }
 
 /// Per-connection session state (mailin clones the handler for each connection) plus the shared
@@ -58,14 +58,14 @@ impl Handler for Recorder {
 }
 
 /// A real SMTP server on its own thread. It serves until the test process ends (mailin-embedded
-/// has no shutdown), which costs one idle thread per test.
-struct SmtpServer {
+/// has no shutdown), which costs one idle thread per test. The Stripe route tests use it too.
+pub(crate) struct SmtpServer {
     port: u16,
     inbox: Arc<Mutex<Vec<Received>>>,
 }
 
 impl SmtpServer {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         Self::start_on(TcpListener::bind("127.0.0.1:0").expect("a free port"))
     }
 
@@ -88,11 +88,11 @@ impl SmtpServer {
         SmtpServer { port, inbox }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("smtp://127.0.0.1:{}", self.port)
     }
 
-    fn received(&self) -> Vec<Received> {
+    pub(crate) fn received(&self) -> Vec<Received> {
         self.inbox.lock().expect("inbox lock").clone()
     }
 
@@ -353,13 +353,13 @@ async fn bad_mail_settings_name_their_key() {
 }
 
 /// Just enough of RFC 5322, MIME and RFC 2047 to read a single-part text mail like a mail client.
-struct ParsedMail {
+pub(crate) struct ParsedMail {
     headers: Vec<(String, String)>,
     body: Vec<u8>,
 }
 
 impl ParsedMail {
-    fn parse(data: &[u8]) -> Self {
+    pub(crate) fn parse(data: &[u8]) -> Self {
         let split = data
             .windows(4)
             .position(|w| w == b"\r\n\r\n")
@@ -384,7 +384,7 @@ impl ParsedMail {
     }
 
     /// The decoded value of the header (names compare case-insensitively, like mail clients).
-    fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -395,7 +395,7 @@ impl ParsedMail {
     /// Trailing line ends are dropped, as mail clients do: lettre ends the body with a line end
     /// and then sends the `<CRLF>.<CRLF>` terminator, so a mail arrives with one or two empty
     /// lines more at the end than it had.
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let encoding = self
             .header("Content-Transfer-Encoding")
             .unwrap_or_else(|| "7bit".to_owned())

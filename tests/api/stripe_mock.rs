@@ -8,9 +8,10 @@
 //! so a test can assert exactly what was sent.
 //!
 //! Test controls stand in for the customer and for time: `pay` completes a checkout as Stripe's
-//! page would (customer, trialing subscription, first invoice, and the $1 payment when the
-//! checkout carries the fee), `renew` bills the first month, `set_subscription_status` and
-//! `expire` change state, and the `*_event` helpers build webhook bodies from the current state.
+//! page would (customer, card, trialing subscription, first invoice, and the $1 payment when the
+//! checkout carries the fee; `pay_with_card` with a chosen card), `renew` bills the first month,
+//! `set_subscription_status` and `expire` change state, and the `*_event` helpers build webhook
+//! bodies from the current state.
 //!
 //! Route tests use it as the app's Stripe: `settings.stripe = mock.settings()` with
 //! `settings.payments.provider = Stripe`, then sign the bodies with `MockStripe::signed`.
@@ -140,6 +141,16 @@ struct Subscription {
     canceled_at: Option<i64>,
     metadata: BTreeMap<String, String>,
     latest_invoice: Option<String>,
+    /// The card it charges (a payment method id).
+    default_payment_method: Option<String>,
+}
+
+/// A card as a payment method. Stripe gives the same card the same fingerprint, whoever pays.
+struct PaymentMethod {
+    id: String,
+    customer: String,
+    fingerprint: String,
+    created: i64,
 }
 
 struct InvoiceLine {
@@ -209,6 +220,7 @@ struct State {
     charges: Vec<Charge>,
     refunds: Vec<Refund>,
     portal_sessions: Vec<(String, String)>,
+    payment_methods: BTreeMap<String, PaymentMethod>,
 }
 
 /// A Stripe error answer.
@@ -343,9 +355,21 @@ impl MockStripe {
     }
 
     /// Completes a checkout as Stripe's hosted page does once the customer pays: a customer, a
-    /// subscription trialing for the checkout's trial days, and its first invoice, paid. The
-    /// invoice charges the one-time items today (the fee) and nothing for the trial month.
+    /// card of its own, a subscription trialing for the checkout's trial days, and its first
+    /// invoice, paid. The invoice charges the one-time items today (the fee) and nothing for the
+    /// trial month.
     pub fn pay(&self, session_id: &str, email: &str) -> Completed {
+        self.pay_with_card(session_id, email, &new_id("fp"))
+    }
+
+    /// `pay` with the card whose fingerprint is `card_fingerprint` (the same card for two
+    /// checkouts gives the same fingerprint, whatever the email).
+    pub fn pay_with_card(
+        &self,
+        session_id: &str,
+        email: &str,
+        card_fingerprint: &str,
+    ) -> Completed {
         let mut state = self.state();
         let now = now();
         let session = state.sessions.get(session_id).expect("a checkout session");
@@ -376,6 +400,17 @@ impl MockStripe {
             },
         );
 
+        let payment_method_id = new_id("pm");
+        state.payment_methods.insert(
+            payment_method_id.clone(),
+            PaymentMethod {
+                id: payment_method_id.clone(),
+                customer: customer_id.clone(),
+                fingerprint: card_fingerprint.to_owned(),
+                created: now,
+            },
+        );
+
         let subscription_id = new_id("sub");
         let invoice_id = new_id("in");
         let (status, trial_start, trial_end, period_end) = if trial_days > 0 {
@@ -402,6 +437,7 @@ impl MockStripe {
                 canceled_at: None,
                 metadata: subscription_metadata,
                 latest_invoice: Some(invoice_id.clone()),
+                default_payment_method: Some(payment_method_id),
             },
         );
 
@@ -471,47 +507,28 @@ impl MockStripe {
     /// Ends the trial and bills the first month: a paid `subscription_cycle` invoice of $20.
     /// Returns the new invoice's id and its payment intent.
     pub fn renew(&self, subscription_id: &str) -> (String, String) {
-        let mut state = self.state();
-        let now = now();
-        let subscription = state
-            .subscriptions
-            .get(subscription_id)
-            .expect("a subscription");
-        let customer = subscription.customer.clone();
-        let price = subscription.price.clone();
-        let amount = state.prices[&price].unit_amount;
-        let invoice_id = new_id("in");
-        state.invoices.insert(
-            invoice_id.clone(),
-            Invoice {
-                id: invoice_id.clone(),
-                customer: customer.clone(),
-                subscription: subscription_id.to_owned(),
-                billing_reason: "subscription_cycle".to_owned(),
-                created: now,
-                amount,
-                status: "paid".to_owned(),
-                paid_at: Some(now),
-                lines: vec![InvoiceLine {
-                    id: new_id("il"),
-                    price,
-                    amount,
-                    description: "1 × HelpNow (at $20.00 / month)".to_owned(),
-                    period_start: now,
-                    period_end: now + MONTH,
-                }],
-            },
-        );
-        let payment_intent = state.record_payment(&invoice_id, &customer, amount, now);
-        let subscription = state
-            .subscriptions
-            .get_mut(subscription_id)
-            .expect("a subscription");
-        subscription.status = "active".to_owned();
-        subscription.current_period_start = now;
-        subscription.current_period_end = now + MONTH;
-        subscription.latest_invoice = Some(invoice_id.clone());
-        (invoice_id, payment_intent)
+        self.state()
+            .bill_month(subscription_id, "subscription_cycle", now())
+    }
+
+    /// Opens a checkout as another system on the same Stripe account would (the monthly price,
+    /// with a trial): one the app under test never started. Returns its id.
+    pub fn open_checkout_elsewhere(&self) -> String {
+        let params: Vec<(String, String)> = [
+            ("mode", "subscription"),
+            ("success_url", "https://elsewhere.example/done"),
+            ("line_items[0][price]", SUBSCRIPTION_PRICE_ID),
+            ("line_items[0][quantity]", "1"),
+            ("subscription_data[trial_period_days]", "7"),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .collect();
+        let created = self
+            .state()
+            .create_session(&params)
+            .unwrap_or_else(|error| panic!("the mock refused the checkout: {}", error.body));
+        created["id"].as_str().expect("an id").to_owned()
     }
 
     /// Lets an open checkout lapse, as Stripe does after 24 hours.
@@ -795,7 +812,15 @@ impl State {
             ("POST", ["v1", "checkout", "sessions"]) => self.create_session(params),
             ("GET", ["v1", "checkout", "sessions", id]) => {
                 let expand = expansions(params);
-                check_expansions(&expand, &["subscription", "invoice", "customer"])?;
+                check_expansions(
+                    &expand,
+                    &[
+                        "subscription",
+                        "subscription.default_payment_method",
+                        "invoice",
+                        "customer",
+                    ],
+                )?;
                 let session = self
                     .sessions
                     .get(*id)
@@ -805,7 +830,10 @@ impl State {
             ("POST", ["v1", "billing_portal", "sessions"]) => self.create_portal_session(params),
             ("GET", ["v1", "subscriptions", id]) => {
                 let expand = expansions(params);
-                check_expansions(&expand, &["latest_invoice", "customer"])?;
+                check_expansions(
+                    &expand,
+                    &["latest_invoice", "customer", "default_payment_method"],
+                )?;
                 let subscription = self.subscription(id)?;
                 Ok(self.subscription_json(subscription, &expand))
             }
@@ -1032,6 +1060,24 @@ impl State {
                 None,
             ));
         }
+        let end_trial = match param(params, "trial_end") {
+            None => false,
+            Some("now") if subscription.status == "trialing" => true,
+            Some("now") => {
+                return Err(ApiError::invalid(
+                    400,
+                    format!("Subscription {id} is not in a trial: there is no trial to end."),
+                    Some("trial_end"),
+                ));
+            }
+            Some(other) => {
+                return Err(ApiError::invalid(
+                    400,
+                    format!("The mock ends trials with trial_end=now only, not `{other}`."),
+                    Some("trial_end"),
+                ));
+            }
+        };
         match param(params, "cancel_at_period_end") {
             Some("true") => subscription.cancel_at_period_end = true,
             Some("false") => subscription.cancel_at_period_end = false,
@@ -1047,6 +1093,12 @@ impl State {
         subscription
             .metadata
             .extend(bracket_map(params, "metadata"));
+        if end_trial {
+            // The trial ends now and the first month is invoiced and paid at once.
+            let now = now();
+            subscription.trial_end = Some(now);
+            self.bill_month(id, "subscription_update", now);
+        }
         let subscription = self.subscription(id)?;
         Ok(self.subscription_json(subscription, &[]))
     }
@@ -1142,6 +1194,53 @@ impl State {
         Ok(body)
     }
 
+    /// Ends any trial and bills a month from `now`: a paid invoice of the monthly price, with
+    /// `billing_reason` (`subscription_cycle` for a renewal, `subscription_update` for a trial
+    /// ended early). Returns the invoice's id and its payment intent.
+    fn bill_month(
+        &mut self,
+        subscription_id: &str,
+        billing_reason: &str,
+        now: i64,
+    ) -> (String, String) {
+        let subscription = &self.subscriptions[subscription_id];
+        let customer = subscription.customer.clone();
+        let price = subscription.price.clone();
+        let amount = self.prices[&price].unit_amount;
+        let invoice_id = new_id("in");
+        self.invoices.insert(
+            invoice_id.clone(),
+            Invoice {
+                id: invoice_id.clone(),
+                customer: customer.clone(),
+                subscription: subscription_id.to_owned(),
+                billing_reason: billing_reason.to_owned(),
+                created: now,
+                amount,
+                status: "paid".to_owned(),
+                paid_at: Some(now),
+                lines: vec![InvoiceLine {
+                    id: new_id("il"),
+                    price,
+                    amount,
+                    description: "1 × HelpNow (at $20.00 / month)".to_owned(),
+                    period_start: now,
+                    period_end: now + MONTH,
+                }],
+            },
+        );
+        let payment_intent = self.record_payment(&invoice_id, &customer, amount, now);
+        let subscription = self
+            .subscriptions
+            .get_mut(subscription_id)
+            .expect("a subscription");
+        subscription.status = "active".to_owned();
+        subscription.current_period_start = now;
+        subscription.current_period_end = now + MONTH;
+        subscription.latest_invoice = Some(invoice_id.clone());
+        (invoice_id, payment_intent)
+    }
+
     /// A succeeded payment of an invoice: payment intent, charge and invoice payment.
     fn record_payment(
         &mut self,
@@ -1173,11 +1272,17 @@ impl State {
 
     fn session_json(&self, session: &Session, expand: &[String]) -> Value {
         let expanded = |field: &str| expand.iter().any(|path| path == field);
+        // `subscription.x` expands the subscription and, within it, `x`.
+        let within_subscription: Vec<String> = expand
+            .iter()
+            .filter_map(|path| path.strip_prefix("subscription."))
+            .map(str::to_owned)
+            .collect();
         let subscription = match &session.subscription {
-            Some(id) if expanded("subscription") => self
+            Some(id) if expanded("subscription") || !within_subscription.is_empty() => self
                 .subscriptions
                 .get(id)
-                .map(|subscription| self.subscription_json(subscription, &[]))
+                .map(|subscription| self.subscription_json(subscription, &within_subscription))
                 .unwrap_or(Value::Null),
             other => json!(other),
         };
@@ -1303,7 +1408,14 @@ impl State {
                 "currency": "usd",
                 "customer": customer,
                 "days_until_due": null,
-                "default_payment_method": null,
+                "default_payment_method": match &subscription.default_payment_method {
+                    Some(id) if expanded("default_payment_method") => self
+                        .payment_methods
+                        .get(id)
+                        .map(payment_method_json)
+                        .unwrap_or(Value::Null),
+                    other => json!(other),
+                },
                 "default_source": null,
                 "default_tax_rates": [],
                 "description": null,
@@ -1526,6 +1638,41 @@ fn customer_json(customer: &Customer) -> Value {
         "email": customer.email,
         "livemode": false,
         "metadata": {},
+    })
+}
+
+fn payment_method_json(method: &PaymentMethod) -> Value {
+    json!({
+        "id": method.id,
+        "object": "payment_method",
+        "allow_redisplay": "unspecified",
+        "billing_details": {
+            "address": null, "email": null, "name": null, "phone": null, "tax_id": null
+        },
+        "card": {
+            "brand": "visa",
+            "checks": {
+                "address_line1_check": null, "address_postal_code_check": null,
+                "cvc_check": "pass"
+            },
+            "country": "US",
+            "display_brand": "visa",
+            "exp_month": 12,
+            "exp_year": 2034,
+            "fingerprint": method.fingerprint,
+            "funding": "credit",
+            "generated_from": null,
+            "last4": "4242",
+            "networks": {"available": ["visa"], "preferred": null},
+            "regulated_status": "unregulated",
+            "three_d_secure_usage": {"supported": true},
+            "wallet": null
+        },
+        "created": method.created,
+        "customer": method.customer,
+        "livemode": false,
+        "metadata": {},
+        "type": "card",
     })
 }
 

@@ -114,3 +114,88 @@ async fn head_requests_answer_like_get() {
         .expect("sent");
     assert_eq!(response.status(), 302);
 }
+
+/// Every `Set-Cookie` of a response.
+fn set_cookies(response: &reqwest::Response) -> Vec<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn over_https_every_cookie_is_host_only_and_a_bare_name_is_not_read() {
+    let app = crate::helpers::spawn_app_with(|settings| {
+        settings.server.public_url = "https://helpnow.example".parse().expect("url");
+    })
+    .await;
+    let page = app.get("/").await;
+    let visitor = set_cookies(&page);
+    assert!(
+        visitor
+            .iter()
+            .any(|cookie| cookie.starts_with("__Host-vid=")
+                && cookie.contains("Secure")
+                && cookie.contains("Path=/")
+                && !cookie.contains("Domain")),
+        "{visitor:?}"
+    );
+
+    let signup = app
+        .post_json(
+            "/api/auth/signup",
+            &serde_json::json!({"email": "ann@example.com", "password": "secret1"}),
+        )
+        .await;
+    assert_eq!(signup.status(), 201);
+    let cookies = set_cookies(&signup);
+    let session = cookies
+        .iter()
+        .find(|cookie| cookie.starts_with("__Host-helpnow_session="))
+        .unwrap_or_else(|| panic!("a __Host- session cookie: {cookies:?}"));
+    assert!(
+        session.contains("Secure") && session.contains("Path=/"),
+        "{session}"
+    );
+    let pair = session.split(';').next().expect("name=value");
+    let me = |cookie: String| {
+        let app = &app;
+        async move {
+            let answer: serde_json::Value = app
+                .client
+                .get(app.url("/api/auth/me"))
+                .header("cookie", cookie)
+                .send()
+                .await
+                .expect("request reaches the server")
+                .json()
+                .await
+                .expect("json");
+            answer["user"]["email"].clone()
+        }
+    };
+    assert_eq!(me(pair.to_owned()).await, "ann@example.com");
+    // The same secret under the bare name, as a cookie planted from a sibling subdomain or a
+    // plain-http response would be: not read.
+    let bare = pair.trim_start_matches("__Host-").to_owned();
+    assert_eq!(me(bare).await, serde_json::Value::Null);
+
+    let checkout = app
+        .post_json(
+            "/api/create-checkout.js",
+            &serde_json::json!({"source": "chat_trial_prompt"}),
+        )
+        .await;
+    let started = set_cookies(&checkout);
+    assert!(
+        started.iter().any(
+            |cookie| cookie.starts_with("__Host-helpnow_checkout_start=")
+                && cookie.contains("Secure")
+                && cookie.contains("Path=/")
+        ),
+        "{started:?}"
+    );
+}

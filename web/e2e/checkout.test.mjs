@@ -124,7 +124,7 @@ describe('checkout on the demo provider', () => {
     await context.close();
   });
 
-  test("a signed-out buyer whose email has an account is welcomed back and signs in with the password they know", async () => {
+  test("a signed-out buyer whose email has an account is welcomed back, signs in, and adds the waiting payment to the account", async () => {
     const { page, context, problems } = await openPage(env.browser, DESKTOP);
     const email = 'returning.buyer@example.com';
     await signUp(env.baseUrl, email, 'my old password');
@@ -144,6 +144,12 @@ describe('checkout on the demo provider', () => {
     await page.getByLabel('Password').fill('my old password');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL((url) => url.pathname === '/' || url.pathname === '/members');
+    // Paid signed out, the payment changed nothing of the account: it waits for its owner.
+    const waiting = page.getByRole('region', { name: 'A payment is waiting for you' });
+    await waiting.getByText(/Nothing in your account has changed/).waitFor();
+    await page.screenshot({ path: path.join(resultsDir, 'held-payment.png'), fullPage: true });
+    await waiting.getByRole('button', { name: 'Add it to my account' }).click();
+    await page.getByText('The payment was added to your account.').waitFor();
     await page.getByText(/Your trial runs until/).waitFor();
     assert.deepEqual(problems, []);
     await context.close();

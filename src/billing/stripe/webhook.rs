@@ -245,6 +245,8 @@ fn completed_checkout(session: &Value, created: i64) -> Result<Option<BillingEve
         subscription_id: expandable_id(session.get("subscription")),
         // Set in payment mode only; a subscription's first payment belongs to its invoice.
         payment_intent_id: expandable_id(session.get("payment_intent")),
+        // Not in the event: fulfilment asks for the subscription's card.
+        card_fingerprint: None,
         completed_at: timestamp(created).ok_or_else(|| invalid("created"))?,
     })))
 }

@@ -14,6 +14,8 @@ pub struct NewCheckout {
     pub tracking_id: String,
     pub source: String,
     pub refundable_fee: bool,
+    /// Whether the provider was asked for the 7-day trial (not for an account that had one).
+    pub trial_offered: bool,
     pub email: Option<String>,
     pub attribution: serde_json::Value,
     pub success_url: String,
@@ -69,14 +71,18 @@ pub struct StoredCheckout {
     pub source: String,
     pub status: String,
     pub refundable_fee: bool,
+    pub trial_offered: bool,
     pub email: Option<String>,
     pub attribution: Option<serde_json::Value>,
     pub success_url: String,
     pub cancel_url: String,
     pub user_id: Option<String>,
+    /// The account a held payment waits for (paid signed out with its address).
+    pub held_for_id: Option<String>,
     pub customer_id: Option<String>,
     pub subscription_id: Option<String>,
     pub payment_intent_id: Option<String>,
+    pub card_fingerprint: Option<String>,
     pub created_at: DateTime<Utc>,
     pub completed_at: Option<DateTime<Utc>>,
     pub fulfilled_at: Option<DateTime<Utc>>,
@@ -86,9 +92,10 @@ pub struct StoredCheckout {
 }
 
 const CHECKOUT_FIELDS: &str = "provider, provider_session_id, tracking_id, source, status, refundable_fee, \
-     email, attribution, success_url, cancel_url, \
-     IF user THEN record::id(user) ELSE NONE END AS user_id, customer_id, subscription_id, \
-     payment_intent_id, created_at, completed_at, fulfilled_at, fee_refunded_at, \
+     trial_offered ?? true AS trial_offered, email, attribution, success_url, cancel_url, \
+     IF user THEN record::id(user) ELSE NONE END AS user_id, \
+     IF held_for THEN record::id(held_for) ELSE NONE END AS held_for_id, customer_id, subscription_id, \
+     payment_intent_id, card_fingerprint, created_at, completed_at, fulfilled_at, fee_refunded_at, \
      created_account ?? false AS created_account";
 
 pub async fn checkout(
@@ -226,6 +233,8 @@ pub struct DemoPayment {
     pub subscription_id: String,
     /// The fee's payment, when the checkout charges one.
     pub payment_intent_id: Option<String>,
+    /// The test card's fingerprint (a hash of its number), as Stripe gives one per card.
+    pub card_fingerprint: Option<String>,
 }
 
 /// Records a demo payment on an open checkout, once: false when it was paid (or closed) already,
@@ -239,7 +248,8 @@ pub async fn record_demo_payment(
         db.query(
             "UPDATE (SELECT VALUE id FROM checkout_session WHERE provider_session_id = $id) \
              SET completed_at = $paid, email = $email, customer_id = $customer, \
-             subscription_id = $subscription, payment_intent_id = $intent \
+             subscription_id = $subscription, payment_intent_id = $intent, \
+             card_fingerprint = $fingerprint \
              WHERE completed_at = NONE AND status = 'open' RETURN VALUE id",
         )
         .bind(("paid", payment.paid_at))
@@ -247,6 +257,7 @@ pub async fn record_demo_payment(
         .bind(("customer", payment.customer_id.clone()))
         .bind(("subscription", payment.subscription_id.clone()))
         .bind(("intent", payment.payment_intent_id.clone()))
+        .bind(("fingerprint", payment.card_fingerprint.clone()))
         .bind(("id", provider_session_id.to_owned()))
         .await?
         .check()?

@@ -8,20 +8,29 @@ use surrealdb::types::SurrealValue;
 use crate::store::Db;
 
 /// Everything fulfilment writes, prepared by the caller (texts, the token's hash).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, SurrealValue)]
 pub struct Fulfilment {
     pub provider_session_id: String,
     pub email: String,
     pub customer_id: Option<String>,
     pub subscription_id: Option<String>,
     pub payment_intent_id: Option<String>,
+    /// The paying card's fingerprint, when the provider gives one: a card has one trial.
+    pub card_fingerprint: Option<String>,
     pub completed_at: DateTime<Utc>,
     pub trial_end: DateTime<Utc>,
-    /// The hash of the sign-in link's token in the welcome mail.
+    /// The hash of the sign-in link's token in the mail.
     pub mail_token_hash: String,
     pub token_expires_at: DateTime<Utc>,
+    /// The welcome mail when the trial starts.
     pub welcome_subject: String,
     pub welcome_text: String,
+    /// The welcome mail when it does not (the account or the card had its trial).
+    pub paid_subject: String,
+    pub paid_text: String,
+    /// The mail to the owner of an address that someone paid with while signed out.
+    pub held_subject: String,
+    pub held_text: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +39,8 @@ pub enum FulfilOutcome {
     Fulfilled { user_id: String, email: String },
     /// It was fulfilled before (by the webhook or the success page).
     AlreadyFulfilled { user_id: String, email: String },
+    /// Paid signed out with the address of the existing account `owner_id`: held for its owner.
+    Held { owner_id: String, email: String },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -40,16 +51,14 @@ pub enum FulfilError {
     Database(#[from] surrealdb::Error),
 }
 
-const FULFIL: &str = r"
-BEGIN TRANSACTION;
-LET $cs = (SELECT * FROM checkout_session WHERE provider_session_id = $f.provider_session_id LIMIT 1)[0];
-IF $cs = NONE { THROW 'unknown_checkout'; };
-IF $cs.fulfilled_at != NONE { THROW 'already_fulfilled'; };
--- A checkout started signed in belongs to that account, whatever address was typed; else the
--- account of the typed address, or a new one.
-LET $starter = IF $cs.user != NONE AND record::exists($cs.user) { $cs.user } ELSE { NONE };
-LET $found = $starter ?? (SELECT VALUE id FROM user WHERE email = $f.email LIMIT 1)[0];
-LET $uid = IF $found != NONE { $found } ELSE { (CREATE user CONTENT { email: $f.email } RETURN VALUE id)[0] };
+/// What a checkout grants the account `$uid` (`$cs` the checkout, `$f` the payment), shared by
+/// fulfilment and by the claim of a held payment. The trial is granted once per account and once
+/// per card: `$first_trial` is false for an account that had one, for a card that paid for one
+/// before, and for a checkout that asked for none; the checkout then says `trial_to_end`, and the
+/// service ends the provider's trial, so the first month is charged at once.
+macro_rules! grant {
+    () => {
+        r"
 LET $att = $cs.attribution ?? {};
 -- The account's acquisition is the visitor's first campaign touch: as the browser kept it (any
 -- page), else as the server saw it (the first funnel visit of this visitor), else this
@@ -60,9 +69,10 @@ LET $history = {
     startDate: $f.completed_at, endDate: $f.trial_end, status: 'active',
     paymentSessionId: $f.provider_session_id, attribution: $att
 };
-
--- One trial per account: a later checkout of the same account starts no second one.
-LET $first_trial = !((SELECT VALUE trial_used FROM ONLY $uid) ?? false);
+LET $card = IF $f.card_fingerprint != NONE { type::record('trial_card', $f.card_fingerprint) } ELSE { NONE };
+LET $card_had_trial = $card != NONE AND record::exists($card);
+LET $first_trial = ($cs.trial_offered ?? true) AND !((SELECT VALUE trial_used FROM ONLY $uid) ?? false) AND !$card_had_trial;
+IF $first_trial AND $card != NONE { CREATE $card CONTENT { user: $uid }; };
 -- isSubscribed: the subscription's status when its events came first, else running (it begins here).
 LET $sub = IF $f.subscription_id != NONE { type::record('subscription', $f.subscription_id).* } ELSE { NONE };
 LET $subscribed = IF $sub != NONE AND $sub.status != NONE { $sub.status IN ['active', 'trialing'] } ELSE { true };
@@ -92,19 +102,14 @@ UPDATE $uid SET
     trial_history = IF $first_trial { array::append(trial_history ?? [], $history) } ELSE { trial_history },
     funnel = $cs.funnel_record ?? funnel;
 UPDATE $cs.id SET
-    status = 'complete', email = $f.email, user = $uid, created_account = ($found = NONE),
+    status = 'complete', email = $f.email, user = $uid, held_for = NONE,
     customer_id = $f.customer_id, subscription_id = $f.subscription_id,
-    payment_intent_id = $f.payment_intent_id,
-    completed_at = $f.completed_at, fulfilled_at = time::now();
+    payment_intent_id = $f.payment_intent_id, card_fingerprint = $f.card_fingerprint,
+    completed_at = $f.completed_at, fulfilled_at = $cs.fulfilled_at ?? time::now(),
+    trial_granted = $first_trial,
+    trial_to_end = !$first_trial AND ($cs.trial_offered ?? true) AND $f.subscription_id != NONE;
 IF $cs.visitor != NONE { UPDATE $cs.visitor SET user = $uid; };
 IF $cs.funnel_conversation != NONE { UPDATE $cs.funnel_conversation SET user = $uid; };
-CREATE sign_in_token CONTENT {
-    token_hash: $f.mail_token_hash, user: $uid, email: $f.email, purpose: 'mail',
-    checkout_session_id: $f.provider_session_id, expires_at: $f.token_expires_at
-};
-CREATE mail_outbox CONTENT { recipient: $f.email, subject: $f.welcome_subject, body: $f.welcome_text, kind: 'welcome', pending: true };
-CREATE analytics_event CONTENT { name: 'purchase', user: $uid, properties: {
-    source: $cs.source, value: IF $cs.refundable_fee { 1 } ELSE { 0 }, currency: 'USD', paymentSessionId: $f.provider_session_id } };
 IF $first_trial {
     CREATE analytics_event CONTENT { name: 'begin_trial', user: $uid, properties: { source: $cs.source, trial: '7_day' } };
 };
@@ -115,70 +120,146 @@ IF $f.subscription_id != NONE AND !record::exists(type::record('analytics_event'
         properties: { source: $cs.source, subscriptionId: $f.subscription_id, trial: $first_trial }
     };
 };
-COMMIT TRANSACTION;
-";
-
-#[derive(Debug, Clone, SurrealValue)]
-struct FulfilParams {
-    provider_session_id: String,
-    email: String,
-    customer_id: Option<String>,
-    subscription_id: Option<String>,
-    payment_intent_id: Option<String>,
-    completed_at: DateTime<Utc>,
-    trial_end: DateTime<Utc>,
-    mail_token_hash: String,
-    token_expires_at: DateTime<Utc>,
-    welcome_subject: String,
-    welcome_text: String,
+"
+    };
 }
+
+const FULFIL: &str = concat!(
+    r"
+BEGIN TRANSACTION;
+LET $cs = (SELECT * FROM checkout_session WHERE provider_session_id = $f.provider_session_id LIMIT 1)[0];
+IF $cs = NONE { THROW 'unknown_checkout'; };
+IF $cs.fulfilled_at != NONE { THROW 'already_fulfilled'; };
+-- A checkout started signed in belongs to that account, whatever address was typed.
+LET $starter = IF $cs.user != NONE AND record::exists($cs.user) { $cs.user } ELSE { NONE };
+LET $owner = (SELECT VALUE id FROM user WHERE email = $f.email LIMIT 1)[0];
+LET $purchase = {
+    source: $cs.source, value: IF $cs.refundable_fee { 1 } ELSE { 0 }, currency: 'USD',
+    paymentSessionId: $f.provider_session_id
+};
+IF $starter = NONE AND $owner != NONE {
+    -- Paid signed out with the address of an existing account: nothing of that account changes.
+    -- The payment is held for the owner, who is mailed a sign-in link to claim or decline it.
+    UPDATE $cs.id SET
+        status = 'held', held_for = $owner, email = $f.email,
+        customer_id = $f.customer_id, subscription_id = $f.subscription_id,
+        payment_intent_id = $f.payment_intent_id, card_fingerprint = $f.card_fingerprint,
+        completed_at = $f.completed_at, trial_end = $f.trial_end, fulfilled_at = time::now();
+    CREATE sign_in_token CONTENT {
+        token_hash: $f.mail_token_hash, user: $owner, email: $f.email, purpose: 'mail',
+        checkout_session_id: $f.provider_session_id, expires_at: $f.token_expires_at
+    };
+    CREATE mail_outbox CONTENT { recipient: $f.email, subject: $f.held_subject, body: $f.held_text, kind: 'payment_held', pending: true };
+    CREATE analytics_event CONTENT { name: 'purchase', user: NONE, properties: {
+        source: $purchase.source, value: $purchase.value, currency: 'USD',
+        paymentSessionId: $f.provider_session_id, held: true } };
+} ELSE {
+    LET $uid = IF $starter != NONE { $starter } ELSE { (CREATE user CONTENT { email: $f.email } RETURN VALUE id)[0] };
+    CREATE analytics_event CONTENT { name: 'purchase', user: $uid, properties: $purchase };
+",
+    grant!(),
+    r"
+    UPDATE $cs.id SET created_account = ($starter = NONE);
+    CREATE sign_in_token CONTENT {
+        token_hash: $f.mail_token_hash, user: $uid, email: $f.email, purpose: 'mail',
+        checkout_session_id: $f.provider_session_id, expires_at: $f.token_expires_at
+    };
+    CREATE mail_outbox CONTENT {
+        recipient: $f.email, kind: 'welcome', pending: true,
+        subject: IF $first_trial { $f.welcome_subject } ELSE { $f.paid_subject },
+        body: IF $first_trial { $f.welcome_text } ELSE { $f.paid_text }
+    };
+};
+COMMIT TRANSACTION;
+"
+);
+
+/// The owner's claim of a payment held for the account: what fulfilment would have granted, now.
+const CLAIM: &str = concat!(
+    r"
+BEGIN TRANSACTION;
+LET $uid = type::record('user', $user);
+LET $cs = (SELECT * FROM checkout_session WHERE held_for = $uid AND tracking_id = $tracking AND status = 'held' LIMIT 1)[0];
+IF $cs = NONE { THROW 'not_held'; };
+LET $f = {
+    provider_session_id: $cs.provider_session_id, email: $cs.email,
+    customer_id: $cs.customer_id, subscription_id: $cs.subscription_id,
+    payment_intent_id: $cs.payment_intent_id, card_fingerprint: $cs.card_fingerprint,
+    completed_at: $cs.completed_at, trial_end: $cs.trial_end
+};
+",
+    grant!(),
+    r"
+UPDATE $cs.id SET claimed_at = time::now();
+COMMIT TRANSACTION;
+"
+);
 
 #[derive(Debug, Clone, SurrealValue)]
 struct FulfilledBy {
     user_id: Option<String>,
+    held_for: Option<String>,
     email: Option<String>,
 }
 
-/// Fulfils a paid checkout once; later and concurrent calls get `AlreadyFulfilled`.
+/// Fulfils a paid checkout once; later and concurrent calls get `AlreadyFulfilled` (or `Held`).
 pub async fn fulfil(db: &Db, fulfilment: Fulfilment) -> Result<FulfilOutcome, FulfilError> {
-    let params = FulfilParams {
-        provider_session_id: fulfilment.provider_session_id.clone(),
-        email: fulfilment.email,
-        customer_id: fulfilment.customer_id,
-        subscription_id: fulfilment.subscription_id,
-        payment_intent_id: fulfilment.payment_intent_id,
-        completed_at: fulfilment.completed_at,
-        trial_end: fulfilment.trial_end,
-        mail_token_hash: fulfilment.mail_token_hash,
-        token_expires_at: fulfilment.token_expires_at,
-        welcome_subject: fulfilment.welcome_subject,
-        welcome_text: fulfilment.welcome_text,
-    };
-    let id = fulfilment.provider_session_id;
+    let id = fulfilment.provider_session_id.clone();
     let result = crate::store::retry_on_conflict(|| async {
         db.query(FULFIL)
-            .bind(("f", params.clone()))
+            .bind(("f", fulfilment.clone()))
+            .await
+            .and_then(crate::store::check_transaction)
+    })
+    .await;
+    let fresh = match result {
+        Ok(_) => true,
+        Err(error) if error.to_string().contains("unknown_checkout") => {
+            return Err(FulfilError::UnknownCheckout(id));
+        }
+        Err(error) if error.to_string().contains("already_fulfilled") => false,
+        Err(error) => return Err(error.into()),
+    };
+    let by = fulfilled_by(db, &id).await?;
+    let email = by.email.unwrap_or_default();
+    Ok(match (by.held_for, by.user_id) {
+        (Some(owner_id), _) => FulfilOutcome::Held { owner_id, email },
+        (None, user_id) if fresh => FulfilOutcome::Fulfilled {
+            user_id: user_id.unwrap_or_default(),
+            email,
+        },
+        (None, user_id) => FulfilOutcome::AlreadyFulfilled {
+            user_id: user_id.unwrap_or_default(),
+            email,
+        },
+    })
+}
+
+/// Why a held payment was not claimed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    /// No payment with that tracking id is held for this account (claimed or declined already).
+    #[error("no payment {0} is held for this account")]
+    NotHeld(String),
+    #[error(transparent)]
+    Database(#[from] surrealdb::Error),
+}
+
+/// The owner's claim of a held payment (by its tracking id): the account gets what fulfilment
+/// would have granted it. Once: a second claim is `NotHeld`.
+pub async fn claim_held(db: &Db, user_id: &str, tracking_id: &str) -> Result<(), ClaimError> {
+    let result = crate::store::retry_on_conflict(|| async {
+        db.query(CLAIM)
+            .bind(("user", user_id.to_owned()))
+            .bind(("tracking", tracking_id.to_owned()))
             .await
             .and_then(crate::store::check_transaction)
     })
     .await;
     match result {
-        Ok(_) => {
-            let by = fulfilled_by(db, &id).await?;
-            Ok(FulfilOutcome::Fulfilled {
-                user_id: by.user_id.unwrap_or_default(),
-                email: by.email.unwrap_or_default(),
-            })
-        }
-        Err(error) if error.to_string().contains("unknown_checkout") => {
-            Err(FulfilError::UnknownCheckout(id))
-        }
-        Err(error) if error.to_string().contains("already_fulfilled") => {
-            let by = fulfilled_by(db, &id).await?;
-            Ok(FulfilOutcome::AlreadyFulfilled {
-                user_id: by.user_id.unwrap_or_default(),
-                email: by.email.unwrap_or_default(),
-            })
+        Ok(_) => Ok(()),
+        Err(error) if error.to_string().contains("not_held") => {
+            Err(ClaimError::NotHeld(tracking_id.to_owned()))
         }
         Err(error) => Err(error.into()),
     }
@@ -187,7 +268,8 @@ pub async fn fulfil(db: &Db, fulfilment: Fulfilment) -> Result<FulfilOutcome, Fu
 async fn fulfilled_by(db: &Db, provider_session_id: &str) -> Result<FulfilledBy, surrealdb::Error> {
     let mut response = db
         .query(
-            "SELECT IF user THEN record::id(user) ELSE NONE END AS user_id, email \
+            "SELECT IF user THEN record::id(user) ELSE NONE END AS user_id, \
+             IF held_for THEN record::id(held_for) ELSE NONE END AS held_for, email \
              FROM checkout_session WHERE provider_session_id = $id LIMIT 1",
         )
         .bind(("id", provider_session_id.to_owned()))
@@ -196,6 +278,7 @@ async fn fulfilled_by(db: &Db, provider_session_id: &str) -> Result<FulfilledBy,
     let rows: Vec<FulfilledBy> = response.take(0)?;
     Ok(rows.into_iter().next().unwrap_or(FulfilledBy {
         user_id: None,
+        held_for: None,
         email: None,
     }))
 }

@@ -3,12 +3,14 @@
 
 mod checkouts;
 mod fulfilment;
+mod held;
 mod sign_in_tokens;
 mod subscriptions;
 mod webhook_events;
 
 pub use checkouts::*;
 pub use fulfilment::*;
+pub use held::*;
 pub use sign_in_tokens::*;
 pub use subscriptions::*;
 pub use webhook_events::*;

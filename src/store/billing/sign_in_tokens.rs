@@ -53,6 +53,8 @@ pub struct TokenOwner {
     pub user_id: String,
     pub email: String,
     pub checkout_session_id: Option<String>,
+    /// Sent by mail (not the success page's cookie): its use proves the address.
+    pub mailed: bool,
 }
 
 /// Whether a token is still good, without spending it (account setup reads it first).
@@ -62,7 +64,8 @@ pub async fn peek_sign_in_token(
 ) -> Result<Option<TokenOwner>, surrealdb::Error> {
     let mut response = db
         .query(
-            "SELECT record::id(user) AS user_id, email, checkout_session_id FROM sign_in_token \
+            "SELECT record::id(user) AS user_id, email, checkout_session_id, \
+             purpose = 'mail' AS mailed FROM sign_in_token \
              WHERE token_hash = $hash AND used = false AND expires_at > time::now() LIMIT 1",
         )
         .bind(("hash", token_hash.to_owned()))
@@ -72,18 +75,20 @@ pub async fn peek_sign_in_token(
     Ok(rows.into_iter().next())
 }
 
-/// Spends a token: exactly one of any number of concurrent calls gets its owner.
+/// Spends a token: exactly one of any number of concurrent calls gets its owner. A mailed link
+/// (purpose `mail`) proves the address: the account's email is marked verified.
 pub async fn redeem_sign_in_token(
     db: &Db,
     token_hash: &str,
 ) -> Result<Option<TokenOwner>, surrealdb::Error> {
-    crate::store::retry_on_conflict(|| async {
+    let owner = crate::store::retry_on_conflict(|| async {
         let mut response = db
             .query(
                 "UPDATE (SELECT VALUE id FROM sign_in_token WHERE token_hash = $hash) \
                  SET used = true, used_at = time::now() \
                  WHERE used = false AND expires_at > time::now() \
-                 RETURN record::id(user) AS user_id, email, checkout_session_id",
+                 RETURN record::id(user) AS user_id, email, checkout_session_id, \
+                 purpose = 'mail' AS mailed",
             )
             .bind(("hash", token_hash.to_owned()))
             .await?
@@ -91,5 +96,9 @@ pub async fn redeem_sign_in_token(
         let rows: Vec<TokenOwner> = response.take(0)?;
         Ok(rows.into_iter().next())
     })
-    .await
+    .await?;
+    if let Some(owner) = owner.as_ref().filter(|owner| owner.mailed) {
+        crate::store::users::mark_email_verified(db, &owner.user_id).await?;
+    }
+    Ok(owner)
 }

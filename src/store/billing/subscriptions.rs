@@ -176,24 +176,48 @@ pub async fn access_facts(db: &Db, user_id: &str) -> Result<Option<AccessFacts>,
     response.take(0)
 }
 
-/// Claims the trial-ending reminder of subscription `id` for the trial end `end`: true for
-/// exactly one caller, which sends it.
-pub async fn claim_trial_reminder(
+/// The trial-ending mail, as [`queue_trial_reminder`] queues it.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct ReminderMail {
+    pub recipient: String,
+    pub subject: String,
+    pub body: String,
+}
+
+/// Claims the trial-ending reminder of subscription `id` for the trial end `end` and queues its
+/// mail, in one transaction: true for exactly one caller, and a claim never stands without its
+/// mail (a failure undoes both).
+pub async fn queue_trial_reminder(
     db: &Db,
     id: &str,
     end: DateTime<Utc>,
+    mail: ReminderMail,
 ) -> Result<bool, surrealdb::Error> {
-    let mut response = db
-        .query(
-            "UPDATE type::record('subscription', $id) SET trial_reminder_sent_for = $end \
-             WHERE trial_reminder_sent_for != $end RETURN VALUE customer_id",
+    let result = crate::store::retry_on_conflict(|| async {
+        db.query(
+            "BEGIN TRANSACTION;
+             LET $claimed = (UPDATE type::record('subscription', $id)
+                 SET trial_reminder_sent_for = $end
+                 WHERE trial_reminder_sent_for != $end RETURN VALUE id);
+             IF array::len($claimed) = 0 { THROW 'reminder_already_sent'; };
+             CREATE mail_outbox CONTENT {
+                 recipient: $mail.recipient, subject: $mail.subject, body: $mail.body,
+                 kind: 'trial_ending', pending: true
+             };
+             COMMIT TRANSACTION;",
         )
         .bind(("id", id.to_owned()))
         .bind(("end", end))
-        .await?
-        .check()?;
-    let claimed: Vec<Option<String>> = response.take(0)?;
-    Ok(!claimed.is_empty())
+        .bind(("mail", mail.clone()))
+        .await
+        .and_then(crate::store::check_transaction)
+    })
+    .await;
+    match result {
+        Ok(_) => Ok(true),
+        Err(error) if error.to_string().contains("reminder_already_sent") => Ok(false),
+        Err(error) => Err(error),
+    }
 }
 
 /// The demo subscriptions whose trial ends within 3 days and whose reminder is not sent (at most

@@ -14,6 +14,7 @@ import { CheckoutNotice, type NoticeKind } from '../../features/trial/CheckoutNo
 import { ExistingAccountDialog } from '../../features/members/ExistingAccountDialog';
 import { MembersWorkspace } from './MembersWorkspace';
 import { PendingSetupBanner } from '../../features/members/PendingSetupBanner';
+import { HeldPayments } from '../../features/members/HeldPayments';
 import { SignInPanel } from '../../features/members/SignInPanel';
 import { WelcomeDialog } from '../../features/members/WelcomeDialog';
 import { membersApi } from '../../features/members/api';
@@ -237,6 +238,7 @@ export function MembersPage() {
         </p>
       )}
       {user?.pendingSetup && <PendingSetupBanner pending={user.pendingSetup} />}
+      {user && <HeldPayments key={user.id} onChanged={() => void refresh()} />}
       {notice && (
         <CheckoutNotice
           kind={notice}

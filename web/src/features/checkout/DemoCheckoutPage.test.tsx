@@ -63,6 +63,22 @@ describe('DemoCheckoutPage', () => {
     expect((screen.getByLabelText('Email') as HTMLInputElement).value).toBe('');
   });
 
+  it('charges the first month today for an account that had its trial', async () => {
+    mockApi({
+      'GET /api/demo-checkout/demo_1': {
+        body: { ...FEE_CHECKOUT, refundableFee: false, todayCents: 2000, trialDays: 0 },
+      },
+    });
+    renderCheckout();
+    await screen.findByRole('heading', { level: 1, name: 'Start your subscription' });
+    expect(screen.getByText('due today', { exact: false }).textContent).toBe('$20.00 due today');
+    expect(screen.getByText('$20.00/month, starting today')).toBeTruthy();
+    expect(screen.getByText('This account has had its free trial, so the first month is charged now.')).toBeTruthy();
+    expect(screen.getByRole('button', { name: 'Pay $20.00 and subscribe' })).toBeTruthy();
+    expect(screen.queryByText(/trial, then/)).toBeNull();
+    expect(screen.queryByText(FEE_TEXT)).toBeNull();
+  });
+
   it('formats the card number in groups of four for a numeric keypad', async () => {
     mockApi({ 'GET /api/demo-checkout/demo_1': { body: FEE_CHECKOUT } });
     renderCheckout();

@@ -54,14 +54,23 @@ function OrderSummary({ checkout }: { checkout: DemoCheckout }) {
         <span className="order-summary__price">{formatDollars(checkout.todayCents)}</span> due today
       </p>
       <ul className="order-summary__terms">
-        <li>
-          {checkout.trialDays}-day {checkout.todayCents === 0 ? 'free ' : ''}trial, then{' '}
-          {formatDollars(checkout.monthlyCents)}/month
-        </li>
-        <li>
-          First {formatDollars(checkout.monthlyCents)} charge on {firstChargeDate(checkout.trialDays)}. Cancel before then
-          and you pay nothing more.
-        </li>
+        {checkout.trialDays === 0 ? (
+          <>
+            <li>{formatDollars(checkout.monthlyCents)}/month, starting today</li>
+            <li>This account has had its free trial, so the first month is charged now.</li>
+          </>
+        ) : (
+          <>
+            <li>
+              {checkout.trialDays}-day {checkout.todayCents === 0 ? 'free ' : ''}trial, then{' '}
+              {formatDollars(checkout.monthlyCents)}/month
+            </li>
+            <li>
+              First {formatDollars(checkout.monthlyCents)} charge on {firstChargeDate(checkout.trialDays)}. Cancel before
+              then and you pay nothing more.
+            </li>
+          </>
+        )}
         <li>Cancel anytime</li>
         {checkout.refundableFee && (
           <li>
@@ -156,9 +165,11 @@ function PaymentForm({ id, checkout }: { id: string; checkout: DemoCheckout }) {
       <Button type="submit" className="form__submit checkout__pay" disabled={busy !== null}>
         {busy === 'paying'
           ? 'Processing...'
-          : checkout.todayCents === 0
-            ? 'Start free trial'
-            : `Pay ${formatDollars(checkout.todayCents)} and start trial`}
+          : checkout.trialDays === 0
+            ? `Pay ${formatDollars(checkout.todayCents)} and subscribe`
+            : checkout.todayCents === 0
+              ? 'Start free trial'
+              : `Pay ${formatDollars(checkout.todayCents)} and start trial`}
       </Button>
       <Button variant="secondary" className="form__submit" disabled={busy !== null} onClick={() => void handleCancel()}>
         {busy === 'canceling' ? 'Canceling...' : 'Cancel'}
@@ -266,7 +277,7 @@ export function DemoCheckoutPage() {
     <section className="card checkout" aria-labelledby="checkout-title">
       <DemoBanner />
       <h1 id="checkout-title" className="page-title">
-        Start your {checkout.trialDays}-day trial
+        {checkout.trialDays === 0 ? 'Start your subscription' : `Start your ${checkout.trialDays}-day trial`}
       </h1>
       <div className="checkout__columns">
         <OrderSummary checkout={checkout} />

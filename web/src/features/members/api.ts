@@ -1,6 +1,9 @@
 import { api } from '../../lib/api';
 import type { User } from '../../lib/auth';
 
+/** A payment made signed out with the member's address, waiting for the member's answer. */
+export type HeldPayment = { id: string; paidAt: string | null; setupFee: boolean; expiresAt: string | null };
+
 export const membersApi = {
   /**
    * Signs in with a one-time token: the `jwt` of a link, or without one the HttpOnly cookie the
@@ -10,4 +13,9 @@ export const membersApi = {
     api.post<{ user: User }>('/api/auth/token', token === undefined ? {} : { token }),
   cancelSubscription: () => api.post<{ message: string }>('/api/billing/cancel', {}),
   refundFee: () => api.post<{ message: string }>('/api/billing/refund-fee', {}),
+  heldPayments: () => api.get<{ held: HeldPayment[] }>('/api/billing/held'),
+  claimHeld: (id: string) =>
+    api.post<{ message: string }>(`/api/billing/held/${encodeURIComponent(id)}/claim`, {}),
+  declineHeld: (id: string) =>
+    api.post<{ message: string }>(`/api/billing/held/${encodeURIComponent(id)}/decline`, {}),
 };

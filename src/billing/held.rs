@@ -1,0 +1,217 @@
+//! Payments held for an account's owner, and trials that were not due (issue 18).
+//!
+//! A checkout paid while signed out with the address of an existing account changes nothing of
+//! that account: fulfilment holds it (`FulfilOutcome::Held`) and mails the address. Signed in, the
+//! owner adds it to the account (what fulfilment would have granted, then) or declines it (the
+//! subscription is canceled at once and the setup fee refunded). A hold nobody answers within
+//! [`HOLD_DAYS`] is declined by the upkeep pass, before the provider's trial would charge the
+//! payer's card.
+//!
+//! A trial is granted once per account and once per card. A checkout that asked the provider for
+//! a trial that was not due (a signed-out payment by someone who had one, a card that paid for one)
+//! gets its provider trial ended at once, so the first month is charged now.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use super::BillingError;
+use super::demo;
+use super::service::Billing;
+use crate::domain::billing::{BillingEvent, SubscriptionSnapshot};
+use crate::store::billing::{self as billing_store, ClaimError, HeldPayment};
+
+/// How long a held payment waits for its owner: less than the trial, so the payer's card is
+/// never charged the first month for an account that did not take it.
+pub const HOLD_DAYS: i64 = 3;
+
+/// Why a held payment was not claimed or declined.
+#[derive(Debug, thiserror::Error)]
+pub enum HeldError {
+    /// Not held for this account (claimed or declined already, or someone else's).
+    #[error("no such payment is waiting for this account")]
+    NotHeld,
+    #[error(transparent)]
+    Billing(#[from] BillingError),
+}
+
+/// A payment waiting for its owner, as the members page shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldView {
+    pub id: String,
+    pub paid_at: Option<DateTime<Utc>>,
+    pub setup_fee: bool,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl Billing {
+    /// The payments held for the member.
+    pub async fn held_payments(&self, user_id: &str) -> Result<Vec<HeldView>, BillingError> {
+        let held = billing_store::held_payments_of(&self.db, user_id).await?;
+        Ok(held
+            .into_iter()
+            .map(|payment| HeldView {
+                id: payment.tracking_id,
+                paid_at: payment.completed_at,
+                setup_fee: payment.refundable_fee,
+                expires_at: payment
+                    .completed_at
+                    .map(|paid| paid + chrono::Duration::days(HOLD_DAYS)),
+            })
+            .collect())
+    }
+
+    /// The owner adds a held payment to the account: the subscription, and the trial when the
+    /// account and the card have not had one (else the trial ends now and the month is charged).
+    pub async fn claim_held(&self, user_id: &str, tracking_id: &str) -> Result<(), HeldError> {
+        let payment = billing_store::held_payments_of(&self.db, user_id)
+            .await
+            .map_err(BillingError::from)?
+            .into_iter()
+            .find(|payment| payment.tracking_id == tracking_id)
+            .ok_or(HeldError::NotHeld)?;
+        match billing_store::claim_held(&self.db, user_id, tracking_id).await {
+            Ok(()) => {}
+            Err(ClaimError::NotHeld(_)) => return Err(HeldError::NotHeld),
+            Err(ClaimError::Database(error)) => return Err(BillingError::from(error).into()),
+        }
+        self.end_trial_if_due(&payment.provider_session_id).await;
+        self.forget_check(user_id);
+        Ok(())
+    }
+
+    /// The owner (or the expiry of the hold) declines a held payment: its subscription is
+    /// canceled at once and its setup fee refunded to the payer.
+    pub async fn decline_held(
+        &self,
+        user_id: &str,
+        tracking_id: &str,
+        reason: &str,
+    ) -> Result<(), HeldError> {
+        let payment = billing_store::decline_held(&self.db, user_id, tracking_id, reason)
+            .await
+            .map_err(BillingError::from)?
+            .ok_or(HeldError::NotHeld)?;
+        self.undo_payment(&payment).await?;
+        Ok(())
+    }
+
+    /// Cancels a declined payment's subscription now and refunds its fee.
+    async fn undo_payment(&self, payment: &HeldPayment) -> Result<(), BillingError> {
+        if let Some(subscription_id) = &payment.subscription_id {
+            let snapshot = self.provider.cancel_now(subscription_id).await?;
+            self.record_provider_change(subscription_id, snapshot, "declined")
+                .await?;
+        }
+        if payment.refundable_fee
+            && billing_store::claim_refund(&self.db, &payment.provider_session_id).await?
+        {
+            let Some(checkout) = self.checkout(&payment.provider_session_id).await? else {
+                return Ok(());
+            };
+            match self.provider.refund_fee(&checkout).await {
+                Ok(()) | Err(BillingError::NothingToRefund(_)) => {}
+                Err(error) => {
+                    billing_store::release_refund_claim(&self.db, &payment.provider_session_id)
+                        .await?;
+                    return Err(error);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a change this server made at the provider as the payment event it is, through the
+    /// same handling as the provider's own events (a newer snapshot replaces the stored one).
+    pub(super) async fn record_provider_change(
+        &self,
+        subscription_id: &str,
+        snapshot: SubscriptionSnapshot,
+        why: &str,
+    ) -> Result<(), BillingError> {
+        let event_id = demo::demo_id(&format!("evt_{why}"));
+        // Boxed: fulfilment (itself handling an event) may end a trial, which records an event.
+        Box::pin(self.process_event(
+            self.provider.name(),
+            &event_id,
+            "customer.subscription.updated",
+            json!({ "id": event_id, "subscription": subscription_id, "reason": why }),
+            Some(BillingEvent::SubscriptionChanged(snapshot)),
+        ))
+        .await?;
+        Ok(())
+    }
+
+    /// Ends the provider's trial of a checkout that was due none; a failure is logged and left
+    /// to the upkeep pass (the member's access already follows the account's own trial dates,
+    /// and the provider's `trialing` until then).
+    pub(super) async fn end_trial_if_due(&self, provider_session_id: &str) {
+        let due = match billing_store::trial_to_end_of(&self.db, provider_session_id).await {
+            Ok(Some(due)) => due,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(%error, provider_session_id, "cannot read a trial to end");
+                return;
+            }
+        };
+        if let Err(error) = self.end_trial(&due).await {
+            tracing::warn!(%error, provider_session_id, "cannot end a trial that was not due; the upkeep pass retries");
+        }
+    }
+
+    async fn end_trial(&self, due: &billing_store::TrialToEnd) -> Result<(), BillingError> {
+        let snapshot = self.provider.end_trial(&due.subscription_id).await?;
+        self.record_provider_change(&due.subscription_id, snapshot, "trial_ended")
+            .await?;
+        billing_store::mark_trial_ended(&self.db, &due.provider_session_id).await?;
+        if let Some(user_id) = &due.user_id {
+            self.forget_check(user_id);
+        }
+        Ok(())
+    }
+
+    /// One pass of upkeep: trial reminders (demo), trials that were not due ended (retries), and
+    /// holds nobody answered declined. Returns how many things it did.
+    pub async fn run_upkeep(&self) -> Result<usize, BillingError> {
+        let mut done = self.send_due_trial_reminders().await?;
+        for due in billing_store::trials_to_end(&self.db).await? {
+            match self.end_trial(&due).await {
+                Ok(()) => done += 1,
+                Err(error) => {
+                    tracing::warn!(%error, checkout = due.provider_session_id, "cannot end a trial")
+                }
+            }
+        }
+        let before = Utc::now() - chrono::Duration::days(HOLD_DAYS);
+        for hold in billing_store::holds_paid_before(&self.db, before).await? {
+            match self
+                .decline_held(&hold.owner_id, &hold.tracking_id, "expired")
+                .await
+            {
+                Ok(()) => done += 1,
+                Err(error) => {
+                    tracing::warn!(%error, checkout = hold.tracking_id, "cannot decline an expired hold")
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    /// Runs `run_upkeep` every `every`.
+    pub fn spawn_upkeep(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
+        let billing = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                if let Err(error) = billing.run_upkeep().await {
+                    tracing::warn!(%error, "billing upkeep pass failed");
+                }
+            }
+        })
+    }
+}
