@@ -1,14 +1,17 @@
 //! `helpnow-loadtest`: see `helpnow::loadtest` and docs/benchmarks.md. The summary goes to
 //! standard output; with `--json` the last line printed is the report as one JSON object. Exits 1
-//! when errors pass `--max-error-rate`, 2 on a bad command line or an unreachable server.
+//! when errors pass `--max-error-rate`, 2 on a bad command line or an unreachable server. With
+//! `--verify-acks FILE` it runs no load: it reads back the messages a run recorded with
+//! `--record-acks FILE`, and exits 1 when one is missing or could not be checked.
 
+use std::path::Path;
 use std::process::ExitCode;
 
-use helpnow::loadtest::{self, Options};
+use helpnow::loadtest::{self, Invocation, Options};
 
 fn main() -> ExitCode {
-    let options = match Options::parse(std::env::args().skip(1)) {
-        Ok(options) => options,
+    let invocation = match Invocation::parse(std::env::args().skip(1)) {
+        Ok(invocation) => invocation,
         // The usage and what was wrong (exit 2), or the help (exit 0).
         Err(error) => error.exit(),
     };
@@ -22,7 +25,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(loadtest::run(&options)) {
+    match invocation {
+        Invocation::Run(options) => run(&runtime, &options),
+        Invocation::VerifyAcks { url, file, json } => verify(&runtime, &url, &file, json),
+    }
+}
+
+fn run(runtime: &tokio::runtime::Runtime, options: &Options) -> ExitCode {
+    match runtime.block_on(loadtest::run(options)) {
         Ok(outcome) => {
             print!("{}", outcome.report.summary(&outcome.stats));
             if options.json {
@@ -35,6 +45,26 @@ fn main() -> ExitCode {
                     "errors passed the threshold (--max-error-rate {})",
                     options.max_error_rate
                 );
+                ExitCode::from(1)
+            }
+        }
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn verify(runtime: &tokio::runtime::Runtime, url: &url::Url, file: &Path, json: bool) -> ExitCode {
+    match runtime.block_on(loadtest::acks::verify(url, file)) {
+        Ok(verdict) => {
+            print!("{}", verdict.summary());
+            if json {
+                println!("{}", verdict.to_json());
+            }
+            if verdict.passed() {
+                ExitCode::SUCCESS
+            } else {
                 ExitCode::from(1)
             }
         }

@@ -15,6 +15,7 @@ use rand::Rng;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use super::acks::{Ack, AckLog};
 use super::client::{Client, ClientError, Target, ack_of, event_of};
 use super::stats::Stats;
 use super::{Finished, PATIENCE, jittered};
@@ -101,16 +102,22 @@ pub async fn become_member(signup: &Signup<'_>) -> Result<String, SetupError> {
         json!({ "email": signup.email, "password": PASSWORD }),
     )
     .await?;
-    let secret = response
+    // `helpnow_session`, or `__Host-helpnow_session` from a server on https: sent back as set.
+    let cookie = response
         .headers()
         .get_all("set-cookie")
         .iter()
         .filter_map(|value| value.to_str().ok())
-        .find_map(|value| value.strip_prefix("helpnow_session="))
-        .and_then(|value| value.split(';').next())
+        .filter_map(|value| value.split(';').next())
+        .find(|pair| {
+            pair.starts_with("helpnow_session=") || pair.starts_with("__Host-helpnow_session=")
+        })
         .map(str::to_owned)
         .ok_or(SetupError::Answer("the sign-up set no session cookie"))?;
-    let cookie = format!("helpnow_session={secret}");
+    let secret = cookie
+        .split_once('=')
+        .map(|(_, value)| value.to_owned())
+        .unwrap_or_default();
     let started: Value = post(
         signup,
         "checkout",
@@ -193,7 +200,8 @@ pub async fn make_members(
         .await
 }
 
-/// One member, connected and chatting until the run ends.
+/// One member, connected and chatting until the run ends; with `acks`, each acknowledged message
+/// is recorded as it is.
 pub async fn run(
     target: &Target,
     local: IpAddr,
@@ -201,6 +209,7 @@ pub async fn run(
     stats: &Stats,
     ends: Instant,
     think: Duration,
+    acks: Option<&AckLog>,
 ) {
     let auth = json!({ "token": secret });
     let mut client = match Client::connect(target, local, "/member", &auth, None, PATIENCE).await {
@@ -211,7 +220,8 @@ pub async fn run(
         }
     };
     Stats::count(&stats.connections_opened);
-    match chat(&mut client, stats, ends, think).await {
+    let record = acks.map(|log| (log, secret));
+    match chat(&mut client, stats, ends, think, record).await {
         Ok(Finished::Run | Finished::Conversation) => client.close().await,
         Err(error) => stats.error(error.kind()),
     }
@@ -225,17 +235,37 @@ fn tracing_error(error: &SetupError) {
     }
 }
 
+/// Records a `chat:send` acknowledgement by its chat and message ids; one that lacks them is an
+/// error of kind `ack_without_id` (it could not be checked after the run).
+fn recorded(log: &AckLog, session: &str, chat: Option<&str>, ack: &Value, stats: &Stats) {
+    match (chat, ack.get("messageId").and_then(Value::as_str)) {
+        (Some(chat), Some(message)) => log.record(
+            &Ack::Member {
+                session: session.to_owned(),
+                chat: chat.to_owned(),
+                message: message.to_owned(),
+            },
+            stats,
+        ),
+        _ => stats.error("ack_without_id"),
+    }
+}
+
 async fn next(client: &mut Client) -> Result<crate::realtime::socketio::Packet, ClientError> {
     tokio::time::timeout(PATIENCE, client.next_packet())
         .await
         .map_err(|_| ClientError::Timeout("the next event"))?
 }
 
+/// Where an acknowledged message is recorded, and the member's session secret, which reads it back.
+type Record<'a> = Option<(&'a AckLog, &'a str)>;
+
 async fn chat(
     client: &mut Client,
     stats: &Stats,
     ends: Instant,
     think: Duration,
+    record: Record<'_>,
 ) -> Result<Finished, ClientError> {
     loop {
         let packet = next(client).await?;
@@ -265,6 +295,9 @@ async fn chat(
             if let Some(ack) = ack_of(&packet, id) {
                 super::acknowledged(ack, stats, sent)?;
                 chat_id = ack.get("chatId").and_then(Value::as_str).map(str::to_owned);
+                if let Some((log, session)) = record {
+                    recorded(log, session, chat_id.as_deref(), ack, stats);
+                }
                 acked = Some(Instant::now());
                 continue;
             }

@@ -17,14 +17,18 @@
 //!   OpenAI-compatible provider there ([`ai_mock`]) for the server to use.
 //!
 //! Connections are opened at `--ramp` per second from 127.0.0.1-127.0.0.200 when the server is
-//! on loopback, so source ports never run out. The run ends by itself after `--duration`.
+//! on loopback, so source ports never run out. The run ends by itself after `--duration`. A
+//! connection the server drops, or one it refuses (it died, it restarts), is counted and the
+//! client carries on, so a run survives the server's `kill -9` ([`acks`]: the crash test).
 
+pub mod acks;
 pub mod ai_mock;
 pub mod client;
 mod member;
 pub mod stats;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +36,7 @@ use rand::Rng;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use acks::{AckLog, FunnelConversation};
 use client::{Client, ClientError, Target, ack_of, event_of};
 use stats::{Report, ServerUse, Stats};
 
@@ -41,6 +46,8 @@ pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
 const GRACE: Duration = Duration::from_secs(10);
 /// How many loopback addresses connections are spread over.
 const LOOPBACK_SOURCES: u32 = 200;
+/// The funnel the generator's visitors chat in.
+const FUNNEL: &str = "chat";
 /// A funnel conversation: three messages lead to the final one.
 const FUNNEL_MESSAGES: [&str; 3] = [
     "My email keeps asking for my password",
@@ -91,6 +98,21 @@ pub struct Options {
     /// The share of errors (of connections plus messages) above which the run fails.
     pub max_error_rate: f64,
     pub json: bool,
+    /// Where to append each acknowledged message (`--record-acks`), if anywhere.
+    pub record_acks: Option<PathBuf>,
+}
+
+/// What the command line asks for.
+#[derive(Debug, Clone)]
+pub enum Invocation {
+    /// A load run.
+    Run(Options),
+    /// Reading back every message recorded in `file` (`--verify-acks`).
+    VerifyAcks {
+        url: url::Url,
+        file: PathBuf,
+        json: bool,
+    },
 }
 
 /// A number of zero or more (seconds, milliseconds, a fraction).
@@ -109,15 +131,17 @@ fn non_negative(value: &str) -> Result<f64, String> {
     about = "Drives thousands of simulated visitors or members against a HelpNow server and reports \
              latencies, errors and the server's resource use (docs/benchmarks.md).",
     after_help = "Exits 0 when the run passed, 1 when errors passed --max-error-rate, 2 on a bad \
-                  command line or an unreachable server. With --json the last line is the report."
+                  command line or an unreachable server. With --verify-acks: 0 when every \
+                  recorded message is stored, 1 when one is missing or could not be checked, 2 \
+                  when the file cannot be read. With --json the last line is the report."
 )]
 struct Cli {
     /// The server, such as http://127.0.0.1:8080.
     #[arg(long)]
     url: url::Url,
     /// What each virtual client does.
-    #[arg(long, value_enum)]
-    scenario: Scenario,
+    #[arg(long, value_enum, required_unless_present = "verify_acks")]
+    scenario: Option<Scenario>,
     /// How many virtual clients.
     #[arg(long, default_value_t = 100)]
     connections: u64,
@@ -148,17 +172,38 @@ struct Cli {
     /// The tokens of each mock reply.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     ai_reply_tokens: u32,
+    /// Append each acknowledged message (funnel, burst and member scenarios) to FILE as its
+    /// acknowledgement arrives, one JSON object a line, for --verify-acks after the run.
+    #[arg(long, value_name = "FILE", conflicts_with = "verify_acks")]
+    record_acks: Option<PathBuf>,
+    /// Instead of a run: read every message recorded in FILE back from the server and list those
+    /// it does not hold.
+    #[arg(long, value_name = "FILE")]
+    verify_acks: Option<PathBuf>,
 }
 
-impl Options {
+impl Invocation {
     /// Parses the command line (without the program name). A bad one, and `--help`, are clap's
     /// errors: `error.exit()` prints them and exits (2, or 0 for the help).
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, clap::Error> {
-        use clap::Parser;
+        use clap::{CommandFactory, Parser};
         let cli = Cli::try_parse_from(std::iter::once("helpnow-loadtest".to_owned()).chain(args))?;
-        Ok(Self {
+        if let Some(file) = cli.verify_acks {
+            return Ok(Invocation::VerifyAcks {
+                url: cli.url,
+                file,
+                json: cli.json,
+            });
+        }
+        let scenario = cli.scenario.ok_or_else(|| {
+            Cli::command().error(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "--scenario is required for a run",
+            )
+        })?;
+        Ok(Invocation::Run(Options {
             url: cli.url,
-            scenario: cli.scenario,
+            scenario,
             connections: cli.connections,
             ramp: cli.ramp,
             duration: Duration::from_secs_f64(cli.duration),
@@ -171,7 +216,8 @@ impl Options {
             },
             max_error_rate: cli.max_error_rate,
             json: cli.json,
-        })
+            record_acks: cli.record_acks,
+        }))
     }
 }
 
@@ -182,26 +228,30 @@ pub struct Outcome {
     pub passed: bool,
 }
 
-/// Runs the load and reports. Fails only when the server cannot be found at all.
-pub async fn run(options: &Options) -> Result<Outcome, String> {
-    let host = options
-        .url
-        .host_str()
-        .ok_or("the URL names no host")?
-        .to_owned();
-    let port = options
-        .url
-        .port_or_known_default()
-        .ok_or("the URL names no port")?;
+/// Where the server at `url` is.
+async fn target_of(url: &url::Url) -> Result<Target, String> {
+    let host = url.host_str().ok_or("the URL names no host")?.to_owned();
+    let port = url.port_or_known_default().ok_or("the URL names no port")?;
     let address = tokio::net::lookup_host((host.as_str(), port))
         .await
         .map_err(|error| format!("{host}: {error}"))?
         .next()
         .ok_or_else(|| format!("{host} has no address"))?;
-    let target = Arc::new(Target {
+    Ok(Target {
         address,
         host: format!("{host}:{port}"),
-    });
+    })
+}
+
+/// Runs the load and reports. Fails only when the server cannot be found at all, or the
+/// `--record-acks` file cannot be opened.
+pub async fn run(options: &Options) -> Result<Outcome, String> {
+    let target = Arc::new(target_of(&options.url).await?);
+    let address = target.address;
+    let acks = match &options.record_acks {
+        Some(path) => Some(Arc::new(AckLog::open(path)?)),
+        None => None,
+    };
     let mock = match options.ai_mock {
         Some(address) => Some(
             ai_mock::start(address, options.ai)
@@ -263,19 +313,21 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
         tokio::time::sleep_until(due).await;
         let local = source_address(address, index);
         let (target, stats, options) = (target.clone(), stats.clone(), options.clone());
-        let secrets = secrets.clone();
+        let (secrets, acks) = (secrets.clone(), acks.clone());
         clients.push(tokio::spawn(async move {
+            let acks = acks.as_deref();
             match options.scenario {
                 Scenario::Idle => idle(&target, local, &stats, ends).await,
                 Scenario::Funnel => {
-                    funnel(&target, local, &stats, started, ends, options.think).await
+                    funnel(&target, local, &stats, started, ends, options.think, acks).await
                 }
-                Scenario::Burst => burst(&target, local, &stats, started, ends).await,
+                Scenario::Burst => burst(&target, local, &stats, started, ends, acks).await,
                 Scenario::Join => join(&target, local, &stats, started, ends).await,
                 Scenario::Member => {
                     // A member that could not be made was counted as failed already.
                     if let Some(Some(secret)) = secrets.get(index as usize) {
-                        member::run(&target, local, secret, &stats, ends, options.think).await;
+                        member::run(&target, local, secret, &stats, ends, options.think, acks)
+                            .await;
                     }
                 }
             }
@@ -472,10 +524,14 @@ async fn funnel(
     started: Instant,
     ends: Instant,
     think: Duration,
+    acks: Option<&AckLog>,
 ) {
     while Instant::now() < ends {
-        let mut client = match join_funnel(target, local, stats, started).await {
-            Ok(client) => client,
+        let Joined {
+            mut client,
+            conversation,
+        } = match join_funnel(target, local, stats, started).await {
+            Ok(joined) => joined,
             Err(error) => {
                 failed(stats, &error);
                 // A refused or failed join is not retried in a tight loop.
@@ -483,7 +539,8 @@ async fn funnel(
                 continue;
             }
         };
-        match messages(&mut client, stats, ends, || jittered(think)).await {
+        let record = acks.map(|log| (log, &conversation));
+        match messages(&mut client, stats, ends, || jittered(think), record).await {
             Ok(Finished::Conversation) => client.close().await,
             Ok(Finished::Run) => return client.close().await,
             Err(error) => failed(stats, &error),
@@ -500,12 +557,13 @@ pub(crate) enum Finished {
 }
 
 /// The three messages of a joined conversation, each after `pause()`, each timed to its ack and
-/// to the assistant's reply.
+/// to the assistant's reply; with `record`, each acknowledged one is recorded as it is.
 async fn messages(
     client: &mut Client,
     stats: &Stats,
     ends: Instant,
     pause: impl Fn() -> Duration,
+    record: Option<(&AckLog, &FunnelConversation)>,
 ) -> Result<Finished, ClientError> {
     for text in FUNNEL_MESSAGES {
         let pause = pause();
@@ -525,6 +583,9 @@ async fn messages(
                 let packet = client.next_packet().await?;
                 if let Some(ack) = ack_of(&packet, id) {
                     acknowledged(ack, stats, sent)?;
+                    if let Some((log, conversation)) = record {
+                        log.record(&conversation.ack(text), stats);
+                    }
                     acked = Some(Instant::now());
                 } else if let Some(("typing", data)) = event_of(&packet)
                     && let Some(delay) = data.get("delayMs").and_then(Value::as_u64)
@@ -560,8 +621,10 @@ async fn messages(
     Ok(Finished::Conversation)
 }
 
-fn is_conversation(packet: &crate::realtime::socketio::Packet) -> bool {
-    event_of(packet).is_some_and(|(name, _)| name == "conversation")
+/// A visitor in their conversation.
+struct Joined {
+    client: Client,
+    conversation: FunnelConversation,
 }
 
 /// Connects to `/funnel` as a new visitor and waits for the conversation: a join, timed to
@@ -571,9 +634,10 @@ async fn join_funnel(
     local: IpAddr,
     stats: &Stats,
     started: Instant,
-) -> Result<Client, ClientError> {
+) -> Result<Joined, ClientError> {
     let began = Instant::now();
-    let auth = json!({ "funnel": "chat", "visitorId": visitor_id() });
+    let visitor = visitor_id();
+    let auth = json!({ "funnel": FUNNEL, "visitorId": visitor });
     let mut client = match Client::connect(target, local, "/funnel", &auth, None, PATIENCE).await {
         Ok(client) => client,
         Err(error) => {
@@ -582,22 +646,44 @@ async fn join_funnel(
         }
     };
     Stats::count(&stats.connections_opened);
-    wait_for(&mut client, is_conversation).await?;
+    let conversation = next_conversation(&mut client).await?;
     stats.sample("join_ms", began.elapsed());
     stats.sample("joined_at_ms", started.elapsed());
-    Ok(client)
+    let id = conversation
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ClientError::Protocol("a conversation without an id".into()))?;
+    Ok(Joined {
+        conversation: FunnelConversation {
+            funnel: FUNNEL.to_owned(),
+            visitor,
+            id: id.to_owned(),
+        },
+        client,
+    })
 }
 
 /// The crowd of one campaign: one conversation each, joined at once, three messages each sent
 /// 0.5-1.5 s after the previous reply.
-async fn burst(target: &Target, local: IpAddr, stats: &Stats, started: Instant, ends: Instant) {
-    let mut client = match join_funnel(target, local, stats, started).await {
-        Ok(client) => client,
+async fn burst(
+    target: &Target,
+    local: IpAddr,
+    stats: &Stats,
+    started: Instant,
+    ends: Instant,
+    acks: Option<&AckLog>,
+) {
+    let Joined {
+        mut client,
+        conversation,
+    } = match join_funnel(target, local, stats, started).await {
+        Ok(joined) => joined,
         Err(error) => return failed(stats, &error),
     };
     // The join waited for the conversation event: the first pause starts now.
     let pause = || Duration::from_secs_f64(rand::rng().random_range(0.5..1.5));
-    match messages(&mut client, stats, ends, pause).await {
+    let record = acks.map(|log| (log, &conversation));
+    match messages(&mut client, stats, ends, pause, record).await {
         Ok(_) => client.close().await,
         Err(error) => failed(stats, &error),
     }
@@ -606,7 +692,7 @@ async fn burst(target: &Target, local: IpAddr, stats: &Stats, started: Instant, 
 /// Visitors who join and stay: each holds its live conversation until the run ends.
 async fn join(target: &Target, local: IpAddr, stats: &Stats, started: Instant, ends: Instant) {
     let mut client = match join_funnel(target, local, stats, started).await {
-        Ok(client) => client,
+        Ok(joined) => joined.client,
         Err(error) => return failed(stats, &error),
     };
     tokio::select! {
@@ -626,14 +712,13 @@ pub(crate) fn acknowledged(ack: &Value, stats: &Stats, sent: Instant) -> Result<
     Ok(())
 }
 
-async fn wait_for(
-    client: &mut Client,
-    wanted: impl Fn(&crate::realtime::socketio::Packet) -> bool,
-) -> Result<(), ClientError> {
+/// The next `conversation` event's data (a `/funnel` client gets one on every join).
+async fn next_conversation(client: &mut Client) -> Result<Value, ClientError> {
     tokio::time::timeout(PATIENCE, async {
         loop {
-            if wanted(&client.next_packet().await?) {
-                return Ok(());
+            let packet = client.next_packet().await?;
+            if let Some(("conversation", data)) = event_of(&packet) {
+                return Ok(data.clone());
             }
         }
     })
@@ -645,8 +730,15 @@ async fn wait_for(
 mod tests {
     use super::*;
 
+    fn invocation(line: &str) -> Result<Invocation, String> {
+        Invocation::parse(line.split_whitespace().map(str::to_owned)).map_err(|e| e.to_string())
+    }
+
     fn parse(line: &str) -> Result<Options, String> {
-        Options::parse(line.split_whitespace().map(str::to_owned)).map_err(|e| e.to_string())
+        match invocation(line)? {
+            Invocation::Run(options) => Ok(options),
+            other => Err(format!("not a run: {other:?}")),
+        }
     }
 
     #[test]
@@ -673,9 +765,35 @@ mod tests {
         assert!(parse("--url http://x --scenario idle --connections many").is_err());
         assert!(parse("--url http://x --scenario idle --think -1").is_err());
         assert!(parse("--url http://x --scenario idle --ramp 0").is_err());
-        let help = Options::parse(["--help".to_owned()]).expect_err("help is clap's");
+        let help = Invocation::parse(["--help".to_owned()]).expect_err("help is clap's");
         assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
         assert!(help.to_string().contains("--max-error-rate <FRACTION>"));
+    }
+
+    #[test]
+    fn acknowledgements_are_recorded_by_a_run_and_verified_without_one() {
+        let run = parse("--url http://x --scenario funnel --record-acks /tmp/acks.jsonl")
+            .expect("parses");
+        assert_eq!(run.record_acks, Some(PathBuf::from("/tmp/acks.jsonl")));
+        assert_eq!(
+            parse("--url http://x --scenario funnel")
+                .expect("parses")
+                .record_acks,
+            None
+        );
+        match invocation("--url http://x --verify-acks /tmp/acks.jsonl --json") {
+            Ok(Invocation::VerifyAcks { url, file, json }) => {
+                assert_eq!(url.as_str(), "http://x/");
+                assert_eq!(file, PathBuf::from("/tmp/acks.jsonl"));
+                assert!(json);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(invocation("--url http://x").is_err_and(|e| e.contains("--scenario")));
+        assert!(
+            invocation("--url http://x --scenario funnel --record-acks a --verify-acks a")
+                .is_err_and(|e| e.contains("cannot be used with"))
+        );
     }
 
     #[test]

@@ -1,14 +1,18 @@
 //! The load generator's smoke run (the full benchmarks are in docs/benchmarks.md): a few hundred
 //! idle connections and a few funnel conversations against the real server, with the report's
-//! figures checked. It proves the tool runs and reports, not the server's speed.
+//! figures checked. It proves the tool runs and reports, not the server's speed. And the crash test
+//! in small: acknowledged messages recorded through a `kill -9` of the server, then read back.
 
+use std::path::Path;
 use std::time::Duration;
 
 use helpnow::config::{AiProviderKind, AiSettings};
+use helpnow::loadtest::acks::{self, Ack};
 use helpnow::loadtest::ai_mock::MockAiSettings;
 use helpnow::loadtest::{self, Options, Scenario};
 
 use crate::helpers::{spawn_app, spawn_app_with};
+use crate::processes::{start, start_with};
 
 fn options(address: &str, scenario: Scenario, connections: u64, seconds: f64) -> Options {
     Options {
@@ -26,6 +30,7 @@ fn options(address: &str, scenario: Scenario, connections: u64, seconds: f64) ->
         },
         max_error_rate: 0.0,
         json: true,
+        record_acks: None,
     }
 }
 
@@ -213,4 +218,187 @@ async fn the_load_generator_makes_members_and_times_their_streamed_replies() {
         .take(0)
         .expect("a count");
     assert_eq!(members, Some(5), "each client became a member");
+}
+
+/// Appends `lines` to the acknowledgements file, as forged records of messages never sent.
+fn append(path: &Path, lines: &[Ack]) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .expect("the file is there");
+    for ack in lines {
+        writeln!(file, "{}", serde_json::to_string(ack).expect("JSON")).expect("written");
+    }
+}
+
+/// The crash test in small (docs/benchmarks.md, "Crash test at load"): a funnel run records each
+/// acknowledged message while the server is killed with `kill -9` and started again on the same
+/// SurrealKV files and port. The run carries on through it, and every recorded message is read
+/// back from the restarted server; recorded messages it never stored are listed as missing, and
+/// ones that cannot be read (the server gone) as unchecked, not as lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_messages_recorded_through_a_kill_9_are_all_read_back() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let database_url = format!("surrealkv://{}/store", folder.path().display());
+    let file = folder.path().join("acks.jsonl");
+    let server = start(&database_url);
+    let url = url::Url::parse(&server.address).expect("address");
+    let port = url.port().expect("port").to_string();
+    let mut run = options(&server.address, Scenario::Funnel, 6, 16.0);
+    run.record_acks = Some(file.clone());
+    // The crash fails sends and joins: counted, not fatal.
+    run.max_error_rate = 1.0;
+    let generator = tokio::spawn(async move { loadtest::run(&run).await });
+    let recorded = || acks::read(&file).map_or(0, |acks| acks.len());
+    for _ in 0..600 {
+        if recorded() >= 6 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let before_the_kill = recorded();
+    assert!(
+        before_the_kill >= 6,
+        "messages were acknowledged before the kill"
+    );
+    server.kill_hard();
+    let server = tokio::task::spawn_blocking(move || {
+        start_with(&database_url, &[("APP__SERVER__PORT", port.as_str())])
+    })
+    .await
+    .expect("restarted");
+
+    let outcome = generator
+        .await
+        .expect("the generator's task")
+        .expect("the run reaches the server");
+    let report = outcome.report.to_json(&outcome.stats);
+    assert!(
+        report["errors"].as_u64() > Some(0),
+        "the clients saw the server die: {report}"
+    );
+    let acked = report["messages_acked"].as_u64().expect("a count") as usize;
+    assert_eq!(
+        recorded(),
+        acked,
+        "every acknowledgement is recorded: {report}"
+    );
+    assert!(
+        acked > before_the_kill,
+        "the run went on against the restarted server: {report}"
+    );
+
+    let verdict = acks::verify(&url, &file).await.expect("the file reads");
+    assert!(verdict.passed(), "{}", verdict.summary());
+    assert_eq!((verdict.recorded, verdict.stored), (acked, acked));
+    assert_eq!(verdict.conversations, {
+        let acks = acks::read(&file).expect("reads");
+        let visitors: std::collections::HashSet<_> = acks
+            .iter()
+            .map(|ack| match ack {
+                Ack::Funnel { visitor, .. } => visitor.clone(),
+                Ack::Member { .. } => panic!("a funnel run records funnel messages: {ack:?}"),
+            })
+            .collect();
+        visitors.len()
+    });
+
+    // A message the server never got, in a real conversation, and one of a visitor never seen.
+    let Some(Ack::Funnel {
+        funnel,
+        visitor,
+        conversation,
+        ..
+    }) = acks::read(&file).expect("reads").into_iter().next()
+    else {
+        panic!("a funnel acknowledgement first");
+    };
+    let never_sent = Ack::Funnel {
+        funnel: funnel.clone(),
+        visitor,
+        conversation: conversation.clone(),
+        text: "a message this visitor never sent".into(),
+    };
+    let never_joined = Ack::Funnel {
+        funnel,
+        visitor: "loadtest_never_joined_000000".into(),
+        conversation,
+        text: "My email keeps asking for my password".into(),
+    };
+    append(&file, &[never_sent.clone(), never_joined.clone()]);
+    let verdict = acks::verify(&url, &file).await.expect("the file reads");
+    assert!(!verdict.passed(), "{}", verdict.summary());
+    assert_eq!(verdict.stored, acked, "{}", verdict.summary());
+    assert_eq!(verdict.missing.len(), 2, "{}", verdict.summary());
+    assert!(verdict.missing.contains(&never_sent) && verdict.missing.contains(&never_joined));
+    assert!(
+        verdict
+            .summary()
+            .contains("a message this visitor never sent")
+    );
+
+    // Nothing can be read from a server that is not there: unchecked, not missing.
+    drop(server);
+    let verdict = acks::verify(&url, &file).await.expect("the file reads");
+    assert!(!verdict.passed());
+    assert!(verdict.missing.is_empty(), "{}", verdict.summary());
+    assert_eq!(verdict.unchecked.len(), acked + 2, "{}", verdict.summary());
+}
+
+/// A member's acknowledgement carries the message's id: the run records it and the check finds
+/// each in its chat (`GET /api/chats/{id}`), and lists one the chat does not hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn member_messages_are_recorded_by_id_and_read_back_from_their_chats() {
+    let settings = options("http://127.0.0.1:1", Scenario::Member, 0, 0.0).ai;
+    let (mock, serving) =
+        loadtest::ai_mock::start("127.0.0.1:0".parse().expect("address"), settings)
+            .await
+            .expect("the mock listens");
+    let app = spawn_app_with(|s| {
+        s.ai = AiSettings {
+            provider: AiProviderKind::Openai,
+            base_url: Some(format!("http://{mock}/v1")),
+            api_key: Some("sk-loadtest".to_owned().into()),
+            model: "gpt-4o-mini".to_owned(),
+            temperature: 0.7,
+        };
+    })
+    .await;
+    let folder = tempfile::tempdir().expect("temp dir");
+    let file = folder.path().join("acks.jsonl");
+    let mut run = options(&app.address, Scenario::Member, 3, 3.0);
+    run.record_acks = Some(file.clone());
+    let outcome = loadtest::run(&run)
+        .await
+        .expect("the run reaches the server");
+    serving.abort();
+    let report = outcome.report.to_json(&outcome.stats);
+    assert!(outcome.passed, "{report}");
+    let acked = report["messages_acked"].as_u64().expect("a count") as usize;
+    assert!(acked >= 3, "{report}");
+
+    let url = url::Url::parse(&app.address).expect("address");
+    let verdict = acks::verify(&url, &file).await.expect("the file reads");
+    assert!(verdict.passed(), "{}", verdict.summary());
+    assert_eq!((verdict.recorded, verdict.stored), (acked, acked));
+    assert_eq!(
+        verdict.conversations,
+        3,
+        "one chat each: {}",
+        verdict.summary()
+    );
+
+    let Some(Ack::Member { session, chat, .. }) = acks::read(&file).expect("reads").pop() else {
+        panic!("member acknowledgements");
+    };
+    let never_stored = Ack::Member {
+        session,
+        chat,
+        message: "not-a-message-id".into(),
+    };
+    append(&file, std::slice::from_ref(&never_stored));
+    let verdict = acks::verify(&url, &file).await.expect("the file reads");
+    assert_eq!(verdict.stored, acked, "{}", verdict.summary());
+    assert_eq!(verdict.missing, [never_stored], "{}", verdict.summary());
 }
