@@ -42,6 +42,18 @@ async fn pay(app: &TestApp, session_id: &str, email: &str) -> String {
     body["redirect"].as_str().expect("a redirect").to_owned()
 }
 
+/// A `Billing` on the test app's store with the demo provider, to run its periodic passes.
+fn demo_billing(app: &TestApp) -> helpnow::billing::Billing {
+    let settings = crate::helpers::test_settings();
+    helpnow::billing::Billing::new(
+        app.db.clone(),
+        std::sync::Arc::new(helpnow::billing::demo::DemoProvider::new(app.db.clone())),
+        helpnow::mail::Mailer::from_settings(&settings.mail, app.db.clone()).expect("mailer"),
+        "http://127.0.0.1:8080".parse().expect("url"),
+        "HelpNow".to_owned(),
+    )
+}
+
 async fn count(app: &TestApp, sql: &str) -> u64 {
     let mut response = app.db.query(sql).await.expect("query");
     let value: Option<u64> = response.take(0).expect("count");
@@ -367,15 +379,7 @@ async fn a_signed_in_member_who_buys_goes_straight_to_the_members_page_with_acce
         .expect("start cookie")
         .to_owned();
     let id = started["sessionId"].as_str().expect("id");
-    let page: Value = app
-        .client
-        .get(app.url(&format!("/api/demo-checkout/{id}")))
-        .send()
-        .await
-        .expect("request reaches the server")
-        .json()
-        .await
-        .expect("json");
+    let page = checkout_page(&app, id).await;
     assert_eq!(page["email"], "ann@example.com", "the account's address");
     // The checkout page fixes the address; a different one typed anyway changes nothing.
     let redirect = pay(&app, id, "someone.else@example.com").await;
@@ -793,14 +797,7 @@ async fn a_demo_trial_ending_within_three_days_gets_one_reminder() {
         "remind@example.com",
     )
     .await;
-    let settings = crate::helpers::test_settings();
-    let billing = helpnow::billing::Billing::new(
-        app.db.clone(),
-        std::sync::Arc::new(helpnow::billing::demo::DemoProvider::new(app.db.clone())),
-        helpnow::mail::Mailer::from_settings(&settings.mail, app.db.clone()).expect("mailer"),
-        "http://127.0.0.1:8080".parse().expect("url"),
-        "HelpNow".to_owned(),
-    );
+    let billing = demo_billing(&app);
     assert_eq!(
         billing.send_due_trial_reminders().await.expect("pass"),
         0,
@@ -1415,14 +1412,7 @@ async fn the_owner_adds_a_payment_made_signed_out_to_the_account() {
 async fn a_hold_nobody_answers_is_canceled_and_refunded_before_the_trial_would_charge() {
     let app = spawn_app().await;
     let (_victim, id) = stranger_pays_with_victims_address(&app).await;
-    let settings = crate::helpers::test_settings();
-    let billing = helpnow::billing::Billing::new(
-        app.db.clone(),
-        std::sync::Arc::new(helpnow::billing::demo::DemoProvider::new(app.db.clone())),
-        helpnow::mail::Mailer::from_settings(&settings.mail, app.db.clone()).expect("mailer"),
-        "http://127.0.0.1:8080".parse().expect("url"),
-        "HelpNow".to_owned(),
-    );
+    let billing = demo_billing(&app);
     billing.run_upkeep().await.expect("pass");
     assert_eq!(
         row(
