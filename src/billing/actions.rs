@@ -292,18 +292,26 @@ impl Billing {
             .map_err(BillingError::from)?
             .filter(|checkout| checkout.refundable_fee)
             .ok_or(RefundError::NothingToRefund)?;
+        self.refund_checkout_fee(&checkout).await
+    }
+
+    /// Refunds a checkout's fee once: the refund is claimed first (two callers refund once) and
+    /// given back if the provider fails, so it can be asked again. `AlreadyRefunded` when it was
+    /// claimed before, or the provider has it refunded (by us, or by hand in its dashboard).
+    pub(super) async fn refund_checkout_fee(
+        &self,
+        checkout: &StoredCheckout,
+    ) -> Result<(), RefundError> {
         if !billing_store::claim_refund(&self.db, &checkout.provider_session_id)
             .await
             .map_err(BillingError::from)?
         {
             return Err(RefundError::AlreadyRefunded);
         }
-        match self.provider.refund_fee(&checkout).await {
+        match self.provider.refund_fee(checkout).await {
             Ok(()) => Ok(()),
-            // The provider has it refunded already (by us, or by hand in its dashboard).
             Err(BillingError::NothingToRefund(_)) => Err(RefundError::AlreadyRefunded),
             Err(error) => {
-                // Give the claim back, so the member can ask again.
                 if let Err(release) =
                     billing_store::release_refund_claim(&self.db, &checkout.provider_session_id)
                         .await

@@ -17,9 +17,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::BillingError;
 use super::demo;
 use super::service::Billing;
+use super::{BillingError, RefundError};
 use crate::domain::billing::{BillingEvent, SubscriptionSnapshot};
 use crate::store::billing::{self as billing_store, ClaimError, HeldPayment};
 
@@ -106,22 +106,16 @@ impl Billing {
             self.record_provider_change(subscription_id, snapshot, "declined")
                 .await?;
         }
-        if payment.refundable_fee
-            && billing_store::claim_refund(&self.db, &payment.provider_session_id).await?
-        {
-            let Some(checkout) = self.checkout(&payment.provider_session_id).await? else {
-                return Ok(());
-            };
-            match self.provider.refund_fee(&checkout).await {
-                Ok(()) | Err(BillingError::NothingToRefund(_)) => {}
-                Err(error) => {
-                    billing_store::release_refund_claim(&self.db, &payment.provider_session_id)
-                        .await?;
-                    return Err(error);
-                }
-            }
+        if !payment.refundable_fee {
+            return Ok(());
         }
-        Ok(())
+        let Some(checkout) = self.checkout(&payment.provider_session_id).await? else {
+            return Ok(());
+        };
+        match self.refund_checkout_fee(&checkout).await {
+            Ok(()) | Err(RefundError::AlreadyRefunded | RefundError::NothingToRefund) => Ok(()),
+            Err(RefundError::Billing(error)) => Err(error),
+        }
     }
 
     /// Records a change this server made at the provider as the payment event it is, through the
