@@ -8,6 +8,7 @@ pub mod client;
 pub mod cluster;
 pub mod config;
 pub mod content;
+pub mod dashboard;
 pub mod domain;
 pub mod error;
 pub mod funnels;

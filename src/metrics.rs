@@ -175,6 +175,38 @@ impl Metrics {
         })
     }
 
+    /// The figures the operator's dashboard shows live, read from the same metrics as
+    /// `/metrics` (this process's own).
+    pub fn live(&self) -> LiveFigures {
+        use prometheus::core::Collector;
+        let families = |collector: &dyn Collector| collector.collect();
+        let mut figures = LiveFigures {
+            funnel_conversations: self.actors_live.with_label_values(&["funnel"]).get(),
+            member_chats: self.actors_live.with_label_values(&["member"]).get(),
+            realtime_connections: self.realtime_connections.get(),
+            ..LiveFigures::default()
+        };
+        for family in families(&self.messages_stored) {
+            for metric in family.get_metric() {
+                figures.messages_stored += metric.get_counter().get_value() as u64;
+            }
+        }
+        for family in families(&self.ai_latency) {
+            for metric in family.get_metric() {
+                let count = metric.get_histogram().get_sample_count();
+                figures.ai_calls += count;
+                let failed = metric
+                    .get_label()
+                    .iter()
+                    .any(|label| label.name() == "outcome" && label.value() == "error");
+                if failed {
+                    figures.ai_failures += count;
+                }
+            }
+        }
+        figures
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> Result<String, prometheus::Error> {
         let mut buffer = Vec::new();
@@ -183,6 +215,22 @@ impl Metrics {
         TextEncoder::new().encode(&families, &mut buffer)?;
         String::from_utf8(buffer).map_err(|err| prometheus::Error::Msg(err.to_string()))
     }
+}
+
+/// What the dashboard's live panel reads ([`Metrics::live`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LiveFigures {
+    /// Funnel conversations open now (their actors).
+    pub funnel_conversations: i64,
+    /// Members' chats open now (their actors).
+    pub member_chats: i64,
+    pub realtime_connections: i64,
+    /// Chat messages stored since the process started.
+    pub messages_stored: u64,
+    /// AI calls since the process started, and those that failed.
+    pub ai_calls: u64,
+    pub ai_failures: u64,
 }
 
 impl Telemetry for Metrics {

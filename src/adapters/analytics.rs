@@ -5,8 +5,10 @@
 use helpnow_actors::ports::Analytics;
 
 use crate::domain::analytics::EventName;
+use crate::domain::journey::Step;
 use crate::store::analytics::NewAnalyticsEvent;
 use crate::store::batch::{Batcher, Statement};
+use crate::store::journeys::JourneyStep;
 
 /// Whom the events of an actor kind are about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,9 +61,23 @@ impl Analytics for BatchedAnalytics {
                 properties,
             },
         };
+        // A funnel's step also counts on the visitor's journey (the dashboard's figures).
+        let journey = match self.subject {
+            Subject::Visitor => Step::of_funnel_event(name.as_str())
+                .map(|(funnel, step)| Statement::Journey(JourneyStep::new(subject, funnel, step))),
+            Subject::Member => None,
+        };
         let batcher = self.batcher.clone();
         tokio::spawn(async move {
-            if let Err(error) = batcher.submit(statement).await {
+            let (event, journey) = match journey {
+                Some(journey) => {
+                    let (event, journey) =
+                        futures_util::join!(batcher.submit(statement), batcher.submit(journey));
+                    (event, journey.map(|_| ()))
+                }
+                None => (batcher.submit(statement).await, Ok(())),
+            };
+            if let Err(error) = event.map(|_| ()).and(journey) {
                 tracing::warn!(%error, event = %name, "an analytics event could not be stored");
             }
         });

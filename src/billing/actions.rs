@@ -308,7 +308,7 @@ impl Billing {
         {
             return Err(RefundError::AlreadyRefunded);
         }
-        match self.provider.refund_fee(checkout).await {
+        let refunded = match self.provider.refund_fee(checkout).await {
             Ok(()) => Ok(()),
             Err(BillingError::NothingToRefund(_)) => Err(RefundError::AlreadyRefunded),
             Err(error) => {
@@ -318,9 +318,16 @@ impl Billing {
                 {
                     tracing::warn!(%release, "a refund claim could not be given back");
                 }
-                Err(error.into())
+                return Err(error.into());
             }
+        };
+        // Given back (by us now, or by hand before): once, as the claim holds it.
+        if let Err(error) =
+            crate::store::journeys::record_fee_refund(&self.db, &checkout.provider_session_id).await
+        {
+            tracing::warn!(%error, "a fee refund could not be counted on the dashboard");
         }
+        refunded
     }
 
     /// Cancels the member's subscription at the end of its period, recorded as a payment event

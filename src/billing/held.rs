@@ -191,6 +191,14 @@ impl Billing {
                 }
             }
         }
+        // The dashboard's 'still subscribed after 30 days', decided for the journeys now due.
+        loop {
+            let decided = crate::store::journeys::decide_retention(&self.db).await?;
+            done += decided as usize;
+            if decided < crate::store::journeys::RETENTION_BATCH {
+                break;
+            }
+        }
         Ok(done)
     }
 

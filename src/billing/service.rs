@@ -15,10 +15,12 @@ use crate::domain::billing::{
     Access, Attribution, BillingEvent, CheckoutSource, CompletedCheckout, SubscriptionSnapshot,
     trial_end,
 };
+use crate::domain::journey::Step;
 use crate::mail::Mailer;
 use crate::store::billing::{
     self as billing_store, FulfilOutcome, NewCheckout, StoredSubscription,
 };
+use crate::store::journeys::JourneyStep;
 use crate::store::{self, Db};
 
 const TRIAL_REMINDER_SENT: &str = "trial reminder sent";
@@ -283,6 +285,25 @@ impl Billing {
             }),
         )
         .await;
+        // The dashboard: a checkout of this funnel, under the visitor (fulfilment uses the same
+        // key), or under the checkout itself when the browser had no visitor cookie.
+        let journey_visitor = start
+            .visitor_id
+            .clone()
+            .unwrap_or_else(|| format!("checkout-{tracking_id}"));
+        let touch = start
+            .first_touch
+            .as_ref()
+            .filter(|touch| touch.has_campaign())
+            .or(Some(&attribution).filter(|touch| touch.has_campaign()))
+            .and_then(|touch| serde_json::to_value(touch).ok());
+        store::journeys::record_logged(
+            &self.db,
+            vec![
+                JourneyStep::new(&journey_visitor, start.source, Step::Checkout).attribution(touch),
+            ],
+        )
+        .await;
         Ok(StartedCheckout {
             provider_session_id: created.provider_session_id,
             tracking_id,
@@ -310,7 +331,7 @@ impl Billing {
             }
         }
         let outcome = match event {
-            Some(event) => EventOutcome::Processed(self.apply(event).await?),
+            Some(event) => EventOutcome::Processed(self.apply(event_id, event).await?),
             None => EventOutcome::Ignored,
         };
         let label = match &outcome {
@@ -322,7 +343,7 @@ impl Billing {
         Ok(outcome)
     }
 
-    async fn apply(&self, event: BillingEvent) -> Result<String, BillingError> {
+    async fn apply(&self, event_id: &str, event: BillingEvent) -> Result<String, BillingError> {
         match event {
             BillingEvent::CheckoutCompleted(completed) => match self.fulfil(completed).await {
                 Ok(FulfilOutcome::Fulfilled { user_id, .. }) => {
@@ -364,12 +385,28 @@ impl Billing {
                 amount_paid,
                 billing_reason,
             } => {
+                let user = if amount_paid > 0 {
+                    self.user_of(customer_id.as_deref(), subscription_id.as_deref())
+                        .await?
+                } else {
+                    None
+                };
+                // The dashboard's revenue: every month paid (at the subscription's start, when it
+                // has no trial; each cycle; a trial ended early), on the journey that bought it.
+                if let Some(user) = &user {
+                    store::journeys::record_payment(
+                        &self.db,
+                        event_id,
+                        user,
+                        subscription_id.as_deref(),
+                        amount_paid,
+                        billing_reason.as_deref() == Some("subscription_create"),
+                    )
+                    .await?;
+                }
                 // A monthly charge (the first after the trial, then each renewal): a purchase.
                 // `subscription_start` is recorded when the subscription begins (fulfilment).
                 if billing_reason.as_deref() == Some("subscription_cycle") && amount_paid > 0 {
-                    let user = self
-                        .user_of(customer_id.as_deref(), subscription_id.as_deref())
-                        .await?;
                     store::analytics::record_server_event(
                         &self.db,
                         EventName::PURCHASE,

@@ -3,6 +3,7 @@
 pub mod analytics;
 pub mod billing;
 pub mod email;
+pub mod journey;
 pub mod password;
 pub mod task;
 pub mod visitor;

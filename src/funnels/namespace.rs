@@ -23,9 +23,10 @@ use crate::adapters::socket::{SocketClient, reply};
 use crate::auth::SessionCookies;
 use crate::client::AddressLimiter;
 use crate::domain::VisitorId;
+use crate::domain::journey::Step;
 use crate::realtime::{ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
 use crate::store;
-use crate::store::batch::Batcher;
+use crate::store::batch::{Batcher, Statement};
 
 /// The cookie that names a visitor (set with the pages, HttpOnly).
 pub struct FunnelNamespace {
@@ -122,9 +123,20 @@ impl Namespace for FunnelNamespace {
         // The visit is noted beside the join, not before it: nothing in the conversation waits
         // for it.
         let visit = store::funnels::visit(&visitor_id, &attribution);
+        // A new visitor of this funnel for the dashboard, if not already counted.
+        let journey = store::journeys::JourneyStep::new(
+            visitor_id.as_str(),
+            super::checkout_source(funnel),
+            Step::Visitors,
+        )
+        .attribution(serde_json::to_value(&attribution).ok());
         let batcher = self.batcher.clone();
         tokio::spawn(async move {
-            if let Err(error) = batcher.submit(visit).await {
+            let (visit, journey) = futures_util::join!(
+                batcher.submit(visit),
+                batcher.submit(Statement::Journey(journey))
+            );
+            if let Err(error) = visit.and(journey) {
                 tracing::warn!(%error, "a visitor could not be recorded");
             }
         });

@@ -1,5 +1,6 @@
-//! `/api/admin/checkout-debug*`: the checkout debug page's data and actions. Only with
-//! `security.debug_tools` on and only for accounts in `admin.emails`; everyone else gets 404.
+//! `/api/admin/*`: the operator's dashboard (admins only: accounts in `admin.emails` with a proved
+//! address), and the checkout debug page's data and actions (admins, with `security.debug_tools`
+//! on). Everyone else gets 404.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, post, web};
@@ -8,11 +9,14 @@ use serde_json::json;
 
 use crate::auth::MaybeUser;
 use crate::config::Settings;
+use crate::dashboard;
 use crate::domain::Email;
+use crate::domain::journey::DayRange;
 use crate::error::{ApiError, Context};
 use crate::mail::Mailer;
+use crate::metrics::Metrics;
 use crate::routes::auth::send_reset_mail;
-use crate::routes::billing::require_debug_admin;
+use crate::routes::billing::{require_admin, require_debug_admin};
 use crate::store::{self, Db};
 
 const LIST_LIMIT: usize = 25;
@@ -140,9 +144,117 @@ pub async fn reset_account(
         .json(json!({ "message": format!("A password reset mail was sent to {email}.") })))
 }
 
+#[derive(Deserialize)]
+pub struct DashboardRequest {
+    #[serde(default)]
+    from: Option<String>,
+    #[serde(default)]
+    to: Option<String>,
+    #[serde(default)]
+    by: Option<String>,
+    #[serde(default)]
+    funnel: Option<String>,
+    #[serde(default)]
+    campaign: Option<String>,
+    /// `csv`: the breakdown table as CSV (`table=funnels`: the funnels' table).
+    #[serde(default)]
+    format: Option<String>,
+    #[serde(default)]
+    table: Option<String>,
+}
+
+/// The query a dashboard request asks for: the last 30 days by campaign unless it says.
+fn dashboard_query(request: &DashboardRequest) -> Result<dashboard::Query, ApiError> {
+    let today = chrono::Utc::now().date_naive();
+    let default_from = (today - chrono::Days::new(29))
+        .format("%Y-%m-%d")
+        .to_string();
+    let default_to = today.format("%Y-%m-%d").to_string();
+    let range = DayRange::parse(
+        request.from.as_deref().unwrap_or(&default_from),
+        request.to.as_deref().unwrap_or(&default_to),
+    )
+    .map_err(|message| ApiError::bad_request("invalid_range", message))?;
+    let by = match request.by.as_deref() {
+        None | Some("") => dashboard::By::Campaign,
+        Some(value) => dashboard::By::parse(value).ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_breakdown",
+                "Break down by campaign, keyword, utm_source, utm_medium, utm_campaign, day or week.",
+            )
+        })?,
+    };
+    let nonempty = |value: &Option<String>| {
+        value
+            .as_deref()
+            .map(str::trim)
+            .filter(|value| !value.is_empty())
+            .map(|value| value.chars().take(200).collect::<String>())
+    };
+    Ok(dashboard::Query {
+        range,
+        by,
+        funnel: nonempty(&request.funnel),
+        campaign: nonempty(&request.campaign),
+    })
+}
+
+/// `GET /api/admin/dashboard`: the funnels' figures and a breakdown over a range of days, as JSON
+/// or (`format=csv`) as CSV.
+#[get("/admin/dashboard")]
+pub async fn dashboard_report(
+    db: web::Data<Db>,
+    settings: web::Data<Settings>,
+    user: MaybeUser,
+    request: web::Query<DashboardRequest>,
+) -> Result<HttpResponse, ApiError> {
+    require_admin(&db, &settings, user.0.as_ref()).await?;
+    let query = dashboard_query(&request)?;
+    let report = dashboard::report(&db, &query)
+        .await
+        .context("dashboard: figures")?;
+    if request.format.as_deref() == Some("csv") {
+        let funnels = request.table.as_deref() == Some("funnels");
+        let (name, csv) = if funnels {
+            let rows = report
+                .funnels
+                .iter()
+                .map(|f| (f.funnel.as_str(), &f.figures));
+            ("funnels", dashboard::csv("funnel", rows))
+        } else {
+            let rows = report.rows.iter().map(|r| (r.key.as_str(), &r.figures));
+            (query.by.as_str(), dashboard::csv(query.by.as_str(), rows))
+        };
+        let file = format!("helpnow-{name}-{}-{}.csv", report.from, report.to);
+        return Ok(HttpResponse::Ok()
+            .content_type("text/csv; charset=utf-8")
+            .insert_header((
+                actix_web::http::header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{file}\""),
+            ))
+            .body(csv));
+    }
+    Ok(HttpResponse::Ok().json(report))
+}
+
+/// `GET /api/admin/live`: this process's live figures (conversations open, messages stored, AI
+/// calls and failures), from the same metrics as `/metrics`.
+#[get("/admin/live")]
+pub async fn dashboard_live(
+    db: web::Data<Db>,
+    settings: web::Data<Settings>,
+    metrics: web::Data<std::sync::Arc<Metrics>>,
+    user: MaybeUser,
+) -> Result<HttpResponse, ApiError> {
+    require_admin(&db, &settings, user.0.as_ref()).await?;
+    Ok(HttpResponse::Ok().json(dashboard::live(&metrics)))
+}
+
 /// This module's endpoints.
 pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
-    cfg.service(overview)
+    cfg.service(dashboard_report)
+        .service(dashboard_live)
+        .service(overview)
         .service(create_account)
         .service(reset_account);
 }

@@ -548,11 +548,11 @@ mod tests {
     }
 }
 
-/// Whether the signed-in user may use the debug tools: they must be on (`security.debug_tools`),
-/// the account listed in `admin.emails`, and its address proved by a mailed link (a password reset
-/// or a mail sign-in link), so a sign-up with an admin's address before the admin is no admin.
-/// Anyone else gets a plain 404, as if they did not exist.
-pub async fn require_debug_admin(
+/// Whether the signed-in user is an admin: the account listed in `admin.emails`, and its address
+/// proved by a mailed link (a password reset or a mail sign-in link), so a sign-up with an
+/// admin's address before the admin is no admin. Anyone else gets a plain 404, as if the page did
+/// not exist. The operator's dashboard needs this alone.
+pub async fn require_admin(
     db: &Db,
     settings: &crate::config::Settings,
     user: Option<&crate::auth::CurrentUser>,
@@ -566,9 +566,6 @@ pub async fn require_debug_admin(
     }) else {
         return Err(ApiError::not_found());
     };
-    if !settings.security.debug_tools {
-        return Err(ApiError::not_found());
-    }
     if store::users::email_verified(db, &user.id)
         .await
         .context("cannot read an account")?
@@ -581,6 +578,19 @@ pub async fn require_debug_admin(
         );
         Err(ApiError::not_found())
     }
+}
+
+/// Whether the signed-in user may use the debug tools: an admin ([`require_admin`]), with the
+/// tools on (`security.debug_tools`, which production refuses).
+pub async fn require_debug_admin(
+    db: &Db,
+    settings: &crate::config::Settings,
+    user: Option<&crate::auth::CurrentUser>,
+) -> Result<(), ApiError> {
+    if !settings.security.debug_tools {
+        return Err(ApiError::not_found());
+    }
+    require_admin(db, settings, user).await
 }
 
 #[derive(Deserialize)]

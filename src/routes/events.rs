@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::client::{AddressLimiter, client_key};
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
+use crate::domain::journey;
 use crate::error::{ApiError, Context};
 use crate::store::{self, Db};
 
@@ -77,6 +78,15 @@ pub async fn record_event(
     let visitor = crate::auth::SessionCookies::read(&req, crate::auth::SessionCookies::visitor)
         .map(|value| value.chars().take(64).collect());
 
+    // A view of a funnel's page is a visitor of that funnel on the dashboard, from the campaign
+    // the page's address names (the server's first touch of the visitor wins, if it has one).
+    let journey = visitor
+        .as_deref()
+        .zip(journey::funnel_viewed(name.as_str(), path.as_deref()));
+    let journey = journey.map(|(visitor, funnel)| {
+        store::journeys::JourneyStep::new(visitor, funnel, journey::Step::Visitors)
+            .attribution(Some(campaign_of(&properties)))
+    });
     let id = store::analytics::record(
         &db,
         store::analytics::NewAnalyticsEvent {
@@ -88,7 +98,36 @@ pub async fn record_event(
     )
     .await
     .context("cannot store an analytics event")?;
+    if let Some(step) = journey {
+        store::journeys::record_logged(&db, vec![step]).await;
+    }
     Ok(HttpResponse::Created().json(json!({ "id": id })))
+}
+
+/// The campaign fields an event's properties carry (the page's `keyword`, `campaignid`, UTM
+/// fields and `gclid`), each a short string.
+fn campaign_of(properties: &serde_json::Value) -> serde_json::Value {
+    const FIELDS: [&str; 6] = [
+        "campaignid",
+        "keyword",
+        "utm_source",
+        "utm_medium",
+        "utm_campaign",
+        "gclid",
+    ];
+    let mut campaign = serde_json::Map::new();
+    for field in FIELDS {
+        if let Some(value) = properties.get(field).and_then(serde_json::Value::as_str) {
+            let value = value.trim();
+            if !value.is_empty() {
+                campaign.insert(
+                    field.to_owned(),
+                    value.chars().take(200).collect::<String>().into(),
+                );
+            }
+        }
+    }
+    serde_json::Value::Object(campaign)
 }
 
 /// This module's endpoints.

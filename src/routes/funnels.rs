@@ -17,6 +17,8 @@ use crate::auth::{SessionCookies, token};
 use crate::client::{AddressLimiter, client_key};
 use crate::config::Settings;
 use crate::domain::VisitorId;
+use crate::domain::billing::CheckoutSource;
+use crate::domain::journey::Step;
 use crate::error::ApiError;
 use crate::funnels::help;
 use crate::routes::billing::checkout_start_cookie;
@@ -124,6 +126,19 @@ pub async fn help_answer(
             // Step 2 still shows; the checkout then goes without the record.
             tracing::warn!(%error, "a help funnel record could not be stored");
         }
+        // The help form's issue is its first and final message: the answer shows the offer.
+        let step = |step| {
+            store::journeys::JourneyStep::new(visitor.as_str(), CheckoutSource::HelpFunnel, step)
+        };
+        store::journeys::record_logged(
+            &db,
+            vec![
+                step(Step::Visitors).attribution(serde_json::to_value(&attribution).ok()),
+                step(Step::FirstMessage),
+                step(Step::FinalMessage),
+            ],
+        )
+        .await;
     }
     let event = store::analytics::NewAnalyticsEvent {
         name: "issue_submission".to_owned(),

@@ -93,6 +93,9 @@ pub enum Statement {
     },
     /// An analytics event.
     Analytics(super::analytics::NewAnalyticsEvent),
+    /// A step of a visitor's journey through a funnel (the dashboard's figures,
+    /// [`super::journeys`]).
+    Journey(super::journeys::JourneyStep),
     /// Reads a conversation, with its messages.
     LoadConversation { id: String },
     /// Reads a member's access facts ([`super::billing::ACCESS_FACTS`]): what it found.
@@ -201,6 +204,7 @@ struct Script {
     messages: Vec<Value>,
     visits: Vec<Value>,
     events: Vec<Value>,
+    journeys: Vec<Value>,
     /// The appends to chats that no other call of the batch touches ([`chats::APPEND_ALL`]).
     appends: Vec<Value>,
 }
@@ -285,6 +289,10 @@ impl Script {
                 self.events.push(event.into_value());
                 Slot::None
             }
+            Statement::Journey(step) => {
+                self.journeys.push(step.into_value());
+                Slot::None
+            }
             Statement::LoadConversation { id } => {
                 self.own_statement(funnel_rows::LOAD.to_owned(), LoadVars { id }.into_value())
             }
@@ -346,6 +354,12 @@ impl Script {
                 std::mem::take(&mut self.events),
                 "INSERT INTO analytics_event $events RETURN NONE;",
             ),
+            // After the visits: a journey that begins here takes the visitor's first touch.
+            (
+                "journeys",
+                std::mem::take(&mut self.journeys),
+                super::journeys::RECORD_ALL,
+            ),
         ];
         for (name, rows, sql) in bulk {
             if !rows.is_empty() {
@@ -402,6 +416,7 @@ impl Statement {
             Statement::RecentChat(vars) => Some(vars.chat()),
             Statement::Visitor { .. }
             | Statement::Analytics(_)
+            | Statement::Journey(_)
             | Statement::AccessFacts { .. }
             | Statement::MemberEvent { .. } => None,
         }

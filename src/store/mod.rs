@@ -10,6 +10,7 @@ pub mod billing;
 pub mod chats;
 mod funnel_rows;
 pub mod funnels;
+pub mod journeys;
 mod migrate;
 pub mod outbox;
 pub mod password_resets;

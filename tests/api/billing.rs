@@ -10,7 +10,7 @@ use crate::helpers::{TestApp, cookie_named, get_with_cookie, post_with_cookie, s
 
 /// Starts a checkout; the answer also carries, as `startCookie`, the cookie that marks this
 /// client as the one that started it.
-async fn start_checkout(app: &TestApp, body: Value) -> Value {
+pub(crate) async fn start_checkout(app: &TestApp, body: Value) -> Value {
     let response = app.post_json("/api/create-checkout.js", &body).await;
     assert_eq!(response.status(), 200);
     let cookie = cookie_named(&response, "helpnow_checkout_start").expect("the start cookie");
@@ -21,7 +21,7 @@ async fn start_checkout(app: &TestApp, body: Value) -> Value {
 
 /// Starts a checkout as the member signed in with `session`; the answer also carries the start
 /// cookie as `startCookie`.
-async fn start_checkout_signed_in(app: &TestApp, session: &str, body: Value) -> Value {
+pub(crate) async fn start_checkout_signed_in(app: &TestApp, session: &str, body: Value) -> Value {
     let response = post_with_cookie(app, "/api/create-checkout.js", session, &body).await;
     assert_eq!(response.status(), 200);
     let cookie = cookie_named(&response, "helpnow_checkout_start").expect("the start cookie");
@@ -30,7 +30,7 @@ async fn start_checkout_signed_in(app: &TestApp, session: &str, body: Value) -> 
     answer
 }
 
-async fn pay(app: &TestApp, session_id: &str, email: &str) -> String {
+pub(crate) async fn pay(app: &TestApp, session_id: &str, email: &str) -> String {
     let response = app
         .post_json(
             &format!("/api/demo-checkout/{session_id}/complete"),
@@ -43,7 +43,7 @@ async fn pay(app: &TestApp, session_id: &str, email: &str) -> String {
 }
 
 /// A `Billing` on the test app's store with the demo provider, to run its periodic passes.
-fn demo_billing(app: &TestApp) -> helpnow::billing::Billing {
+pub(crate) fn demo_billing(app: &TestApp) -> helpnow::billing::Billing {
     let settings = crate::helpers::test_settings();
     helpnow::billing::Billing::new(
         app.db.clone(),
@@ -70,7 +70,11 @@ async fn buy_trial_signed_out(app: &TestApp, email: &str) -> (Value, Option<Stri
 
 /// The success page's API call for a redirect path, from the client that started the checkout;
 /// returns its answer and the checkout cookie.
-async fn confirm(app: &TestApp, started: &Value, redirect: &str) -> (Value, Option<String>) {
+pub(crate) async fn confirm(
+    app: &TestApp,
+    started: &Value,
+    redirect: &str,
+) -> (Value, Option<String>) {
     let query = redirect.split_once('?').map(|(_, q)| q).unwrap_or_default();
     let response = get_with_cookie(
         app,
@@ -701,7 +705,7 @@ async fn a_member_signed_in_by_the_mail_link_finishes_setup_from_the_banner() {
 
 /// Signs up an admin and proves the address as an admin must: through a mailed link (a password
 /// reset). Until then the address alone gives no admin rights. The signed-in cookie.
-async fn verified_admin(app: &TestApp, email: &str) -> String {
+pub(crate) async fn verified_admin(app: &TestApp, email: &str) -> String {
     let unverified = sign_up(app, email, "secret1").await;
     assert_eq!(
         get_with_cookie(app, "/api/admin/checkout-debug", &unverified)

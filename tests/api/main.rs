@@ -7,6 +7,7 @@ mod billing;
 mod chats;
 mod cluster;
 mod content;
+mod dashboard;
 mod durability;
 mod events;
 mod expiry;

@@ -23,7 +23,7 @@ use crate::realtime::open_connections;
 const WEBSOCKET: &str = "/socket.io/?EIO=4&transport=websocket";
 
 /// One socket of a namespace, with what the official client keeps to recover it.
-struct Client {
+pub(crate) struct Client {
     /// `None` once lost.
     transport: Option<RawWebSocket>,
     namespace: &'static str,
@@ -52,7 +52,7 @@ async fn transport(app: &TestApp, cookie: Option<&str>) -> RawWebSocket {
 
 impl Client {
     /// Joins `namespace` with `auth`: the socket, or the data of the refusal.
-    async fn join(
+    pub(crate) async fn join(
         app: &TestApp,
         namespace: &'static str,
         auth: Value,
@@ -179,7 +179,11 @@ impl Client {
     }
 
     /// The data of the next `name` event that `wanted` picks (10 s at most).
-    async fn event_where(&mut self, name: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) async fn event_where(
+        &mut self,
+        name: &str,
+        wanted: impl Fn(&Value) -> bool,
+    ) -> Value {
         loop {
             if let Some(index) = self
                 .inbox
@@ -196,7 +200,7 @@ impl Client {
         }
     }
 
-    async fn event(&mut self, name: &str) -> Value {
+    pub(crate) async fn event(&mut self, name: &str) -> Value {
         self.event_where(name, |_| true).await
     }
 
@@ -209,7 +213,7 @@ impl Client {
     }
 
     /// Emits `event` asking for an acknowledgement; the acknowledgement's data.
-    async fn call(&mut self, event: &str, data: Value) -> Value {
+    pub(crate) async fn call(&mut self, event: &str, data: Value) -> Value {
         let id = self.next_ack;
         self.next_ack += 1;
         let packet = Packet::event(self.namespace, event, vec![data], Some(id), 0);

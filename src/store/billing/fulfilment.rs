@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use surrealdb::types::SurrealValue;
 
+use crate::domain::billing::REFUNDABLE_FEE_CENTS;
 use crate::store::Db;
 
 /// Everything fulfilment writes, prepared by the caller (texts, the token's hash).
@@ -113,6 +114,10 @@ IF $cs.funnel_conversation != NONE { UPDATE $cs.funnel_conversation SET user = $
 IF $first_trial {
     CREATE analytics_event CONTENT { name: 'begin_trial', user: $uid, properties: { source: $cs.source, trial: '7_day' } };
 };
+-- The journey's trial (or, without one, the account it paid for): monthly payments count on it.
+LET $jv = IF $cs.visitor != NONE { record::id($cs.visitor) } ELSE { 'checkout-' + $cs.tracking_id };
+fn::journey({ visitor: $jv, funnel: $cs.source, step: IF $first_trial { 'trial' } ELSE { 'checkout' }, once: true, user: $uid, attribution: $cs.first_touch });
+UPDATE $uid SET journey = type::record('journey', [$jv, $cs.source]);
 -- The subscription begins here (in its trial): once per subscription, however many checkouts.
 IF $f.subscription_id != NONE AND !record::exists(type::record('analytics_event', 'subscription_start_' + $f.subscription_id)) {
     CREATE type::record('analytics_event', 'subscription_start_' + $f.subscription_id) CONTENT {
@@ -136,6 +141,12 @@ LET $owner = (SELECT VALUE id FROM user WHERE email = $f.email LIMIT 1)[0];
 LET $purchase = {
     source: $cs.source, value: IF $cs.refundable_fee { 1 } ELSE { 0 }, currency: 'USD',
     paymentSessionId: $f.provider_session_id
+};
+-- The visitor's journey through the checkout's funnel (the dashboard): the fee was taken, held
+-- or not. The key is the one Billing::start_checkout counted the checkout under.
+LET $jv = IF $cs.visitor != NONE { record::id($cs.visitor) } ELSE { 'checkout-' + $cs.tracking_id };
+IF $cs.refundable_fee {
+    fn::journey({ visitor: $jv, funnel: $cs.source, step: 'fee', once: false, cents: $fee_cents, attribution: $cs.first_touch });
 };
 IF $starter = NONE AND $owner != NONE {
     -- Paid signed out with the address of an existing account: nothing of that account changes.
@@ -208,6 +219,7 @@ pub async fn fulfil(db: &Db, fulfilment: Fulfilment) -> Result<FulfilOutcome, Fu
     let result = crate::store::retry_on_conflict(|| async {
         db.query(FULFIL)
             .bind(("f", fulfilment.clone()))
+            .bind(("fee_cents", REFUNDABLE_FEE_CENTS))
             .await
             .and_then(crate::store::check_transaction)
     })

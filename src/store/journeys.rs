@@ -1,0 +1,298 @@
+//! The operator's dashboard's figures (migration 0012): each visitor's journey through a funnel,
+//! and the daily roll-ups (`analytics_daily`) that `fn::journey` keeps up to date as steps arrive.
+//! The dashboard sums roll-up rows, never events, so its answer does not grow with the traffic.
+
+use surrealdb::types::{Datetime, RecordId, SurrealValue};
+
+use super::Db;
+use crate::domain::billing::CheckoutSource;
+use crate::domain::journey::{DayRange, Step};
+
+/// One step of one visitor's journey, as `fn::journey` takes it.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct JourneyStep {
+    visitor: String,
+    funnel: String,
+    step: String,
+    once: bool,
+    at: Option<Datetime>,
+    cents: i64,
+    attribution: Option<serde_json::Value>,
+    user: Option<RecordId>,
+}
+
+impl JourneyStep {
+    pub fn new(visitor: &str, funnel: CheckoutSource, step: Step) -> Self {
+        Self {
+            visitor: visitor.to_owned(),
+            funnel: funnel.as_str().to_owned(),
+            step: step.as_str().to_owned(),
+            once: step.once(),
+            at: None,
+            cents: 0,
+            attribution: None,
+            user: None,
+        }
+    }
+
+    /// The cents a money step brings.
+    pub fn cents(mut self, cents: i64) -> Self {
+        self.cents = cents;
+        self
+    }
+
+    /// The campaign the journey came from, if it begins here (else the visitor's first touch as
+    /// the server saw it).
+    pub fn attribution(mut self, attribution: Option<serde_json::Value>) -> Self {
+        self.attribution =
+            attribution.filter(|value| value.as_object().is_some_and(|o| !o.is_empty()));
+        self
+    }
+
+    /// When it happened (now, if not said): for the load generator's history.
+    pub fn at(mut self, at: chrono::DateTime<chrono::Utc>) -> Self {
+        self.at = Some(Datetime::from(at));
+        self
+    }
+
+    pub fn user(mut self, user_id: &str) -> Self {
+        self.user = Some(RecordId::new("user", user_id));
+        self
+    }
+}
+
+/// The statement that records the journey steps in `$journeys` (the batcher's and [`record`]'s).
+pub const RECORD_ALL: &str = "FOR $s IN $journeys { fn::journey($s); };";
+
+/// Records journey steps, in one transaction of their own.
+pub async fn record(db: &Db, steps: Vec<JourneyStep>) -> Result<(), surrealdb::Error> {
+    if steps.is_empty() {
+        return Ok(());
+    }
+    super::in_turn_bounded(async {
+        db.query(format!(
+            "BEGIN TRANSACTION; {RECORD_ALL} COMMIT TRANSACTION;"
+        ))
+        .bind(("journeys", steps))
+        .await?
+        .check()
+    })
+    .await?;
+    Ok(())
+}
+
+/// Records journey steps; the dashboard's figures never fail the action they count, so an error
+/// is logged.
+pub async fn record_logged(db: &Db, steps: Vec<JourneyStep>) {
+    if let Err(error) = record(db, steps).await {
+        tracing::warn!(%error, "journey steps could not be recorded");
+    }
+}
+
+/// What the dashboard breaks its figures down by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Breakdown {
+    Funnel,
+    Campaign,
+    Keyword,
+    UtmSource,
+    UtmMedium,
+    UtmCampaign,
+    Day,
+}
+
+impl Breakdown {
+    pub const ALL: [Breakdown; 7] = [
+        Breakdown::Funnel,
+        Breakdown::Campaign,
+        Breakdown::Keyword,
+        Breakdown::UtmSource,
+        Breakdown::UtmMedium,
+        Breakdown::UtmCampaign,
+        Breakdown::Day,
+    ];
+
+    /// The roll-up's field this breakdown groups by (a fixed name: never from the request).
+    fn field(self) -> &'static str {
+        match self {
+            Breakdown::Funnel => "funnel",
+            Breakdown::Campaign => "campaignid",
+            Breakdown::Keyword => "keyword",
+            Breakdown::UtmSource => "utm_source",
+            Breakdown::UtmMedium => "utm_medium",
+            Breakdown::UtmCampaign => "utm_campaign",
+            Breakdown::Day => "day",
+        }
+    }
+}
+
+/// One sum of the roll-ups: a funnel's step for one value of the breakdown.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct StepSum {
+    pub funnel: String,
+    pub key: String,
+    pub step: String,
+    pub n: i64,
+    pub cents: i64,
+}
+
+#[derive(Debug, Clone, SurrealValue)]
+struct SumVars {
+    from: String,
+    to: String,
+    campaign: Option<String>,
+}
+
+/// The roll-ups of the journeys that began in `range`, summed per funnel, step and value of the
+/// breakdown; only those of one campaign when `campaign` is given (a campaign's keywords).
+pub async fn step_sums(
+    db: &Db,
+    range: &DayRange,
+    breakdown: Breakdown,
+    campaign: Option<&str>,
+) -> Result<Vec<StepSum>, surrealdb::Error> {
+    let filter = if campaign.is_some() {
+        " AND campaignid = $v.campaign"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "SELECT funnel, {field} AS key, step, math::sum(n) AS n, math::sum(cents) AS cents \
+         FROM analytics_daily WHERE day >= $v.from AND day <= $v.to{filter} \
+         GROUP BY funnel, key, step",
+        field = breakdown.field()
+    );
+    let mut response = db
+        .query(sql)
+        .bind((
+            "v",
+            SumVars {
+                from: range.from_key(),
+                to: range.to_key(),
+                campaign: campaign.map(str::to_owned),
+            },
+        ))
+        .await?
+        .check()?;
+    response.take(0)
+}
+
+/// How many journeys one [`decide_retention`] decides at most.
+pub const RETENTION_BATCH: u64 = 500;
+
+/// The journeys whose trial began 30 days ago or more and whose retention is not yet decided:
+/// each counts as retained if its account is still subscribed, and is decided either way.
+/// Answers how many it decided (the hourly upkeep pass runs it).
+pub async fn decide_retention(db: &Db) -> Result<u64, surrealdb::Error> {
+    let mut response = db
+        .query(
+            "BEGIN TRANSACTION;
+             LET $due = (SELECT id, visitor, funnel, user FROM journey
+                 WHERE retain_at != NONE AND retain_at <= time::now() LIMIT $limit);
+             FOR $j IN $due {
+                 IF $j.user != NONE AND ($j.user.is_subscribed ?? false) {
+                     fn::journey({ visitor: $j.visitor, funnel: $j.funnel, step: 'retained', once: true });
+                 };
+                 UPDATE $j.id SET retain_at = NONE;
+             };
+             count($due);
+             COMMIT TRANSACTION;",
+        )
+        .bind(("limit", RETENTION_BATCH))
+        .await?
+        .check()?;
+    let decided: Option<u64> = response.take(response.num_statements() - 1)?;
+    Ok(decided.unwrap_or(0))
+}
+
+#[derive(Debug, Clone, SurrealValue)]
+struct PaymentVars {
+    user: String,
+    event: String,
+    subscription: Option<String>,
+    cents: i64,
+    first_invoice: bool,
+    fee_cents: i64,
+}
+
+/// A subscription payment of the account's (an invoice paid): its first paid month and the
+/// cents, on the journey that bought the subscription. A subscription's first invoice also
+/// carries the setup fee when its checkout took one, which fulfilment has counted already: that
+/// part is left out. Counted once per payment event (`event_id`), however often it is handled.
+/// Answers the cents counted as subscription revenue.
+pub async fn record_payment(
+    db: &Db,
+    event_id: &str,
+    user_id: &str,
+    subscription_id: Option<&str>,
+    amount_paid_cents: i64,
+    first_invoice: bool,
+) -> Result<i64, surrealdb::Error> {
+    let mut response = super::in_turn_bounded(async {
+        db.query(
+            "BEGIN TRANSACTION;
+             LET $jid = (SELECT VALUE journey FROM ONLY type::record('user', $p.user));
+             LET $j = IF $jid != NONE { (SELECT * FROM ONLY $jid) } ELSE { NONE };
+             LET $fee = IF $p.first_invoice AND $p.subscription != NONE
+                 AND (SELECT VALUE refundable_fee FROM checkout_session
+                      WHERE subscription_id = $p.subscription LIMIT 1)[0] = true
+                 { $p.fee_cents } ELSE { 0 };
+             LET $cents = math::max([$p.cents - $fee, 0]);
+             IF $j != NONE AND $cents > 0 {
+                 fn::journey({ visitor: $j.visitor, funnel: $j.funnel, step: 'paid', once: true });
+                 fn::journey({ visitor: $j.visitor, funnel: $j.funnel, step: 'subscription', once: true, key: $p.event, cents: $cents });
+             };
+             IF $j != NONE { $cents } ELSE { 0 };
+             COMMIT TRANSACTION;",
+        )
+        .bind((
+            "p",
+            PaymentVars {
+                user: user_id.to_owned(),
+                event: event_id.to_owned(),
+                subscription: subscription_id.map(str::to_owned),
+                cents: amount_paid_cents,
+                first_invoice,
+                fee_cents: crate::domain::billing::REFUNDABLE_FEE_CENTS,
+            },
+        ))
+        .await?
+        .check()
+    })
+    .await?;
+    let last = response.num_statements() - 1;
+    let cents: Option<i64> = response.take(last)?;
+    Ok(cents.unwrap_or(0))
+}
+
+#[derive(Debug, Clone, SurrealValue)]
+struct RefundVars {
+    session: String,
+    fee_cents: i64,
+}
+
+/// A setup fee given back: counted on the journey its checkout counted the fee on.
+pub async fn record_fee_refund(db: &Db, provider_session_id: &str) -> Result<(), surrealdb::Error> {
+    super::in_turn_bounded(async {
+        db.query(
+            "BEGIN TRANSACTION;
+             LET $cs = (SELECT * FROM checkout_session WHERE provider_session_id = $r.session LIMIT 1)[0];
+             IF $cs != NONE {
+                 LET $jv = IF $cs.visitor != NONE { record::id($cs.visitor) } ELSE { 'checkout-' + $cs.tracking_id };
+                 fn::journey({ visitor: $jv, funnel: $cs.source, step: 'fee_refund', once: false, cents: $r.fee_cents });
+             };
+             COMMIT TRANSACTION;",
+        )
+        .bind((
+            "r",
+            RefundVars {
+                session: provider_session_id.to_owned(),
+                fee_cents: crate::domain::billing::REFUNDABLE_FEE_CENTS,
+            },
+        ))
+        .await?
+        .check()
+    })
+    .await?;
+    Ok(())
+}

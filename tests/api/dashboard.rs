@@ -1,0 +1,301 @@
+//! The operator's dashboard (issue 19): visitors through the funnels to payment, refund, monthly
+//! payments and retention, counted per funnel, campaign and keyword; admins only.
+
+use serde_json::{Value, json};
+
+use crate::auth::sign_up;
+use crate::billing::{demo_billing, pay, start_checkout_signed_in, verified_admin};
+use crate::helpers::{TestApp, get_with_cookie, post_with_cookie, spawn_app_with};
+
+const ADMIN: &str = "ops@example.com";
+
+async fn view(app: &TestApp, visitor: &str, event: &str, path: &str, campaign: Value) {
+    let response = post_with_cookie(
+        app,
+        "/api/events",
+        &format!("vid={visitor}"),
+        &json!({ "name": event, "path": path, "properties": campaign }),
+    )
+    .await;
+    assert_eq!(response.status(), 201);
+}
+
+async fn report(app: &TestApp, admin: &str, query: &str) -> Value {
+    let response = get_with_cookie(app, &format!("/api/admin/dashboard?{query}"), admin).await;
+    let status = response.status();
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+fn funnel<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["funnels"]
+        .as_array()
+        .expect("funnels")
+        .iter()
+        .find(|row| row["funnel"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {report}"))
+}
+
+fn row<'a>(report: &'a Value, key: &str) -> &'a Value {
+    report["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|row| row["key"] == key)
+        .unwrap_or_else(|| panic!("no row {key} in {report}"))
+}
+
+#[tokio::test]
+async fn the_dashboard_counts_each_funnels_visitors_to_payment_refund_and_retention_per_campaign() {
+    let app = spawn_app_with(|settings| settings.admin.emails = vec![ADMIN.to_owned()]).await;
+    let (ann, bob, cat) = (
+        "visitor-ann-0000000001",
+        "visitor-bob-0000000002",
+        "visitor-cat-0000000003",
+    );
+    // Ann and Cat come to the chat funnel from campaign c1's keyword 'printer'; Ann's second
+    // view counts no second visitor. Bob asks the help funnel from campaign c2.
+    let c1 = json!({"campaignid": "c1", "keyword": "printer", "utm_source": "google"});
+    view(&app, ann, "chatbot_funnel_view", "/chat-help", c1.clone()).await;
+    view(&app, ann, "chatbot_funnel_view", "/chat-help", c1.clone()).await;
+    view(&app, cat, "chatbot_funnel_view", "/chat-help", c1).await;
+    let response = post_with_cookie(
+        &app,
+        "/api/funnels/help",
+        &format!("vid={bob}"),
+        &json!({"issue": "My wifi keeps dropping", "campaignid": "c2", "keyword": "wifi"}),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+
+    // Ann buys the chat funnel's $1 trial, then has her fee back.
+    let member = sign_up(&app, "ann@example.com", "secret1").await;
+    let started = start_checkout_signed_in(
+        &app,
+        &format!("{member}; vid={ann}"),
+        json!({"source": "chat_funnel", "campaignid": "c1", "keyword": "printer"}),
+    )
+    .await;
+    pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "ann@example.com",
+    )
+    .await;
+    let response = post_with_cookie(&app, "/api/billing/refund-fee", &member, &json!({})).await;
+    assert_eq!(response.status(), 200);
+
+    // Her first month is paid (the subscription's first invoice held only the fee, counted
+    // already), and the payment event arrives twice: counted once.
+    let mut found = app
+        .db
+        .query(
+            "SELECT VALUE subscription_id FROM ONLY user WHERE email = 'ann@example.com' LIMIT 1",
+        )
+        .await
+        .expect("query");
+    let subscription: Option<String> = found.take(0).expect("subscription");
+    let billing = demo_billing(&app);
+    for (id, cents, reason) in [
+        ("evt_first_invoice", 100, "subscription_create"),
+        ("evt_month_1", 2000, "subscription_cycle"),
+        ("evt_month_1", 2000, "subscription_cycle"),
+    ] {
+        billing
+            .process_event(
+                "demo",
+                id,
+                "invoice.paid",
+                json!({}),
+                Some(helpnow::domain::billing::BillingEvent::InvoicePaid {
+                    customer_id: None,
+                    subscription_id: subscription.clone(),
+                    amount_paid: cents,
+                    billing_reason: Some(reason.to_owned()),
+                }),
+            )
+            .await
+            .expect("the invoice is handled");
+    }
+    // Thirty days on, she is still subscribed.
+    app.db
+        .query("UPDATE journey SET retain_at = time::now() - 1s WHERE retain_at != NONE")
+        .await
+        .expect("time passes");
+    billing.run_upkeep().await.expect("upkeep");
+    billing
+        .run_upkeep()
+        .await
+        .expect("a second pass decides nothing again");
+
+    // Nobody but a proved admin sees it.
+    assert_eq!(
+        get_with_cookie(&app, "/api/admin/dashboard", &member)
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(app.get("/api/admin/dashboard").await.status(), 404);
+    let admin = verified_admin(&app, ADMIN).await;
+
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let by_campaign = report(&app, &admin, &format!("from={today}&to={today}")).await;
+    let chat = funnel(&by_campaign, "chat_funnel");
+    assert_eq!(chat["visitors"], 2, "{chat}");
+    assert_eq!(chat["checkout"], 1);
+    assert_eq!(chat["trial"], 1);
+    assert_eq!(chat["paid"], 1);
+    assert_eq!(chat["retained"], 1);
+    assert_eq!(chat["fee_cents"], 100);
+    assert_eq!(chat["fee_refund_cents"], 100);
+    assert_eq!(chat["subscription_cents"], 2000);
+    assert_eq!(chat["net_cents"], 2000);
+    assert_eq!(chat["net_cents_per_visitor"], 1000);
+    let help = funnel(&by_campaign, "help_funnel");
+    assert_eq!(
+        (
+            &help["visitors"],
+            &help["first_message"],
+            &help["final_message"]
+        ),
+        (&json!(1), &json!(1), &json!(1)),
+        "{help}"
+    );
+    assert_eq!(by_campaign["total"]["visitors"], 3);
+    let c1 = row(&by_campaign, "c1");
+    assert_eq!((&c1["visitors"], &c1["trial"]), (&json!(2), &json!(1)));
+    assert_eq!(c1["net_cents"], 2000);
+    assert_eq!(row(&by_campaign, "c2")["visitors"], 1);
+
+    // From a campaign to its keywords; by UTM source; by day.
+    let keywords = report(
+        &app,
+        &admin,
+        &format!("from={today}&to={today}&by=keyword&campaign=c1"),
+    )
+    .await;
+    assert_eq!(
+        keywords["rows"].as_array().map(Vec::len),
+        Some(1),
+        "{keywords}"
+    );
+    assert_eq!(row(&keywords, "printer")["visitors"], 2);
+    let sources = report(
+        &app,
+        &admin,
+        &format!("from={today}&to={today}&by=utm_source"),
+    )
+    .await;
+    assert_eq!(row(&sources, "google")["visitors"], 2);
+    assert_eq!(row(&sources, "")["visitors"], 1);
+    let days = report(
+        &app,
+        &admin,
+        &format!("from={today}&to={today}&by=day&funnel=help_funnel"),
+    )
+    .await;
+    assert_eq!(row(&days, &today)["visitors"], 1);
+
+    // A day with nobody is empty, not an error; a bad range is refused in words.
+    let empty = report(&app, &admin, "from=2020-01-01&to=2020-01-31").await;
+    assert_eq!(empty["total"]["visitors"], 0);
+    assert!(empty["rows"].as_array().expect("rows").is_empty());
+    let response = get_with_cookie(
+        &app,
+        "/api/admin/dashboard?from=2026-02-01&to=2026-01-01",
+        &admin,
+    )
+    .await;
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(body["error"], "invalid_range");
+
+    // Every table as CSV.
+    let response = get_with_cookie(
+        &app,
+        &format!("/api/admin/dashboard?from={today}&to={today}&format=csv"),
+        &admin,
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .expect("type")
+            .starts_with("text/csv")
+    );
+    let csv = response.text().await.expect("csv");
+    assert!(csv.starts_with("campaign,visitors,first_message"), "{csv}");
+    assert!(
+        csv.contains("\nc1,2,0,0,1,1,1,1,1.00,1.00,20.00,20.00,10.00\n"),
+        "{csv}"
+    );
+
+    let live = get_with_cookie(&app, "/api/admin/live", &admin).await;
+    assert_eq!(live.status(), 200);
+    let live: Value = live.json().await.expect("json");
+    assert!(live["funnelConversations"].is_i64(), "{live}");
+    assert_eq!(
+        get_with_cookie(&app, "/api/admin/live", &member)
+            .await
+            .status(),
+        404
+    );
+}
+
+/// The count of a step in the roll-ups, once the batched writes have landed (they go with the
+/// conversation's next group commit, after the answer to the client).
+async fn settled_count(app: &TestApp, funnel: &str, step: &str, expected: i64) -> i64 {
+    let mut last = 0;
+    for _ in 0..100 {
+        let mut response = app
+            .db
+            .query("SELECT VALUE math::sum(n) FROM analytics_daily WHERE funnel = $f AND step = $s GROUP ALL")
+            .bind(("f", funnel.to_owned()))
+            .bind(("s", step.to_owned()))
+            .await
+            .expect("query");
+        let found: Option<i64> = response.take(0).expect("sum");
+        last = found.unwrap_or(0);
+        if last == expected {
+            return last;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    last
+}
+
+#[tokio::test]
+async fn a_chat_funnel_visitor_counts_once_from_its_campaign_however_often_it_joins() {
+    let app = spawn_app_with(|_| {}).await;
+    let auth = json!({
+        "funnel": "chat", "visitorId": "journey-visitor-00000001",
+        "campaignid": "c9", "keyword": "email"
+    });
+    let mut tab = crate::recovery::Client::join(&app, "/funnel", auth.clone(), None)
+        .await
+        .expect("joined");
+    tab.event("conversation").await;
+    let mut again = crate::recovery::Client::join(&app, "/funnel", auth, None)
+        .await
+        .expect("joined");
+    again.event("conversation").await;
+    let text = "My email will not send";
+    assert_eq!(tab.call("send", json!({ "text": text })).await["ok"], true);
+    tab.event_where("message", |message| message["role"] == "assistant")
+        .await;
+
+    assert_eq!(
+        settled_count(&app, "chat_funnel", "first_message", 1).await,
+        1
+    );
+    assert_eq!(settled_count(&app, "chat_funnel", "visitors", 1).await, 1);
+    let mut response = app
+        .db
+        .query("SELECT VALUE [campaignid, keyword] FROM analytics_daily WHERE step = 'visitors'")
+        .await
+        .expect("query");
+    let keys: Vec<Value> = response.take(0).expect("keys");
+    assert_eq!(keys, vec![json!(["c9", "email"])]);
+}
