@@ -5,9 +5,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("surreal")
-        .join("migrations");
+    // The manifest's folder as Cargo gives it to this run, not as it was when this script was
+    // compiled: two checkouts sharing a target folder share the compiled script too.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let dir = Path::new(&manifest).join("surreal").join("migrations");
     println!("cargo:rerun-if-changed={}", dir.display());
 
     let mut files: Vec<_> = std::fs::read_dir(&dir)
