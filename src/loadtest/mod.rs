@@ -25,6 +25,7 @@ pub mod acks;
 pub mod ai_mock;
 pub mod client;
 mod member;
+pub mod seed;
 pub mod stats;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

@@ -35,6 +35,10 @@ pub const APP_ROUTES: &[&str] = &[
     "/checkout-success",
     "/checkout-debug",
     "/demo-checkout/{id}",
+    // The operator's dashboard, and the checkout debug page under it (admins only: the page
+    // shows what the admin API answers, which is 404 for anyone else).
+    "/admin",
+    "/admin/checkout-debug",
 ];
 
 /// Pages answer HEAD as they answer GET (load balancers and uptime checks use HEAD).

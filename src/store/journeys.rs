@@ -19,6 +19,7 @@ pub struct JourneyStep {
     cents: i64,
     attribution: Option<serde_json::Value>,
     user: Option<RecordId>,
+    key: Option<String>,
 }
 
 impl JourneyStep {
@@ -32,6 +33,7 @@ impl JourneyStep {
             cents: 0,
             attribution: None,
             user: None,
+            key: None,
         }
     }
 
@@ -52,6 +54,13 @@ impl JourneyStep {
     /// When it happened (now, if not said): for the load generator's history.
     pub fn at(mut self, at: chrono::DateTime<chrono::Utc>) -> Self {
         self.at = Some(Datetime::from(at));
+        self
+    }
+
+    /// Counts a step that counts once, once per `key` (a payment once per payment event).
+    pub fn key(mut self, key: &str) -> Self {
+        self.key = Some(key.to_owned());
+        self.once = true;
         self
     }
 

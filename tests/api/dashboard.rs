@@ -299,3 +299,56 @@ async fn a_chat_funnel_visitor_counts_once_from_its_campaign_however_often_it_jo
     let keys: Vec<Value> = response.take(0).expect("keys");
     assert_eq!(keys, vec![json!(["c9", "email"])]);
 }
+
+#[tokio::test]
+async fn the_synthetic_history_reads_back_on_the_dashboard_as_it_was_written() {
+    use rand::SeedableRng;
+    let app = spawn_app_with(|settings| settings.admin.emails = vec![ADMIN.to_owned()]).await;
+    let now = chrono::Utc::now();
+    let plan = helpnow::loadtest::seed::SeedPlan {
+        events: 1_200,
+        days: 20,
+        campaigns: 4,
+        now,
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let tally = helpnow::loadtest::seed::seed(&app.db, &plan, &mut rng)
+        .await
+        .expect("seeded");
+    assert!(tally.events >= 1_200 && tally.journeys > 100, "{tally:?}");
+    let admin = verified_admin(&app, ADMIN).await;
+    let from = (now - chrono::Duration::days(21)).format("%Y-%m-%d");
+    let to = now.format("%Y-%m-%d");
+    let shown = report(&app, &admin, &format!("from={from}&to={to}")).await;
+    for (name, figures) in &tally.funnels {
+        let expected = serde_json::to_value(figures).expect("json");
+        let row = funnel(&shown, name);
+        for field in [
+            "visitors",
+            "first_message",
+            "final_message",
+            "checkout",
+            "trial",
+            "paid",
+            "retained",
+            "fee_cents",
+            "fee_refund_cents",
+            "subscription_cents",
+            "net_cents",
+        ] {
+            assert_eq!(
+                row[field], expected[field],
+                "{name} {field}: {row} against {expected}"
+            );
+        }
+    }
+    // The day table adds up to the same visitors.
+    let days = report(&app, &admin, &format!("from={from}&to={to}&by=day")).await;
+    let visitors: u64 = days["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|row| row["visitors"].as_u64().expect("count"))
+        .sum();
+    assert_eq!(visitors, tally.journeys);
+}

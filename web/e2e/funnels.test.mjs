@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { DESKTOP, PHONE, openPage, resultsDir, setUp } from './harness.mjs';
+import { payAndSetUpAccount } from './members-support.mjs';
 
 let env;
 before(async () => {
@@ -120,30 +121,6 @@ async function expectChatWindow(page, headline) {
   await page.getByText(`${ASSISTANT}, Personal Chat Assistant`, { exact: true }).waitFor();
   assert.equal(await page.getByLabel('Your question').getAttribute('placeholder'), 'Type your question here...');
   assert.equal(await page.getByRole('button', { name: 'Send' }).isDisabled(), true, 'Send is off while the field is empty');
-}
-
-/**
- * On the demo checkout: pays with the test card, passes checkout success and chooses a password on
- * account setup, then waits for the members page with the trial.
- */
-async function payAndSetUpAccount(page, email, password) {
-  await page.getByText('$1.00 due today').waitFor();
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Card number').fill('4242 4242 4242 4242');
-  await page.getByRole('button', { name: 'Pay $1.00 and start trial' }).click();
-
-  await page.waitForURL((url) => url.pathname === '/account-setup', { timeout: 20_000 });
-  const params = new URL(page.url()).searchParams;
-  assert.equal(params.get('success'), 'true');
-  assert.equal(params.get('email'), email);
-  await page.getByRole('heading', { name: 'Choose a password' }).waitFor();
-  assert.equal(await page.getByLabel('Email').inputValue(), email);
-  await page.getByLabel('Password', { exact: true }).fill(password);
-  await page.getByLabel('Confirm Password').fill(password);
-  await page.getByRole('button', { name: 'Access Account' }).click();
-  await page.getByText('Trial Active').first().waitFor();
-  await page.waitForURL((url) => url.pathname === '/' && url.search === '', { timeout: 10_000 });
-  await page.getByRole('navigation', { name: 'Account' }).getByText(email).waitFor();
 }
 
 /** GET /api/auth/me with the page's cookies. */

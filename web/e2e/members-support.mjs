@@ -1,6 +1,8 @@
 // Members for tests: an account with an active trial, made the way a visitor makes one (sign
 // up, start the trial checkout, pay the demo checkout with the test card).
 
+import assert from 'node:assert/strict';
+
 const TEST_CARD = '4242 4242 4242 4242';
 
 async function call(baseUrl, path, { method = 'POST', cookie, body } = {}) {
@@ -49,4 +51,28 @@ export async function memberWithTrial(baseUrl, email) {
   const { json: me } = await call(baseUrl, '/api/auth/me', { method: 'GET', cookie });
   if (!me.user?.access?.hasAccess) throw new Error(`no access after paying: ${JSON.stringify(me)}`);
   return cookie;
+}
+
+/**
+ * On the demo checkout: pays with the test card, passes checkout success and chooses a password on
+ * account setup, then waits for the members page with the trial.
+ */
+export async function payAndSetUpAccount(page, email, password) {
+  await page.getByText('$1.00 due today').waitFor();
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Card number').fill('4242 4242 4242 4242');
+  await page.getByRole('button', { name: 'Pay $1.00 and start trial' }).click();
+
+  await page.waitForURL((url) => url.pathname === '/account-setup', { timeout: 20_000 });
+  const params = new URL(page.url()).searchParams;
+  assert.equal(params.get('success'), 'true');
+  assert.equal(params.get('email'), email);
+  await page.getByRole('heading', { name: 'Choose a password' }).waitFor();
+  assert.equal(await page.getByLabel('Email').inputValue(), email);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByLabel('Confirm Password').fill(password);
+  await page.getByRole('button', { name: 'Access Account' }).click();
+  await page.getByText('Trial Active').first().waitFor();
+  await page.waitForURL((url) => url.pathname === '/' && url.search === '', { timeout: 10_000 });
+  await page.getByRole('navigation', { name: 'Account' }).getByText(email).waitFor();
 }

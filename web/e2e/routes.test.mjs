@@ -25,12 +25,15 @@ describe('routes', () => {
   test('every page of the route table opens, with the legal links everywhere and the site footer everywhere but /chat-help', async () => {
     const { page, context, problems } = await openPage(env.browser, DESKTOP);
     const paths = ['/', '/landing', '/get-help', '/funnel', '/chat-help', '/Chat-Help-2', '/email-help', '/login',
-      '/signup', '/members', '/account-setup', '/checkout-success', '/checkout-debug', '/demo-checkout/demo123'];
+      '/signup', '/members', '/account-setup', '/checkout-success', '/checkout-debug', '/admin', '/admin/checkout-debug',
+      '/demo-checkout/demo123'];
     for (const routePath of paths) {
       const response = await page.goto(`${env.baseUrl}${routePath}`);
       assert.equal(response.status(), 200, routePath);
-      // /members is where sign-in leads: the members page at /.
-      const expected = routePath === '/members' ? '/' : routePath;
+      // /members is where sign-in leads: the members page at /; the checkout debug page lives under
+      // the dashboard.
+      const moved = { '/members': '/', '/checkout-debug': '/admin/checkout-debug' };
+      const expected = moved[routePath] ?? routePath;
       await page.waitForURL((url) => url.pathname === expected);
       await page.getByRole('heading', { level: 1 }).waitFor();
       const legalLinks = await page.getByRole('button', { name: 'Privacy Policy' }).count();

@@ -23,6 +23,7 @@ const PAGES = {
   signup: 'src/features/auth/SignupPage.tsx',
   'account-setup': 'src/features/account-setup/AccountSetupPage.tsx',
   'checkout-success': 'src/features/checkout/CheckoutSuccessPage.tsx',
+  admin: 'src/features/admin/AdminDashboardPage.tsx',
   'checkout-debug': 'src/features/checkout-debug/CheckoutDebugPage.tsx',
   'demo-checkout': 'src/features/checkout/DemoCheckoutPage.tsx',
 };

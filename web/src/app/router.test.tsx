@@ -56,7 +56,7 @@ describe('router', () => {
   });
 
   it.each(['/get-help', '/funnel', '/Chat-Help-2', '/email-help', '/login', '/signup',
-    '/account-setup', '/checkout-success', '/checkout-debug', '/demo-checkout/abc123'])(
+    '/account-setup', '/checkout-success', '/admin', '/admin/checkout-debug', '/demo-checkout/abc123'])(
     'keeps %s (a page of the route table) with the footer',
     async (path) => {
       const router = await renderApp(path);
@@ -65,6 +65,11 @@ describe('router', () => {
       expect(screen.getByRole('button', { name: 'Privacy Policy' })).toBeTruthy();
     },
   );
+
+  it('leads the checkout debug page\'s first address to its place under the dashboard', async () => {
+    const router = await renderApp('/checkout-debug');
+    await waitFor(() => expect(router.state.location.pathname).toBe('/admin/checkout-debug'));
+  });
 
   it('leaves the site footer off /chat-help, where the chat funnel has its own', async () => {
     const router = await renderApp('/chat-help');

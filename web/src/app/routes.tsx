@@ -122,7 +122,16 @@ export const routes: RouteObject[] = [
         handle: { title: 'Checkout' } satisfies RouteHandle,
       },
       {
-        path: '/checkout-debug',
+        path: '/admin',
+        caseSensitive: true,
+        lazy: page(async () => {
+          const { AdminDashboardPage } = await import('../features/admin/AdminDashboardPage');
+          return <AdminDashboardPage />;
+        }),
+        handle: { title: 'Dashboard' } satisfies RouteHandle,
+      },
+      {
+        path: '/admin/checkout-debug',
         caseSensitive: true,
         lazy: page(async () => {
           const { CheckoutDebugPage } = await import('../features/checkout-debug/CheckoutDebugPage');
@@ -130,6 +139,8 @@ export const routes: RouteObject[] = [
         }),
         handle: { title: 'Checkout Debug' } satisfies RouteHandle,
       },
+      // The checkout debug page's first address: it lives under the dashboard now.
+      { path: '/checkout-debug', caseSensitive: true, element: <Navigate to="/admin/checkout-debug" replace /> },
       {
         path: '/demo-checkout/:id',
         caseSensitive: true,

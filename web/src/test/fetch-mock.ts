@@ -1,7 +1,7 @@
 import { vi } from 'vitest';
 
 type Reply = { status?: number; body: unknown };
-type Handler = Reply | ((init: RequestInit | undefined) => Reply | Promise<Reply>);
+type Handler = Reply | ((init: RequestInit | undefined, url: URL) => Reply | Promise<Reply>);
 
 export const SHORTCUT_NAMES = [
   'Yahoo Mail', 'YouTube', 'Gmail', 'AOL', 'Facebook', 'X', 'Instagram', 'Zoom', 'TikTok', 'WhatsApp',
@@ -34,7 +34,7 @@ export function mockApi(overrides: Record<string, Handler> = {}) {
     const handler = handlers[key];
     const reply: Reply = handler
       ? typeof handler === 'function'
-        ? await handler(init)
+        ? await handler(init, url)
         : handler
       : { status: 404, body: { error: 'not_found', message: 'Not found' } };
     return new Response(JSON.stringify(reply.body), {

@@ -54,7 +54,7 @@ function SignedInAs() {
 }
 
 /**
- * `/checkout-debug`: developer tooling for admins with debug tools on. The server decides who
+ * `/admin/checkout-debug` (and `/checkout-debug`): developer tooling for admins with debug tools on. The server decides who
  * that is (its endpoints answer 404 to anyone else); this page only shows what it answers.
  */
 export function CheckoutDebugPage() {
@@ -131,7 +131,8 @@ export function CheckoutDebugPage() {
           Checkout Debug
         </h1>
         <p className="debug-page__lead">
-          Developer tooling: recent checkouts, users and the last hour&apos;s webhook events, with manual actions.
+          Developer tooling: recent checkouts, users and the last hour&apos;s webhook events, with manual actions.{' '}
+          <Link to="/admin">Back to the dashboard</Link>
         </p>
         <div className="debug-bar">
           <SignedInAs />

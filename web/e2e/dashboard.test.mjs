@@ -1,0 +1,190 @@
+// The operator's dashboard (issue 19) as an operator meets it: visitors come from ad campaigns
+// through the funnels, one pays the $1 trial and has the fee back, and the admin (an address in
+// admin.emails, proved by a mailed link) opens /admin and reads the counts, rates and revenue per
+// funnel, campaign and keyword. Anyone else finds nothing there.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { DESKTOP, PHONE, assertAccessible, launchBrowser, openPage, resultsDir, startServer } from './harness.mjs';
+import { payAndSetUpAccount, signUp } from './members-support.mjs';
+
+const ADMIN = 'ops@example.com';
+let server;
+let browser;
+before(async () => {
+  server = await startServer({ APP__ADMIN__EMAILS: ADMIN });
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Sends each message and waits for the assistant's reply to it. */
+async function chat(page, messages) {
+  for (const text of messages) {
+    const replies = await page.locator('[role="log"] .chat-message--assistant').count();
+    await page.getByLabel('Your question').fill(text);
+    await page.getByLabel('Your question').press('Enter');
+    await page.waitForFunction(
+      (n) => document.querySelectorAll('[role="log"] .chat-message--assistant').length > n,
+      replies,
+      { timeout: 20_000 },
+    );
+  }
+}
+
+/** The reset link the server's log shows for `email` (the test settings log mail). */
+async function resetLinkFor(email) {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const log = readFileSync(server.logPath, 'utf8');
+    const links = [...log.matchAll(/http:\/\/127\.0\.0\.1:\d+\/login\?reset=[A-Za-z0-9_-]+/g)]
+      .filter((match) => log.lastIndexOf(email, match.index) !== -1)
+      .map((match) => match[0]);
+    if (links.length > 0) return links[links.length - 1];
+    await sleep(100);
+  }
+  throw new Error(`no reset mail to ${email} in ${server.logPath}`);
+}
+
+/** The admin, signed in after proving the address with a mailed reset link. */
+async function adminPage(device) {
+  await signUp(server.baseUrl, ADMIN, 'first-secret-1');
+  const opened = await openPage(browser, device);
+  const { page } = opened;
+  await page.goto(`${server.baseUrl}/login`);
+  await page.getByRole('button', { name: 'Forgot password?' }).click();
+  const reset = page.getByRole('form', { name: 'Reset your password' });
+  await reset.getByLabel('Email').fill(ADMIN);
+  await reset.getByRole('button', { name: 'Send reset link' }).click();
+  await page.getByText('Password reset email sent!', { exact: false }).waitFor();
+  await page.goto(await resetLinkFor(ADMIN));
+  await page.getByLabel('New password', { exact: true }).fill('admin-secret-2');
+  await page.getByLabel('Confirm Password').fill('admin-secret-2');
+  await page.getByRole('button', { name: 'Save new password' }).click();
+  await page.waitForURL((url) => url.pathname === '/');
+  await page.getByRole('navigation', { name: 'Account' }).getByText(ADMIN).waitFor();
+  return opened;
+}
+
+/** A table row's cells (the row header first) as text. */
+async function rowCells(row) {
+  return row.locator('th, td').allInnerTexts();
+}
+
+describe('the operator dashboard', () => {
+  test('visitors from campaigns through the funnels to a trial and a refund, read per funnel, campaign and keyword', async (t) => {
+    // Ann: the refundable-fee chat from campaign 222 ('wifi'), to the $1 trial, then her fee back.
+    const ann = await openPage(browser, DESKTOP);
+    await ann.page.goto(`${server.baseUrl}/Chat-Help-2?campaignid=222&keyword=wifi&utm_source=google&utm_medium=cpc`);
+    await ann.page.locator('[role="log"] .chat-message--assistant').first().waitFor();
+    await chat(ann.page, [
+      'My laptop will not connect to the wifi at home',
+      'It shows the network but says it cannot connect',
+      'I turned the router off and on again',
+    ]);
+    await ann.page.getByRole('button', { name: 'Get started >>' }).click();
+    await ann.page.waitForURL((url) => url.pathname.startsWith('/demo-checkout/'), { timeout: 10_000 });
+    await payAndSetUpAccount(ann.page, 'ann@example.com', 'ann-secret-1');
+    await ann.page.getByRole('button', { name: 'Refund my $1 setup fee' }).click();
+    await ann.page.getByRole('button', { name: 'Yes, refund my $1' }).click();
+    await ann.page.getByText('Your $1 setup fee has been refunded.', { exact: false }).waitFor();
+
+    // Bob: the chat funnel from campaign 111 ('printer'), one message, then gone.
+    const bob = await openPage(browser, DESKTOP);
+    await bob.page.goto(`${server.baseUrl}/chat-help?campaignid=111&keyword=printer`);
+    await bob.page.locator('[role="log"] .chat-message--assistant').first().waitFor();
+    await chat(bob.page, ['My printer will not print']);
+
+    // Cat: the help funnel from campaign 111 ('scanner'), to the solution, no checkout.
+    const cat = await openPage(browser, DESKTOP);
+    await cat.page.goto(`${server.baseUrl}/get-help?campaignid=111&keyword=scanner`);
+    await cat.page.getByLabel('Describe your issue').fill('My scanner is not found by the computer.');
+    await cat.page.getByLabel('Describe your issue').press('Enter');
+    await cat.page.getByRole('heading', { level: 1, name: 'Solution Found:', exact: true }).waitFor({ timeout: 15_000 });
+
+    // A member who is not an admin finds nothing at /admin, and neither does the API answer her.
+    await ann.page.goto(`${server.baseUrl}/admin`);
+    await ann.page.getByText('This page is not available.').waitFor();
+    const refused = await ann.page.request.get(`${server.baseUrl}/api/admin/dashboard`);
+    assert.equal(refused.status(), 404);
+
+    const { page, problems } = await adminPage(DESKTOP);
+    await page.goto(`${server.baseUrl}/admin`);
+    const funnels = page.getByRole('table', { name: /how far they got/ });
+    const refundable = funnels.getByRole('row', { name: /Refundable-fee chat/ });
+    await refundable.waitFor();
+    // Visitors, first message, final message, checkout, trial, paid, retained: 1, 1, 1, 1, 1, 0, 0.
+    const cells = await rowCells(refundable);
+    t.diagnostic(`refundable-fee funnel: ${JSON.stringify(cells)}`);
+    assert.deepEqual(
+      cells.slice(1, 8).map((cell) => cell.split('\n')[0]),
+      ['1', '1', '1', '1', '1', '0', '0'],
+    );
+    assert.equal(cells[8], '100.0%', 'visitor to trial');
+    assert.equal(cells[9], '$0.00', 'the $1 fee taken and given back');
+    const chatRow = await rowCells(funnels.getByRole('row', { name: /Chat funnel/ }));
+    assert.deepEqual(chatRow.slice(1, 5).map((cell) => cell.split('\n')[0]), ['1', '1', '0', '0']);
+    const help = await rowCells(funnels.getByRole('row', { name: /Help form/ }));
+    assert.deepEqual(help.slice(1, 5).map((cell) => cell.split('\n')[0]), ['1', '1', '1', '0']);
+
+    const revenue = page.getByRole('region', { name: 'Revenue' });
+    await revenue.getByText('Setup fees taken').waitFor();
+    assert.equal(await revenue.locator('dd').first().innerText(), '$1.00');
+    assert.equal(await revenue.locator('dd').nth(1).innerText(), '$1.00');
+
+    // Per campaign, then campaign 111's keywords.
+    const campaigns = page.getByRole('table', { name: /Choose a campaign/ });
+    const c222 = await rowCells(campaigns.getByRole('row', { name: /^222/ }));
+    assert.deepEqual(c222.slice(0, 6), ['222', '1', '1', '1', '1', '1']);
+    const c111 = await rowCells(campaigns.getByRole('row', { name: /^111/ }));
+    assert.deepEqual(c111.slice(0, 4), ['111', '2', '2', '1']);
+    await page.screenshot({ path: path.join(resultsDir, 'admin-dashboard.png'), fullPage: true });
+    await assertAccessible(page, '/admin');
+
+    await campaigns.getByRole('button', { name: '111' }).click();
+    await page.getByRole('heading', { name: 'Keywords of campaign 111' }).waitFor();
+    const keywords = page.getByRole('table', { name: 'Click a column to sort.' });
+    assert.deepEqual((await rowCells(keywords.getByRole('row', { name: /^printer/ }))).slice(0, 3), ['printer', '1', '1']);
+    assert.deepEqual((await rowCells(keywords.getByRole('row', { name: /^scanner/ }))).slice(0, 4), ['scanner', '1', '1', '1']);
+
+    // The CSV of the keywords, as the link downloads it.
+    const href = await page.getByRole('link', { name: 'Download CSV' }).last().getAttribute('href');
+    const csv = await page.request.get(`${server.baseUrl}${href}`);
+    assert.equal(csv.status(), 200);
+    const text = await csv.text();
+    assert.match(text, /^keyword,visitors,/);
+    assert.match(text, /\nprinter,1,1,0,/);
+
+    assert.deepEqual(problems, []);
+    for (const opened of [ann, bob, cat]) await opened.context.close();
+  });
+
+  test('on a phone the dashboard reads without sideways scrolling of the page', async () => {
+    const { page, context, problems } = await openPage(browser, PHONE);
+    const cookie = await (async () => {
+      // The admin of the first test, signed in again with the password the reset set.
+      const response = await fetch(`${server.baseUrl}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: server.baseUrl },
+        body: JSON.stringify({ email: ADMIN, password: 'admin-secret-2' }),
+      });
+      assert.equal(response.status, 200);
+      return response.headers.getSetCookie().find((value) => value.startsWith('helpnow_session=')).split(';')[0];
+    })();
+    const [name, value] = cookie.split('=');
+    await context.addCookies([{ name, value, url: server.baseUrl }]);
+    await page.goto(`${server.baseUrl}/admin`);
+    await page.getByRole('table', { name: /how far they got/ }).waitFor();
+    await page.getByRole('region', { name: 'Live' }).getByText('Conversations open').waitFor();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px`);
+    await page.screenshot({ path: path.join(resultsDir, 'admin-dashboard-phone.png'), fullPage: true });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+});
