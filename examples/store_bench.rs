@@ -185,6 +185,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     }),
                     visitor: Some(c.key.visitor_id.clone()),
                     path: None,
+                    user: None,
                 })
             })
             .collect();

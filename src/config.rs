@@ -84,6 +84,8 @@ pub struct Settings {
     #[serde(default)]
     pub admin: AdminSettings,
     #[serde(default)]
+    pub analytics: AnalyticsSettings,
+    #[serde(default)]
     pub events: EventsSettings,
     pub log: LogSettings,
 }
@@ -260,6 +262,29 @@ pub struct SecuritySettings {
 pub struct AdminSettings {
     #[serde(default, deserialize_with = "list_or_commas")]
     pub emails: Vec<String>,
+}
+
+/// How long what the product records of visitors is kept (docs/operations.md).
+#[derive(Debug, Clone, Deserialize)]
+pub struct AnalyticsSettings {
+    /// Days an analytics event, and a visitor's journey through a funnel, are kept; the daily
+    /// roll-ups the dashboard reads hold no visitor and are kept. 0 = for ever.
+    #[serde(default = "AnalyticsSettings::default_retention_days")]
+    pub retention_days: u32,
+}
+
+impl AnalyticsSettings {
+    fn default_retention_days() -> u32 {
+        395
+    }
+}
+
+impl Default for AnalyticsSettings {
+    fn default() -> Self {
+        Self {
+            retention_days: Self::default_retention_days(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -182,6 +182,44 @@ pub async fn report(db: &Db, query: &Query) -> Result<Report, surrealdb::Error> 
     })
 }
 
+/// Forgets what is older than `retention_days` (analytics.retention_days; 0 keeps everything):
+/// the events, and the journeys that began before it with their steps. The daily roll-ups stay,
+/// so the dashboard's older figures stay too. Answers how many records went.
+pub async fn forget_old(db: &Db, retention_days: u32) -> Result<u64, surrealdb::Error> {
+    if retention_days == 0 {
+        return Ok(0);
+    }
+    let cutoff = chrono::Utc::now() - chrono::Duration::days(i64::from(retention_days));
+    let mut gone = 0;
+    loop {
+        let pass = journeys::forget_before(db, cutoff).await?;
+        gone += pass;
+        if pass < journeys::FORGET_BATCH {
+            return Ok(gone);
+        }
+    }
+}
+
+/// Runs [`forget_old`] every `every`.
+pub fn spawn_retention(
+    db: Db,
+    retention_days: u32,
+    every: std::time::Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            match forget_old(&db, retention_days).await {
+                Ok(0) => {}
+                Ok(gone) => tracing::info!(gone, "old analytics records forgotten"),
+                Err(error) => tracing::warn!(%error, "the analytics retention pass failed"),
+            }
+        }
+    })
+}
+
 /// The live panel: this process's figures now.
 pub fn live(metrics: &Metrics) -> LiveFigures {
     metrics.live()

@@ -54,6 +54,7 @@ impl Analytics for BatchedAnalytics {
                 properties,
                 visitor: Some(subject.to_owned()),
                 path: None,
+                user: None,
             }),
             Subject::Member => Statement::MemberEvent {
                 name: name.as_str().to_owned(),

@@ -45,6 +45,7 @@ pub async fn record_event(
     db: web::Data<Db>,
     settings: web::Data<Settings>,
     limiter: web::Data<EventLimiter>,
+    user: crate::auth::MaybeUser,
     req: HttpRequest,
     body: web::Json<EventRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -67,13 +68,18 @@ pub async fn record_event(
             "This event is recorded by the server.",
         ));
     }
-    let properties = serde_json::Value::Object(body.properties.unwrap_or_default());
-    if properties.to_string().len() > MAX_PROPERTIES_BYTES {
+    let properties = body.properties.unwrap_or_default();
+    if serde_json::Value::Object(properties.clone())
+        .to_string()
+        .len()
+        > MAX_PROPERTIES_BYTES
+    {
         return Err(ApiError::bad_request(
             "properties_too_large",
             "Event properties may hold at most 4 KiB.",
         ));
     }
+    let properties = kept_properties(properties);
     let path = body.path.map(|p| p.chars().take(MAX_PATH_CHARS).collect());
     let visitor = crate::auth::SessionCookies::read(&req, crate::auth::SessionCookies::visitor)
         .map(|value| value.chars().take(64).collect());
@@ -94,6 +100,10 @@ pub async fn record_event(
             properties,
             visitor,
             path,
+            user: user
+                .0
+                .as_ref()
+                .map(|user| surrealdb::types::RecordId::new("user", user.id.as_str())),
         },
     )
     .await
@@ -102,6 +112,36 @@ pub async fn record_event(
         store::journeys::record_logged(&db, vec![step]).await;
     }
     Ok(HttpResponse::Created().json(json!({ "id": id })))
+}
+
+/// The properties a browser's event may carry: the campaign fields, and which feature or sidebar
+/// (the members' events). Others are dropped, and so is any value with an `@` in it: events never
+/// hold an address, whatever a page sends.
+fn kept_properties(properties: serde_json::Map<String, serde_json::Value>) -> serde_json::Value {
+    const KEPT: [&str; 8] = [
+        "campaignid",
+        "keyword",
+        "utm_source",
+        "utm_medium",
+        "utm_campaign",
+        "gclid",
+        "feature",
+        "sidebar",
+    ];
+    let kept = properties
+        .into_iter()
+        .filter(|(key, value)| {
+            KEPT.contains(&key.as_str())
+                && match value {
+                    serde_json::Value::String(text) => !text.contains('@') && text.len() <= 200,
+                    serde_json::Value::Null
+                    | serde_json::Value::Bool(_)
+                    | serde_json::Value::Number(_) => true,
+                    _ => false,
+                }
+        })
+        .collect();
+    serde_json::Value::Object(kept)
 }
 
 /// The campaign fields an event's properties carry (the page's `keyword`, `campaignid`, UTM

@@ -151,6 +151,7 @@ pub async fn help_answer(
         }),
         visitor: visitor.map(VisitorId::into_string),
         path: None,
+        user: None,
     };
     if let Err(error) = store::analytics::record(&db, event).await {
         tracing::warn!(%error, "an issue_submission event could not be stored");

@@ -104,6 +104,11 @@ impl Application {
             settings.product.name.clone(),
         ));
         workers.push(billing.spawn_upkeep(BILLING_UPKEEP_INTERVAL));
+        workers.push(crate::dashboard::spawn_retention(
+            db.clone(),
+            settings.analytics.retention_days,
+            BILLING_UPKEEP_INTERVAL,
+        ));
         let ai = crate::ai::provider(&settings.ai, content.help_library.clone(), |provider| {
             Arc::new(crate::metrics::TimedAi::new(provider, &metrics))
         })?;

@@ -11,6 +11,8 @@ pub struct NewAnalyticsEvent {
     pub properties: serde_json::Value,
     pub visitor: Option<String>,
     pub path: Option<String>,
+    /// The account, once the visitor has one and is signed in.
+    pub user: Option<surrealdb::types::RecordId>,
 }
 
 /// Stores one event and returns its record id (`analytics_event:…`).

@@ -305,3 +305,36 @@ pub async fn record_fee_refund(db: &Db, provider_session_id: &str) -> Result<(),
     .await?;
     Ok(())
 }
+
+/// How many records one pass of [`forget_before`] deletes of each kind at most.
+pub const FORGET_BATCH: u64 = 5_000;
+
+/// Deletes analytics events made before `cutoff`, and the journeys (with their steps) that began
+/// before it, at most [`FORGET_BATCH`] of each: the daily roll-ups, which hold no visitor, stay.
+/// Answers how many records went.
+pub async fn forget_before(
+    db: &Db,
+    cutoff: chrono::DateTime<chrono::Utc>,
+) -> Result<u64, surrealdb::Error> {
+    let mut response = db
+        .query(
+            "LET $events = (SELECT VALUE id FROM analytics_event WHERE created_at < $cutoff LIMIT $batch);
+             DELETE $events;
+             LET $journeys = (SELECT id, visitor, funnel FROM journey WHERE started_at < $cutoff LIMIT $batch);
+             FOR $j IN $journeys {
+                 LET $v = $j.visitor;
+                 LET $f = $j.funnel;
+                 -- Its steps, by their ids' range (a scan of those records only).
+                 DELETE journey_step:[$v, $f, NONE]..=[$v, $f, {}];
+                 DELETE $j.id;
+             };
+             count($events) + count($journeys);",
+        )
+        .bind(("cutoff", Datetime::from(cutoff)))
+        .bind(("batch", FORGET_BATCH))
+        .await?
+        .check()?;
+    let last = response.num_statements() - 1;
+    let gone: Option<u64> = response.take(last)?;
+    Ok(gone.unwrap_or(0))
+}

@@ -352,3 +352,104 @@ async fn the_synthetic_history_reads_back_on_the_dashboard_as_it_was_written() {
         .sum();
     assert_eq!(visitors, tally.journeys);
 }
+
+#[tokio::test]
+async fn events_and_journeys_older_than_the_retention_go_and_the_daily_figures_stay() {
+    let app = spawn_app_with(|_| {}).await;
+    view(
+        &app,
+        "visitor-old-00000000001",
+        "chatbot_funnel_view",
+        "/chat-help",
+        json!({"campaignid": "c1"}),
+    )
+    .await;
+    view(
+        &app,
+        "visitor-new-00000000002",
+        "chatbot_funnel_view",
+        "/chat-help",
+        json!({"campaignid": "c1"}),
+    )
+    .await;
+    // The first visitor came 400 days ago.
+    app.db
+        .query(
+            "UPDATE analytics_event SET created_at = time::now() - 400d WHERE visitor = 'visitor-old-00000000001';
+             UPDATE journey SET started_at = time::now() - 400d WHERE visitor = 'visitor-old-00000000001';",
+        )
+        .await
+        .expect("time passes");
+    let count = |sql: &'static str| {
+        let db = app.db.clone();
+        async move {
+            let mut response = db.query(sql).await.expect("count");
+            let n: Option<i64> = response.take(0).expect("n");
+            n.unwrap_or(0)
+        }
+    };
+    assert_eq!(
+        count("RETURN count((SELECT id FROM journey_step))").await,
+        0
+    );
+    let gone = helpnow::dashboard::forget_old(&app.db, 395)
+        .await
+        .expect("forgotten");
+    assert_eq!(gone, 2, "the old visitor's event and journey");
+    assert_eq!(
+        count("RETURN count((SELECT id FROM analytics_event WHERE visitor = 'visitor-old-00000000001'))").await,
+        0
+    );
+    assert_eq!(
+        count("RETURN count((SELECT id FROM analytics_event))").await,
+        1
+    );
+    assert_eq!(count("RETURN count((SELECT id FROM journey))").await, 1);
+    // The dashboard still counts both visitors of that day.
+    assert_eq!(settled_count(&app, "chat_funnel", "visitors", 2).await, 2);
+    assert_eq!(
+        helpnow::dashboard::forget_old(&app.db, 0)
+            .await
+            .expect("kept"),
+        0
+    );
+}
+
+#[tokio::test]
+async fn an_old_journeys_steps_go_with_it_and_no_one_elses() {
+    let app = spawn_app_with(|_| {}).await;
+    let step = |visitor: &str, step| {
+        helpnow::store::journeys::JourneyStep::new(
+            visitor,
+            helpnow::domain::billing::CheckoutSource::ChatFunnel,
+            step,
+        )
+    };
+    use helpnow::domain::journey::Step;
+    helpnow::store::journeys::record(
+        &app.db,
+        vec![
+            step("visitor-old-00000000001", Step::FirstMessage),
+            step("visitor-old-00000000001", Step::Subscription)
+                .key("evt_1")
+                .cents(2000),
+            step("visitor-new-00000000002", Step::FirstMessage),
+        ],
+    )
+    .await
+    .expect("recorded");
+    app.db
+        .query("UPDATE journey SET started_at = time::now() - 400d WHERE visitor = 'visitor-old-00000000001'")
+        .await
+        .expect("time passes");
+    helpnow::dashboard::forget_old(&app.db, 30)
+        .await
+        .expect("forgotten");
+    let mut response = app
+        .db
+        .query("SELECT VALUE record::id(id)[0] FROM journey_step")
+        .await
+        .expect("steps");
+    let left: Vec<String> = response.take(0).expect("ids");
+    assert_eq!(left, vec!["visitor-new-00000000002".to_owned()]);
+}

@@ -129,3 +129,37 @@ async fn a_forged_forwarded_for_header_does_not_escape_the_limit() {
     }
     assert!(refused > 0, "without a trusted proxy the header is ignored");
 }
+
+#[tokio::test]
+async fn a_browser_event_keeps_no_address_and_names_the_signed_in_account() {
+    let app = spawn_app().await;
+    let session = crate::auth::sign_up(&app, "ann@example.com", "secret1").await;
+    let response = crate::helpers::post_with_cookie(
+        &app,
+        "/api/events",
+        &session,
+        &json!({
+            "name": "feature_use",
+            "path": "/",
+            "properties": {
+                "feature": "shortcuts", "email": "ann@example.com", "keyword": "help ann@example.com",
+                "campaignid": "c1", "ref": "ad", "nested": {"a": 1}
+            }
+        }),
+    )
+    .await;
+    assert_eq!(response.status(), 201);
+    let mut stored = app
+        .db
+        .query("SELECT VALUE { properties: properties, account: <string> user.email } FROM analytics_event WHERE name = 'feature_use'")
+        .await
+        .expect("query");
+    let rows: Vec<serde_json::Value> = stored.take(0).expect("rows");
+    assert_eq!(
+        rows,
+        vec![json!({
+            "properties": {"feature": "shortcuts", "campaignid": "c1"},
+            "account": "ann@example.com"
+        })]
+    );
+}

@@ -512,6 +512,7 @@ async fn a_batch_commits_its_writes_together_and_answers_each_one() {
         properties: json!({ "funnel": "chat" }),
         visitor: Some("visitor-batch-0000000000000000".into()),
         path: None,
+        user: None,
     }));
     let outcomes = commit_together(&app.db, writes).await;
     assert_eq!(outcomes.len(), 42);
@@ -561,6 +562,7 @@ async fn a_failed_batch_fails_every_caller_in_it_and_stores_nothing() {
             properties: json!("not an object"),
             visitor: None,
             path: None,
+            user: None,
         }),
     );
     let outcomes = commit_together(&app.db, writes).await;
