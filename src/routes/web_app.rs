@@ -17,6 +17,10 @@ use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::auth::{SessionCookies, token};
 use crate::domain::VisitorId;
+use crate::domain::journey;
+use crate::store::analytics::NewAnalyticsEvent;
+use crate::store::batch::{Batcher, Statement};
+use crate::store::journeys::JourneyStep;
 
 /// Every path of the spec's route table that the web app renders (query strings such as
 /// `/?canceled=true` land on `/`). `/demo-checkout/{id}` is the built-in checkout page.
@@ -80,6 +84,7 @@ async fn index(
     req: HttpRequest,
     dir: web::Data<StaticDir>,
     cookies: web::Data<SessionCookies>,
+    live_store: Option<web::Data<Batcher>>,
 ) -> HttpResponse {
     let page = match req.match_pattern().and_then(|route| dir.page(&route)) {
         Some(page) => open_built_file(&req, &page).await.ok(),
@@ -98,10 +103,18 @@ async fn index(
             );
             let known = req
                 .cookie(cookies.visitor())
-                .and_then(|cookie| VisitorId::parse(cookie.value()))
-                .is_some();
-            if !known {
-                let cookie = Cookie::build(cookies.visitor(), token::new_secret())
+                .and_then(|cookie| VisitorId::parse(cookie.value()));
+            let visitor = known
+                .as_ref()
+                .map(|visitor| visitor.as_str().to_owned())
+                .unwrap_or_else(token::new_secret);
+            if req.method() == actix_web::http::Method::GET
+                && let Some(live_store) = live_store
+            {
+                record_page_view(&live_store, &req, &visitor);
+            }
+            if known.is_none() {
+                let cookie = Cookie::build(cookies.visitor(), visitor.clone())
                     .path("/")
                     .http_only(true)
                     .same_site(SameSite::Lax)
@@ -120,6 +133,58 @@ async fn index(
                 .content_type("text/plain; charset=utf-8")
                 .body("The web app is not built yet. Build it with `npm --prefix web ci && npm --prefix web run build`, or start the product with the README's run command.")
         }
+    }
+}
+
+/// The page view of a page load (the app's own navigations after it are the app's to report),
+/// with the campaign its address names, beside the conversations' writes in their group commit.
+/// A view of the help form's page is a visitor of that funnel on the dashboard.
+fn record_page_view(live_store: &Batcher, req: &HttpRequest, visitor: &str) {
+    let path = req.path().chars().take(512).collect::<String>();
+    let query =
+        web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
+            .map(web::Query::into_inner)
+            .unwrap_or_default();
+    let mut campaign = serde_json::Map::new();
+    for key in [
+        "campaignid",
+        "keyword",
+        "utm_source",
+        "utm_medium",
+        "utm_campaign",
+        "gclid",
+    ] {
+        if let Some(value) = query
+            .get(key)
+            .map(|value| value.trim())
+            .filter(|value| !value.is_empty() && !value.contains('@'))
+        {
+            campaign.insert(
+                key.to_owned(),
+                value.chars().take(200).collect::<String>().into(),
+            );
+        }
+    }
+    let campaign = serde_json::Value::Object(campaign);
+    let mut statements = vec![Statement::Analytics(NewAnalyticsEvent {
+        name: "page_view".to_owned(),
+        properties: campaign.clone(),
+        visitor: Some(visitor.to_owned()),
+        path: Some(path.clone()),
+        user: None,
+    })];
+    if let Some(funnel) = journey::funnel_viewed("page_view", Some(&path)) {
+        statements.push(Statement::Journey(
+            JourneyStep::new(visitor, funnel, journey::Step::Visitors).attribution(Some(campaign)),
+        ));
+    }
+    for statement in statements {
+        let live_store = live_store.clone();
+        tokio::spawn(async move {
+            if let Err(error) = live_store.submit(statement).await {
+                tracing::warn!(%error, "a page view could not be recorded");
+            }
+        });
     }
 }
 

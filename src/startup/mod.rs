@@ -175,7 +175,7 @@ impl Application {
                 funnels::FunnelNamespace::new(
                     funnel_registry,
                     funnel_relay,
-                    live_store,
+                    live_store.clone(),
                     settings.realtime.funnel_joins_per_minute,
                     SessionCookies::for_public_url(&settings.server.public_url),
                 ),
@@ -206,6 +206,7 @@ impl Application {
                 auth_throttle,
                 members: member_registry,
                 cluster,
+                live_store,
             },
         )
         .map_err(StartupError::Server)?;
@@ -327,6 +328,8 @@ struct Services {
     auth_throttle: Arc<AuthThrottle>,
     members: helpnow_actors::member::MemberRegistry,
     cluster: Cluster,
+    /// The live conversations' group commit, which page views ride along with.
+    live_store: store::batch::Batcher,
 }
 
 fn run(
@@ -345,6 +348,7 @@ fn run(
         auth_throttle,
         members,
         cluster,
+        live_store,
     } = services;
     let billing = web::Data::from(billing);
     let hsts = settings.server.public_url.scheme() == "https";
@@ -372,6 +376,7 @@ fn run(
 
     let upgrades = realtime.clone();
     let realtime_data = web::Data::new(realtime.clone());
+    let live_store = web::Data::new(live_store);
     let app = move || {
         App::new()
             .app_data(db.clone())
@@ -388,6 +393,7 @@ fn run(
             .app_data(members.clone())
             .app_data(cluster.clone())
             .app_data(realtime_data.clone())
+            .app_data(live_store.clone())
             .app_data(
                 web::JsonConfig::default()
                     .limit(JSON_LIMIT_BYTES)

@@ -453,3 +453,69 @@ async fn an_old_journeys_steps_go_with_it_and_no_one_elses() {
     let left: Vec<String> = response.take(0).expect("ids");
     assert_eq!(left, vec!["visitor-new-00000000002".to_owned()]);
 }
+
+#[tokio::test]
+async fn a_page_load_is_a_page_view_and_the_help_forms_page_a_visitor_of_its_funnel() {
+    let app = spawn_app_with(|_| {}).await;
+    let response = app
+        .get("/get-help?campaignid=c5&keyword=printer%20help")
+        .await;
+    assert_eq!(response.status(), 200);
+    let visitor = crate::helpers::cookie_named(&response, "vid").expect("a visitor cookie");
+    let visitor = visitor.trim_start_matches("vid=").to_owned();
+    // Loaded again with the cookie: a second page view, no second visitor.
+    let again = get_with_cookie(&app, "/get-help", &format!("vid={visitor}")).await;
+    assert_eq!(again.status(), 200);
+    assert_eq!(
+        app.client
+            .head(app.url("/landing"))
+            .send()
+            .await
+            .expect("head")
+            .status(),
+        200
+    );
+
+    assert_eq!(settled_count(&app, "help_funnel", "visitors", 1).await, 1);
+    let mut views: Vec<Value> = Vec::new();
+    for _ in 0..100 {
+        let mut response = app
+            .db
+            .query("SELECT path, visitor, properties, created_at FROM analytics_event WHERE name = 'page_view' ORDER BY created_at")
+            .await
+            .expect("query");
+        views = response.take(0).expect("views");
+        if views.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // Given time, a third (the HEAD's) would have come too.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let mut response = app
+        .db
+        .query("SELECT VALUE path FROM analytics_event WHERE name = 'page_view'")
+        .await
+        .expect("query");
+    let paths: Vec<String> = response.take(0).expect("paths");
+    assert_eq!(paths.len(), 2, "a HEAD is no view: {paths:?}");
+    assert!(
+        views
+            .iter()
+            .all(|view| view["path"] == "/get-help" && view["visitor"] == visitor.as_str()),
+        "{views:?}"
+    );
+    assert!(
+        views.iter().any(
+            |view| view["properties"] == json!({"campaignid": "c5", "keyword": "printer help"})
+        ),
+        "{views:?}"
+    );
+    let mut response = app
+        .db
+        .query("SELECT VALUE [campaignid, keyword] FROM analytics_daily WHERE step = 'visitors'")
+        .await
+        .expect("query");
+    let keys: Vec<Value> = response.take(0).expect("keys");
+    assert_eq!(keys, vec![json!(["c5", "printer help"])]);
+}
