@@ -8,7 +8,7 @@ use crate::domain::analytics::EventName;
 use crate::domain::journey::Step;
 use crate::store::analytics::NewAnalyticsEvent;
 use crate::store::batch::{Batcher, Statement};
-use crate::store::journeys::JourneyStep;
+use crate::store::journeys::{JourneyRecorder, JourneyStep};
 
 /// Whom the events of an actor kind are about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,14 +22,17 @@ enum Subject {
 pub struct BatchedAnalytics {
     batcher: Batcher,
     subject: Subject,
+    /// Where a funnel's steps go for the dashboard (none for members).
+    journeys: Option<JourneyRecorder>,
 }
 
 impl BatchedAnalytics {
     /// The funnel actors' events, recorded with the visitor.
-    pub fn visitors(batcher: Batcher) -> Self {
+    pub fn visitors(batcher: Batcher, journeys: JourneyRecorder) -> Self {
         Self {
             batcher,
             subject: Subject::Visitor,
+            journeys: Some(journeys),
         }
     }
 
@@ -38,6 +41,7 @@ impl BatchedAnalytics {
         Self {
             batcher,
             subject: Subject::Member,
+            journeys: None,
         }
     }
 }
@@ -63,22 +67,14 @@ impl Analytics for BatchedAnalytics {
             },
         };
         // A funnel's step also counts on the visitor's journey (the dashboard's figures).
-        let journey = match self.subject {
-            Subject::Visitor => Step::of_funnel_event(name.as_str())
-                .map(|(funnel, step)| Statement::Journey(JourneyStep::new(subject, funnel, step))),
-            Subject::Member => None,
-        };
+        if let (Some(journeys), Subject::Visitor) = (&self.journeys, self.subject)
+            && let Some((funnel, step)) = Step::of_funnel_event(name.as_str())
+        {
+            journeys.record(JourneyStep::new(subject, funnel, step));
+        }
         let batcher = self.batcher.clone();
         tokio::spawn(async move {
-            let (event, journey) = match journey {
-                Some(journey) => {
-                    let (event, journey) =
-                        futures_util::join!(batcher.submit(statement), batcher.submit(journey));
-                    (event, journey.map(|_| ()))
-                }
-                None => (batcher.submit(statement).await, Ok(())),
-            };
-            if let Err(error) = event.map(|_| ()).and(journey) {
+            if let Err(error) = batcher.submit(statement).await {
                 tracing::warn!(%error, event = %name, "an analytics event could not be stored");
             }
         });

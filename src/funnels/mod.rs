@@ -32,10 +32,20 @@ use crate::store::{self, Db};
 /// browser as the one that started the checkout, then redirects to the provider's page.
 pub const CHECKOUT_HANDOFF_PATH: &str = "/api/funnels/checkout/";
 
+/// Where the funnel actors' writes go.
+pub struct FunnelStores {
+    /// The conversations' group commit.
+    pub conversations: Batcher,
+    /// The analytics events' group commit.
+    pub analytics: Batcher,
+    /// The dashboard's journey steps, recorded behind the conversations.
+    pub journeys: store::journeys::JourneyRecorder,
+}
+
 /// Builds the registry of funnel conversations for this process.
 pub fn registry(
     settings: &Settings,
-    batcher: Batcher,
+    stores: FunnelStores,
     ai: Arc<dyn Ai>,
     checkouts: FunnelCheckouts,
     scripts: Arc<FunnelScripts>,
@@ -48,10 +58,13 @@ pub fn registry(
         Arc::new(NoClaims)
     };
     FunnelRegistry::new(Deps {
-        store: Arc::new(store::funnels::ConversationStore::new(batcher.clone())),
+        store: Arc::new(store::funnels::ConversationStore::new(stores.conversations)),
         ai,
         checkout: Arc::new(checkouts),
-        analytics: Arc::new(BatchedAnalytics::visitors(batcher)),
+        analytics: Arc::new(BatchedAnalytics::visitors(
+            stores.analytics,
+            stores.journeys,
+        )),
         clock: Arc::new(SystemClock),
         scripts,
         telemetry,

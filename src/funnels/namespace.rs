@@ -26,14 +26,18 @@ use crate::domain::VisitorId;
 use crate::domain::journey::Step;
 use crate::realtime::{ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
 use crate::store;
-use crate::store::batch::{Batcher, Statement};
+use crate::store::batch::Batcher;
+use crate::store::journeys::JourneyRecorder;
 
 /// The cookie that names a visitor (set with the pages, HttpOnly).
 pub struct FunnelNamespace {
     registry: FunnelRegistry,
     /// Sockets whose conversation another process holds are served through it.
     relay: FunnelRelay,
+    /// The visits' group commit (with the conversations' writes).
     batcher: Batcher,
+    /// The dashboard's journey steps (a new visitor of the funnel).
+    journeys: JourneyRecorder,
     /// Conversations (and rejoins) per address and minute (`realtime.funnel_joins_per_minute`):
     /// a tab's reconnects fit easily, a script opening conversation after conversation (each a
     /// stored row, an actor, AI calls) does not.
@@ -47,6 +51,7 @@ impl FunnelNamespace {
         registry: FunnelRegistry,
         relay: FunnelRelay,
         batcher: Batcher,
+        journeys: JourneyRecorder,
         joins_per_minute: u32,
         cookies: SessionCookies,
     ) -> Self {
@@ -54,6 +59,7 @@ impl FunnelNamespace {
             registry,
             relay,
             batcher,
+            journeys,
             cookies,
             joins: (joins_per_minute > 0)
                 .then(|| AddressLimiter::per_minute(joins_per_minute, joins_per_minute)),
@@ -130,13 +136,10 @@ impl Namespace for FunnelNamespace {
             Step::Visitors,
         )
         .attribution(serde_json::to_value(&attribution).ok());
+        self.journeys.record(journey);
         let batcher = self.batcher.clone();
         tokio::spawn(async move {
-            let (visit, journey) = futures_util::join!(
-                batcher.submit(visit),
-                batcher.submit(Statement::Journey(journey))
-            );
-            if let Err(error) = visit.and(journey) {
+            if let Err(error) = batcher.submit(visit).await {
                 tracing::warn!(%error, "a visitor could not be recorded");
             }
         });

@@ -28,6 +28,7 @@ pub fn registry(
     settings: &Settings,
     db: Db,
     batcher: Batcher,
+    analytics: Batcher,
     ai: Arc<dyn Ai>,
     telemetry: Arc<dyn Telemetry>,
     cluster: &Cluster,
@@ -38,12 +39,9 @@ pub fn registry(
         Arc::new(NoPeers)
     };
     MemberRegistry::new(Deps {
-        store: Arc::new(ports::StoredChats {
-            db,
-            batcher: batcher.clone(),
-        }),
+        store: Arc::new(ports::StoredChats { db, batcher }),
         ai,
-        analytics: Arc::new(BatchedAnalytics::members(batcher)),
+        analytics: Arc::new(BatchedAnalytics::members(analytics)),
         telemetry,
         peers,
         settings: MemberSettings::new(&settings.product.assistant_name, &settings.product.name),

@@ -46,6 +46,7 @@ pub async fn record_event(
     settings: web::Data<Settings>,
     limiter: web::Data<EventLimiter>,
     user: crate::auth::MaybeUser,
+    journeys: Option<web::Data<store::journeys::JourneyRecorder>>,
     req: HttpRequest,
     body: web::Json<EventRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -108,8 +109,8 @@ pub async fn record_event(
     )
     .await
     .context("cannot store an analytics event")?;
-    if let Some(step) = journey {
-        store::journeys::record_logged(&db, vec![step]).await;
+    if let (Some(step), Some(journeys)) = (journey, journeys) {
+        journeys.record(step);
     }
     Ok(HttpResponse::Created().json(json!({ "id": id })))
 }

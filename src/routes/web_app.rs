@@ -20,7 +20,7 @@ use crate::domain::VisitorId;
 use crate::domain::journey;
 use crate::store::analytics::NewAnalyticsEvent;
 use crate::store::batch::{Batcher, Statement};
-use crate::store::journeys::JourneyStep;
+use crate::store::journeys::{JourneyRecorder, JourneyStep};
 
 /// Every path of the spec's route table that the web app renders (query strings such as
 /// `/?canceled=true` land on `/`). `/demo-checkout/{id}` is the built-in checkout page.
@@ -84,7 +84,8 @@ async fn index(
     req: HttpRequest,
     dir: web::Data<StaticDir>,
     cookies: web::Data<SessionCookies>,
-    live_store: Option<web::Data<Batcher>>,
+    analytics: Option<web::Data<Batcher>>,
+    journeys: Option<web::Data<JourneyRecorder>>,
 ) -> HttpResponse {
     let page = match req.match_pattern().and_then(|route| dir.page(&route)) {
         Some(page) => open_built_file(&req, &page).await.ok(),
@@ -109,9 +110,9 @@ async fn index(
                 .map(|visitor| visitor.as_str().to_owned())
                 .unwrap_or_else(token::new_secret);
             if req.method() == actix_web::http::Method::GET
-                && let Some(live_store) = live_store
+                && let (Some(analytics), Some(journeys)) = (analytics, journeys)
             {
-                record_page_view(&live_store, &req, &visitor);
+                record_page_view(&analytics, &journeys, &req, &visitor);
             }
             if known.is_none() {
                 let cookie = Cookie::build(cookies.visitor(), visitor.clone())
@@ -137,9 +138,14 @@ async fn index(
 }
 
 /// The page view of a page load (the app's own navigations after it are the app's to report),
-/// with the campaign its address names, beside the conversations' writes in their group commit.
-/// A view of the help form's page is a visitor of that funnel on the dashboard.
-fn record_page_view(live_store: &Batcher, req: &HttpRequest, visitor: &str) {
+/// with the campaign its address names, in the analytics writes' group commit. A view of the help
+/// form's page is a visitor of that funnel on the dashboard.
+fn record_page_view(
+    analytics: &Batcher,
+    journeys: &JourneyRecorder,
+    req: &HttpRequest,
+    visitor: &str,
+) {
     let path = req.path().chars().take(512).collect::<String>();
     let query =
         web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
@@ -166,26 +172,25 @@ fn record_page_view(live_store: &Batcher, req: &HttpRequest, visitor: &str) {
         }
     }
     let campaign = serde_json::Value::Object(campaign);
-    let mut statements = vec![Statement::Analytics(NewAnalyticsEvent {
-        name: "page_view".to_owned(),
-        properties: campaign.clone(),
-        visitor: Some(visitor.to_owned()),
-        path: Some(path.clone()),
-        user: None,
-    })];
     if let Some(funnel) = journey::funnel_viewed("page_view", Some(&path)) {
-        statements.push(Statement::Journey(
-            JourneyStep::new(visitor, funnel, journey::Step::Visitors).attribution(Some(campaign)),
-        ));
+        journeys.record(
+            JourneyStep::new(visitor, funnel, journey::Step::Visitors)
+                .attribution(Some(campaign.clone())),
+        );
     }
-    for statement in statements {
-        let live_store = live_store.clone();
-        tokio::spawn(async move {
-            if let Err(error) = live_store.submit(statement).await {
-                tracing::warn!(%error, "a page view could not be recorded");
-            }
-        });
-    }
+    let view = Statement::Analytics(NewAnalyticsEvent {
+        name: "page_view".to_owned(),
+        properties: campaign,
+        visitor: Some(visitor.to_owned()),
+        path: Some(path),
+        user: None,
+    });
+    let analytics = analytics.clone();
+    tokio::spawn(async move {
+        if let Err(error) = analytics.submit(view).await {
+            tracing::warn!(%error, "a page view could not be recorded");
+        }
+    });
 }
 
 fn redirect_home() -> HttpResponse {

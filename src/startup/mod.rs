@@ -122,9 +122,19 @@ impl Application {
         // events; the member chat's access reads, messages, chat reads and events), committed
         // in groups.
         let live_store = store::batch::Batcher::observed(db.clone(), metrics.batch_observer());
+        // What the product records of visits for the dashboard (events, page views, journey
+        // steps), committed in groups of their own: their writes never lengthen the transaction
+        // an acknowledgement or a conversation's load waits for.
+        let analytics_store = store::batch::Batcher::start(db.clone());
+        // The dashboard's journey steps of the busy paths, recorded behind them.
+        let journeys = store::journeys::JourneyRecorder::start(db.clone());
         let funnel_registry = funnels::registry(
             &settings,
-            live_store.clone(),
+            funnels::FunnelStores {
+                conversations: live_store.clone(),
+                analytics: analytics_store.clone(),
+                journeys: journeys.clone(),
+            },
             ai.clone(),
             funnels::FunnelCheckouts {
                 billing: billing.clone(),
@@ -140,6 +150,7 @@ impl Application {
             &settings,
             db.clone(),
             live_store.clone(),
+            analytics_store.clone(),
             ai.clone(),
             metrics.clone(),
             &cluster,
@@ -175,7 +186,8 @@ impl Application {
                 funnels::FunnelNamespace::new(
                     funnel_registry,
                     funnel_relay,
-                    live_store.clone(),
+                    live_store,
+                    journeys.clone(),
                     settings.realtime.funnel_joins_per_minute,
                     SessionCookies::for_public_url(&settings.server.public_url),
                 ),
@@ -206,7 +218,8 @@ impl Application {
                 auth_throttle,
                 members: member_registry,
                 cluster,
-                live_store,
+                analytics_store,
+                journeys,
             },
         )
         .map_err(StartupError::Server)?;
@@ -328,8 +341,10 @@ struct Services {
     auth_throttle: Arc<AuthThrottle>,
     members: helpnow_actors::member::MemberRegistry,
     cluster: Cluster,
-    /// The live conversations' group commit, which page views ride along with.
-    live_store: store::batch::Batcher,
+    /// The analytics writes' group commit, which page views go with.
+    analytics_store: store::batch::Batcher,
+    /// The dashboard's journey steps of page loads and view events.
+    journeys: store::journeys::JourneyRecorder,
 }
 
 fn run(
@@ -348,7 +363,8 @@ fn run(
         auth_throttle,
         members,
         cluster,
-        live_store,
+        analytics_store,
+        journeys,
     } = services;
     let billing = web::Data::from(billing);
     let hsts = settings.server.public_url.scheme() == "https";
@@ -376,7 +392,8 @@ fn run(
 
     let upgrades = realtime.clone();
     let realtime_data = web::Data::new(realtime.clone());
-    let live_store = web::Data::new(live_store);
+    let analytics_store = web::Data::new(analytics_store);
+    let journeys = web::Data::new(journeys);
     let app = move || {
         App::new()
             .app_data(db.clone())
@@ -393,7 +410,8 @@ fn run(
             .app_data(members.clone())
             .app_data(cluster.clone())
             .app_data(realtime_data.clone())
-            .app_data(live_store.clone())
+            .app_data(analytics_store.clone())
+            .app_data(journeys.clone())
             .app_data(
                 web::JsonConfig::default()
                     .limit(JSON_LIMIT_BYTES)

@@ -1,6 +1,8 @@
 //! Group commit for the live conversations' store calls: funnel conversation loads and writes,
-//! visits and funnel analytics events, and the member chat's access reads, messages, chat reads
-//! and events.
+//! visits, and the member chat's access reads, messages and chat reads. The server runs a second
+//! batcher for the analytics events (page views among them), so those writes never lengthen a
+//! transaction that an acknowledgement waits for; the dashboard's journey steps are recorded
+//! behind both ([`super::journeys::JourneyRecorder`]).
 //!
 //! Thousands of live conversations each load once and write a few times a minute. A transaction
 //! has a cost of its own, whatever it holds: SurrealDB decodes the table's definitions again for
@@ -93,9 +95,6 @@ pub enum Statement {
     },
     /// An analytics event.
     Analytics(super::analytics::NewAnalyticsEvent),
-    /// A step of a visitor's journey through a funnel (the dashboard's figures,
-    /// [`super::journeys`]).
-    Journey(super::journeys::JourneyStep),
     /// Reads a conversation, with its messages.
     LoadConversation { id: String },
     /// Reads a member's access facts ([`super::billing::ACCESS_FACTS`]): what it found.
@@ -204,7 +203,6 @@ struct Script {
     messages: Vec<Value>,
     visits: Vec<Value>,
     events: Vec<Value>,
-    journeys: Vec<Value>,
     /// The appends to chats that no other call of the batch touches ([`chats::APPEND_ALL`]).
     appends: Vec<Value>,
 }
@@ -289,10 +287,6 @@ impl Script {
                 self.events.push(event.into_value());
                 Slot::None
             }
-            Statement::Journey(step) => {
-                self.journeys.push(step.into_value());
-                Slot::None
-            }
             Statement::LoadConversation { id } => {
                 self.own_statement(funnel_rows::LOAD.to_owned(), LoadVars { id }.into_value())
             }
@@ -354,12 +348,6 @@ impl Script {
                 std::mem::take(&mut self.events),
                 "INSERT INTO analytics_event $events RETURN NONE;",
             ),
-            // After the visits: a journey that begins here takes the visitor's first touch.
-            (
-                "journeys",
-                std::mem::take(&mut self.journeys),
-                super::journeys::RECORD_ALL,
-            ),
         ];
         for (name, rows, sql) in bulk {
             if !rows.is_empty() {
@@ -416,7 +404,6 @@ impl Statement {
             Statement::RecentChat(vars) => Some(vars.chat()),
             Statement::Visitor { .. }
             | Statement::Analytics(_)
-            | Statement::Journey(_)
             | Statement::AccessFacts { .. }
             | Statement::MemberEvent { .. } => None,
         }
