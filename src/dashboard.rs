@@ -110,9 +110,22 @@ pub struct Report {
 
 /// The dashboard's figures for a query.
 pub async fn report(db: &Db, query: &Query) -> Result<Report, surrealdb::Error> {
-    let per_funnel = journeys::step_sums(db, &query.range, Breakdown::Funnel, None).await?;
+    let sums = journeys::step_sums(
+        db,
+        &query.range,
+        query.by.breakdown(),
+        query.campaign.as_deref(),
+    )
+    .await?;
+    // Every roll-up row names its funnel, so the breakdown's sums hold the funnels' totals too,
+    // unless they are one campaign's: one read of the range instead of two.
+    let per_funnel = if query.campaign.is_none() {
+        None
+    } else {
+        Some(journeys::step_sums(db, &query.range, Breakdown::Funnel, None).await?)
+    };
     let mut funnels: BTreeMap<String, Figures> = BTreeMap::new();
-    for sum in &per_funnel {
+    for sum in per_funnel.as_ref().unwrap_or(&sums) {
         if let Some(step) = Step::parse(&sum.step) {
             funnels.entry(sum.funnel.clone()).or_default().add(
                 step,
@@ -131,13 +144,6 @@ pub async fn report(db: &Db, query: &Query) -> Result<Report, surrealdb::Error> 
         .collect();
     funnels.sort_by_key(|f| std::cmp::Reverse(f.figures.visitors));
 
-    let sums = journeys::step_sums(
-        db,
-        &query.range,
-        query.by.breakdown(),
-        query.campaign.as_deref(),
-    )
-    .await?;
     let mut rows: BTreeMap<String, Figures> = BTreeMap::new();
     for sum in sums {
         if query
