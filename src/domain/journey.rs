@@ -107,6 +107,35 @@ pub fn funnel_viewed(event: &str, path: Option<&str>) -> Option<CheckoutSource> 
     }
 }
 
+/// The fields that name where a visitor came from, as pages and events carry them.
+pub const CAMPAIGN_FIELDS: [&str; 6] = [
+    "campaignid",
+    "keyword",
+    "utm_source",
+    "utm_medium",
+    "utm_campaign",
+    "gclid",
+];
+
+/// The campaign a page's address or an event names (`field` reads each of
+/// [`CAMPAIGN_FIELDS`]): each a trimmed string of at most 200 characters, and none with an `@`
+/// (an address is no campaign, and analytics keep none).
+pub fn campaign<'a>(field: impl Fn(&str) -> Option<&'a str>) -> serde_json::Value {
+    let mut campaign = serde_json::Map::new();
+    for key in CAMPAIGN_FIELDS {
+        if let Some(value) = field(key)
+            .map(str::trim)
+            .filter(|value| !value.is_empty() && !value.contains('@'))
+        {
+            campaign.insert(
+                key.to_owned(),
+                value.chars().take(200).collect::<String>().into(),
+            );
+        }
+    }
+    serde_json::Value::Object(campaign)
+}
+
 /// A funnel's figures: each step's count and each money step's cents.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Figures {

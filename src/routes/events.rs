@@ -91,8 +91,11 @@ pub async fn record_event(
         .as_deref()
         .zip(journey::funnel_viewed(name.as_str(), path.as_deref()));
     let journey = journey.map(|(visitor, funnel)| {
-        store::journeys::JourneyStep::new(visitor, funnel, journey::Step::Visitors)
-            .attribution(Some(campaign_of(&properties)))
+        store::journeys::JourneyStep::new(visitor, funnel, journey::Step::Visitors).attribution(
+            Some(journey::campaign(|field| {
+                properties.get(field).and_then(serde_json::Value::as_str)
+            })),
+        )
     });
     let id = store::analytics::record(
         &db,
@@ -119,20 +122,11 @@ pub async fn record_event(
 /// (the members' events). Others are dropped, and so is any value with an `@` in it: events never
 /// hold an address, whatever a page sends.
 fn kept_properties(properties: serde_json::Map<String, serde_json::Value>) -> serde_json::Value {
-    const KEPT: [&str; 8] = [
-        "campaignid",
-        "keyword",
-        "utm_source",
-        "utm_medium",
-        "utm_campaign",
-        "gclid",
-        "feature",
-        "sidebar",
-    ];
     let kept = properties
         .into_iter()
         .filter(|(key, value)| {
-            KEPT.contains(&key.as_str())
+            (journey::CAMPAIGN_FIELDS.contains(&key.as_str())
+                || matches!(key.as_str(), "feature" | "sidebar"))
                 && match value {
                     serde_json::Value::String(text) => !text.contains('@') && text.len() <= 200,
                     serde_json::Value::Null
@@ -143,32 +137,6 @@ fn kept_properties(properties: serde_json::Map<String, serde_json::Value>) -> se
         })
         .collect();
     serde_json::Value::Object(kept)
-}
-
-/// The campaign fields an event's properties carry (the page's `keyword`, `campaignid`, UTM
-/// fields and `gclid`), each a short string.
-fn campaign_of(properties: &serde_json::Value) -> serde_json::Value {
-    const FIELDS: [&str; 6] = [
-        "campaignid",
-        "keyword",
-        "utm_source",
-        "utm_medium",
-        "utm_campaign",
-        "gclid",
-    ];
-    let mut campaign = serde_json::Map::new();
-    for field in FIELDS {
-        if let Some(value) = properties.get(field).and_then(serde_json::Value::as_str) {
-            let value = value.trim();
-            if !value.is_empty() {
-                campaign.insert(
-                    field.to_owned(),
-                    value.chars().take(200).collect::<String>().into(),
-                );
-            }
-        }
-    }
-    serde_json::Value::Object(campaign)
 }
 
 /// This module's endpoints.

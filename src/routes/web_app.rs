@@ -151,27 +151,7 @@ fn record_page_view(
         web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
             .map(web::Query::into_inner)
             .unwrap_or_default();
-    let mut campaign = serde_json::Map::new();
-    for key in [
-        "campaignid",
-        "keyword",
-        "utm_source",
-        "utm_medium",
-        "utm_campaign",
-        "gclid",
-    ] {
-        if let Some(value) = query
-            .get(key)
-            .map(|value| value.trim())
-            .filter(|value| !value.is_empty() && !value.contains('@'))
-        {
-            campaign.insert(
-                key.to_owned(),
-                value.chars().take(200).collect::<String>().into(),
-            );
-        }
-    }
-    let campaign = serde_json::Value::Object(campaign);
+    let campaign = journey::campaign(|field| query.get(field).map(String::as_str));
     if let Some(funnel) = journey::funnel_viewed("page_view", Some(&path)) {
         journeys.record(
             JourneyStep::new(visitor, funnel, journey::Step::Visitors)
