@@ -1,14 +1,13 @@
 //! The operator's dashboard (issue 19): which funnels, campaigns and keywords bring visitors who
 //! pay and stay, and what they earn. Every figure is a sum of the daily roll-ups
 //! (`store::journeys`), over the journeys that began in the chosen days; the live panel reads the
-//! process's metrics.
+//! process's metrics (`Metrics::live`, served by routes::admin).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::domain::journey::{DayRange, Figures, Step, week_of};
-use crate::metrics::{LiveFigures, Metrics};
 use crate::store::Db;
 use crate::store::journeys::{self, Breakdown};
 
@@ -224,11 +223,6 @@ pub fn spawn_retention(
             }
         }
     })
-}
-
-/// The live panel: this process's figures now.
-pub fn live(metrics: &Metrics) -> LiveFigures {
-    metrics.live()
 }
 
 /// A table as CSV: the key column, then each step's count and each sum in dollars. A value that

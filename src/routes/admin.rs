@@ -247,7 +247,7 @@ pub async fn dashboard_live(
     user: MaybeUser,
 ) -> Result<HttpResponse, ApiError> {
     require_admin(&db, &settings, user.0.as_ref()).await?;
-    Ok(HttpResponse::Ok().json(dashboard::live(&metrics)))
+    Ok(HttpResponse::Ok().json(metrics.live()))
 }
 
 /// This module's endpoints.

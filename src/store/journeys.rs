@@ -2,7 +2,7 @@
 //! and the daily roll-ups (`analytics_daily`) that `fn::journey` keeps up to date as steps arrive.
 //! The dashboard sums roll-up rows, never events, so its answer does not grow with the traffic.
 
-use surrealdb::types::{Datetime, RecordId, SurrealValue};
+use surrealdb::types::{Datetime, SurrealValue};
 
 use super::Db;
 use crate::domain::billing::CheckoutSource;
@@ -18,7 +18,6 @@ pub struct JourneyStep {
     at: Option<Datetime>,
     cents: i64,
     attribution: Option<serde_json::Value>,
-    user: Option<RecordId>,
     key: Option<String>,
 }
 
@@ -32,7 +31,6 @@ impl JourneyStep {
             at: None,
             cents: 0,
             attribution: None,
-            user: None,
             key: None,
         }
     }
@@ -63,15 +61,7 @@ impl JourneyStep {
         self.once = true;
         self
     }
-
-    pub fn user(mut self, user_id: &str) -> Self {
-        self.user = Some(RecordId::new("user", user_id));
-        self
-    }
 }
-
-/// The statement that records the journey steps in `$journeys`.
-pub const RECORD_ALL: &str = "FOR $s IN $journeys { fn::journey($s); };";
 
 /// How many steps [`JourneyRecorder`] holds before it drops new ones (a warning says so).
 const RECORDER_QUEUE: usize = 100_000;
@@ -131,12 +121,10 @@ pub async fn record(db: &Db, steps: Vec<JourneyStep>) -> Result<(), surrealdb::E
         return Ok(());
     }
     super::in_turn_bounded(async {
-        db.query(format!(
-            "BEGIN TRANSACTION; {RECORD_ALL} COMMIT TRANSACTION;"
-        ))
-        .bind(("journeys", steps))
-        .await?
-        .check()
+        db.query("BEGIN TRANSACTION; FOR $s IN $journeys { fn::journey($s); }; COMMIT TRANSACTION;")
+            .bind(("journeys", steps))
+            .await?
+            .check()
     })
     .await?;
     Ok(())
@@ -280,7 +268,6 @@ struct PaymentVars {
 /// cents, on the journey that bought the subscription. A subscription's first invoice also
 /// carries the setup fee when its checkout took one, which fulfilment has counted already: that
 /// part is left out. Counted once per payment event (`event_id`), however often it is handled.
-/// Answers the cents counted as subscription revenue.
 pub async fn record_payment(
     db: &Db,
     event_id: &str,
@@ -288,8 +275,8 @@ pub async fn record_payment(
     subscription_id: Option<&str>,
     amount_paid_cents: i64,
     first_invoice: bool,
-) -> Result<i64, surrealdb::Error> {
-    let mut response = super::in_turn_bounded(async {
+) -> Result<(), surrealdb::Error> {
+    super::in_turn_bounded(async {
         db.query(
             "BEGIN TRANSACTION;
              LET $jid = (SELECT VALUE journey FROM ONLY type::record('user', $p.user));
@@ -303,7 +290,6 @@ pub async fn record_payment(
                  fn::journey({ visitor: $j.visitor, funnel: $j.funnel, step: 'paid', once: true });
                  fn::journey({ visitor: $j.visitor, funnel: $j.funnel, step: 'subscription', once: true, key: $p.event, cents: $cents });
              };
-             IF $j != NONE { $cents } ELSE { 0 };
              COMMIT TRANSACTION;",
         )
         .bind((
@@ -321,9 +307,7 @@ pub async fn record_payment(
         .check()
     })
     .await?;
-    let last = response.num_statements() - 1;
-    let cents: Option<i64> = response.take(last)?;
-    Ok(cents.unwrap_or(0))
+    Ok(())
 }
 
 #[derive(Debug, Clone, SurrealValue)]
