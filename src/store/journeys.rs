@@ -323,7 +323,7 @@ pub async fn record_fee_refund(db: &Db, provider_session_id: &str) -> Result<(),
             "BEGIN TRANSACTION;
              LET $cs = (SELECT * FROM checkout_session WHERE provider_session_id = $r.session LIMIT 1)[0];
              IF $cs != NONE {
-                 LET $jv = IF $cs.visitor != NONE { record::id($cs.visitor) } ELSE { 'checkout-' + $cs.tracking_id };
+                 LET $jv = fn::checkout_journey_visitor($cs);
                  fn::journey({ visitor: $jv, funnel: $cs.source, step: 'fee_refund', once: false, cents: $r.fee_cents });
              };
              COMMIT TRANSACTION;",

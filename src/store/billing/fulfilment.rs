@@ -115,7 +115,7 @@ IF $first_trial {
     CREATE analytics_event CONTENT { name: 'begin_trial', user: $uid, properties: { source: $cs.source, trial: '7_day' } };
 };
 -- The journey's trial (or, without one, the account it paid for): monthly payments count on it.
-LET $jv = IF $cs.visitor != NONE { record::id($cs.visitor) } ELSE { 'checkout-' + $cs.tracking_id };
+LET $jv = fn::checkout_journey_visitor($cs);
 fn::journey({ visitor: $jv, funnel: $cs.source, step: IF $first_trial { 'trial' } ELSE { 'checkout' }, once: true, user: $uid, attribution: $cs.first_touch });
 UPDATE $uid SET journey = type::record('journey', [$jv, $cs.source]);
 -- The subscription begins here (in its trial): once per subscription, however many checkouts.
@@ -144,7 +144,7 @@ LET $purchase = {
 };
 -- The visitor's journey through the checkout's funnel (the dashboard): the fee was taken, held
 -- or not. The key is the one Billing::start_checkout counted the checkout under.
-LET $jv = IF $cs.visitor != NONE { record::id($cs.visitor) } ELSE { 'checkout-' + $cs.tracking_id };
+LET $jv = fn::checkout_journey_visitor($cs);
 IF $cs.refundable_fee {
     fn::journey({ visitor: $jv, funnel: $cs.source, step: 'fee', once: false, cents: $fee_cents, attribution: $cs.first_touch });
 };
