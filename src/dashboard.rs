@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::domain::journey::{DayRange, Figures, Step, week_of};
 use crate::store::Db;
 use crate::store::journeys::{self, Breakdown};
+use crate::store::rollups;
 
 /// What a table of the dashboard is broken down by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -109,7 +110,7 @@ pub struct Report {
 
 /// The dashboard's figures for a query.
 pub async fn report(db: &Db, query: &Query) -> Result<Report, surrealdb::Error> {
-    let sums = journeys::step_sums(
+    let sums = rollups::step_sums(
         db,
         &query.range,
         query.by.breakdown(),
@@ -121,7 +122,7 @@ pub async fn report(db: &Db, query: &Query) -> Result<Report, surrealdb::Error> 
     let per_funnel = if query.campaign.is_none() {
         None
     } else {
-        Some(journeys::step_sums(db, &query.range, Breakdown::Funnel, None).await?)
+        Some(rollups::step_sums(db, &query.range, Breakdown::Funnel, None).await?)
     };
     let mut funnels: BTreeMap<String, Figures> = BTreeMap::new();
     for sum in per_funnel.as_ref().unwrap_or(&sums) {

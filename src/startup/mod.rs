@@ -31,6 +31,10 @@ use settings::{payment_provider, realtime_config};
 /// held payments nobody claimed declined (`Billing::run_upkeep`).
 const BILLING_UPKEEP_INTERVAL: Duration = Duration::from_secs(3600);
 
+/// How often the dashboard's days that are due are packed (`store::rollups`): soon after
+/// midnight for the day that turned two days old, soon after a late step for its day.
+const PACKING_INTERVAL: Duration = Duration::from_secs(60);
+
 /// How often mail that could not be delivered is tried again.
 const MAIL_RETRY_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -109,6 +113,7 @@ impl Application {
             settings.analytics.retention_days,
             BILLING_UPKEEP_INTERVAL,
         ));
+        workers.push(store::rollups::spawn_packer(db.clone(), PACKING_INTERVAL));
         let ai = crate::ai::provider(&settings.ai, content.help_library.clone(), |provider| {
             Arc::new(crate::metrics::TimedAi::new(provider, &metrics))
         })?;

@@ -1,12 +1,13 @@
 //! The operator's dashboard's figures (migration 0012): each visitor's journey through a funnel,
 //! and the daily roll-ups (`analytics_daily`) that `fn::journey` keeps up to date as steps arrive.
-//! The dashboard sums roll-up rows, never events, so its answer does not grow with the traffic.
+//! The dashboard sums roll-up rows, never events (packed per breakdown once a day is two days
+//! old: `store::rollups`), so its answer does not grow with the traffic.
 
 use surrealdb::types::{Datetime, SurrealValue};
 
 use super::Db;
 use crate::domain::billing::CheckoutSource;
-use crate::domain::journey::{DayRange, Step};
+use crate::domain::journey::Step;
 
 /// One step of one visitor's journey, as `fn::journey` takes it.
 #[derive(Debug, Clone, SurrealValue)]
@@ -162,7 +163,7 @@ impl Breakdown {
     ];
 
     /// The roll-up's field this breakdown groups by (a fixed name: never from the request).
-    fn field(self) -> &'static str {
+    pub(super) fn field(self) -> &'static str {
         match self {
             Breakdown::Funnel => "funnel",
             Breakdown::Campaign => "campaignid",
@@ -183,47 +184,6 @@ pub struct StepSum {
     pub step: String,
     pub n: i64,
     pub cents: i64,
-}
-
-#[derive(Debug, Clone, SurrealValue)]
-struct SumVars {
-    from: String,
-    to: String,
-    campaign: Option<String>,
-}
-
-/// The roll-ups of the journeys that began in `range`, summed per funnel, step and value of the
-/// breakdown; only those of one campaign when `campaign` is given (a campaign's keywords).
-pub async fn step_sums(
-    db: &Db,
-    range: &DayRange,
-    breakdown: Breakdown,
-    campaign: Option<&str>,
-) -> Result<Vec<StepSum>, surrealdb::Error> {
-    let filter = if campaign.is_some() {
-        " AND campaignid = $v.campaign"
-    } else {
-        ""
-    };
-    let sql = format!(
-        "SELECT funnel, {field} AS key, step, math::sum(n) AS n, math::sum(cents) AS cents \
-         FROM analytics_daily WHERE day >= $v.from AND day <= $v.to{filter} \
-         GROUP BY funnel, key, step",
-        field = breakdown.field()
-    );
-    let mut response = db
-        .query(sql)
-        .bind((
-            "v",
-            SumVars {
-                from: range.from_key(),
-                to: range.to_key(),
-                campaign: campaign.map(str::to_owned),
-            },
-        ))
-        .await?
-        .check()?;
-    response.take(0)
 }
 
 /// How many journeys one [`decide_retention`] decides at most.

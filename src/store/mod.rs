@@ -14,6 +14,7 @@ pub mod journeys;
 mod migrate;
 pub mod outbox;
 pub mod password_resets;
+pub mod rollups;
 pub mod sessions;
 pub mod tasks;
 pub mod users;
