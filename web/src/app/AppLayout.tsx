@@ -1,6 +1,7 @@
-import { useEffect } from 'react';
+import { useEffect, useRef } from 'react';
 import { Outlet, ScrollRestoration, useLocation, useMatches, type Location } from 'react-router';
 import { readCampaignParams, rememberCampaignParams } from '../lib/campaign-params';
+import { recordPageView } from '../lib/analytics';
 import { Header } from '../components/Header';
 import { Footer } from '../components/Footer';
 import { usePublicConfig } from '../lib/public-config';
@@ -21,13 +22,23 @@ function scrollKey(location: Location): string {
 export function AppLayout() {
   const { productName } = usePublicConfig();
   const handle = currentHandle(useMatches());
-  const { search } = useLocation();
+  const { pathname, search } = useLocation();
+  // The page the browser loaded, which the server counted as its page view.
+  const viewed = useRef(pathname);
 
   // An ad may lead to any page: its campaign is kept as the visitor's first touch (the spec's
   // utm_params), which every checkout then carries to the account.
   useEffect(() => {
     rememberCampaignParams(readCampaignParams(search));
   }, [search]);
+
+  // Each page the app moves to afterwards is a page view of its own (a change of the query alone
+  // is the same page).
+  useEffect(() => {
+    if (viewed.current === pathname) return;
+    viewed.current = pathname;
+    recordPageView(pathname);
+  }, [pathname]);
 
   useEffect(() => {
     document.title = handle.title ? `${handle.title} | ${productName}` : productName;

@@ -1,4 +1,4 @@
-import { screen, waitFor } from '@testing-library/react';
+import { act, screen, waitFor } from '@testing-library/react';
 import { mockApi } from '../test/fetch-mock';
 import { renderApp } from './testing';
 
@@ -10,7 +10,7 @@ describe('router', () => {
   it('sends an unknown path to the / page', async () => {
     const router = await renderApp('/no-such-page');
 
-    expect(await screen.findByRole('heading', { level: 1, name: /welcome to helpnow/i })).toBeTruthy();
+    expect(await screen.findByRole('heading', { level: 1, name: /welcome to helpnow/i }, { timeout: 5000 })).toBeTruthy();
     expect(router.state.location.pathname).toBe('/');
   });
 
@@ -77,5 +77,27 @@ describe('router', () => {
     expect(screen.getByRole('heading', { level: 1 })).toBeTruthy();
     expect(document.querySelector('.site-footer')).toBeNull();
     expect(screen.getAllByRole('button', { name: 'Privacy Policy' })).toHaveLength(1);
+  });
+
+  it('reports a page view for each page the app moves to, but not the page the server served', async () => {
+    const views: string[] = [];
+    mockApi({
+      'POST /api/events': (init) => {
+        const body = JSON.parse(String(init?.body)) as { name: string; path: string };
+        if (body.name === 'page_view') views.push(body.path);
+        return { status: 201, body: { id: 'analytics_event:1' } };
+      },
+    });
+    const router = await renderApp('/landing?campaignid=c1', { strict: true });
+    await act(async () => {
+      await router.navigate('/login');
+    });
+    await act(async () => {
+      await router.navigate('/login?reset=abc');
+    });
+    await act(async () => {
+      await router.navigate('/get-help');
+    });
+    await waitFor(() => expect(views).toEqual(['/login', '/get-help']));
   });
 });

@@ -13,3 +13,13 @@ export function recordEvent(name: MemberEvent, properties?: Record<string, strin
     // Lost events are acceptable; the member's page is not.
   });
 }
+
+/**
+ * A page view of a navigation inside the app: the server records the page a browser loads, and
+ * the app each page it moves to after that (so no view is counted twice).
+ */
+export function recordPageView(path: string): void {
+  api.post<unknown>('/api/events', { name: 'page_view', path }).catch(() => {
+    // As above: a lost page view never gets in the way.
+  });
+}
