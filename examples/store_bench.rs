@@ -186,6 +186,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     visitor: Some(c.key.visitor_id.clone()),
                     path: None,
                     user: None,
+                    // As the funnel actors' adapter gives it: the conversation's attribution.
+                    first_touch: Some(serde_json::json!({})),
                 })
             })
             .collect();

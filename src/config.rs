@@ -271,6 +271,78 @@ pub struct AnalyticsSettings {
     /// roll-ups the dashboard reads hold no visitor and are kept. 0 = for ever.
     #[serde(default = "AnalyticsSettings::default_retention_days")]
     pub retention_days: u32,
+    /// The external analytics service the events are sent on to (off unless a provider is set).
+    #[serde(default)]
+    pub forward: ForwardSettings,
+}
+
+/// The analytics services events can be forwarded to (`dashboard::forward`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ForwardProvider {
+    /// PostHog's batch capture API (`POST {url}/batch/` with the project's API key).
+    Posthog,
+    /// Google Analytics 4's Measurement Protocol (`POST {url}/mp/collect` with the measurement id
+    /// and an API secret).
+    Ga4,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ForwardSettings {
+    pub provider: Option<ForwardProvider>,
+    /// The service's address (PostHog: https://us.i.posthog.com by default, or your instance;
+    /// GA4: https://www.google-analytics.com).
+    pub url: Option<String>,
+    /// PostHog's project API key, or GA4's Measurement Protocol API secret. Server-side only.
+    pub key: Option<SecretString>,
+    /// GA4's measurement id (G-...).
+    pub measurement_id: Option<String>,
+    /// How often a batch is sent (more at once while events wait).
+    #[serde(default = "ForwardSettings::default_interval_ms")]
+    pub interval_ms: u64,
+    /// Events are sent once they are this old, so that none still committing is passed over.
+    #[serde(default = "ForwardSettings::default_settle_ms")]
+    pub settle_ms: u64,
+}
+
+impl ForwardSettings {
+    fn default_interval_ms() -> u64 {
+        5_000
+    }
+
+    fn default_settle_ms() -> u64 {
+        10_000
+    }
+
+    /// What a configured provider still needs, in words.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let Some(provider) = self.provider else {
+            return Ok(());
+        };
+        if self.key.is_none() {
+            return Err(ConfigError::invalid(
+                "analytics.forward.key",
+                "is required with a provider: PostHog's project API key, or GA4's API secret",
+            ));
+        }
+        if provider == ForwardProvider::Ga4
+            && self.measurement_id.as_deref().unwrap_or("").is_empty()
+        {
+            return Err(ConfigError::invalid(
+                "analytics.forward.measurement_id",
+                "is required for GA4 (G-...)",
+            ));
+        }
+        if let Some(url) = &self.url
+            && !(url.starts_with("https://") || url.starts_with("http://"))
+        {
+            return Err(ConfigError::invalid(
+                "analytics.forward.url",
+                "must be an http:// or https:// address",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl AnalyticsSettings {
@@ -283,6 +355,7 @@ impl Default for AnalyticsSettings {
     fn default() -> Self {
         Self {
             retention_days: Self::default_retention_days(),
+            forward: ForwardSettings::default(),
         }
     }
 }
@@ -352,6 +425,7 @@ impl Settings {
 
     /// Checks that go beyond types: providers that need keys have them, URLs have usable schemes.
     fn validate(&self) -> Result<(), ConfigError> {
+        self.analytics.forward.validate()?;
         let scheme = self.database.url.split("://").next().unwrap_or_default();
         if !self.database.url.contains("://") && self.database.url != "memory" {
             return Err(ConfigError::invalid(

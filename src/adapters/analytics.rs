@@ -5,7 +5,7 @@
 use helpnow_actors::ports::Analytics;
 
 use crate::domain::analytics::EventName;
-use crate::domain::journey::Step;
+use crate::domain::journey::{self, Step};
 use crate::store::analytics::NewAnalyticsEvent;
 use crate::store::batch::{Batcher, Statement};
 use crate::store::journeys::{JourneyRecorder, JourneyStep};
@@ -55,6 +55,11 @@ impl Analytics for BatchedAnalytics {
         let statement = match self.subject {
             Subject::Visitor => Statement::Analytics(NewAnalyticsEvent {
                 name: name.as_str().to_owned(),
+                // The conversation's attribution is the visitor's first touch as it began: given
+                // here, the busy funnel path spares the database looking it up per event.
+                first_touch: Some(journey::campaign(|field| {
+                    properties.get(field).and_then(serde_json::Value::as_str)
+                })),
                 properties,
                 visitor: Some(subject.to_owned()),
                 path: None,

@@ -142,10 +142,21 @@ pub struct CurrentUser {
 
 /// Looks up the session cookie of a request.
 pub async fn current_user(db: &Db, req: &HttpRequest) -> Result<Option<CurrentUser>, ApiError> {
-    let Some(secret) = session_secret(req) else {
-        return Ok(None);
-    };
-    let found = store::sessions::find_user(db, &token::hash_secret(&secret))
+    match session_secret(req) {
+        Some(secret) => user_of_session(db, &secret).await,
+        None => Ok(None),
+    }
+}
+
+/// The session cookie's secret of a request, if it has one (read now, looked up later:
+/// [`user_of_session`]).
+pub fn session_of(req: &HttpRequest) -> Option<String> {
+    session_secret(req)
+}
+
+/// The signed-in user of a session secret.
+pub async fn user_of_session(db: &Db, secret: &str) -> Result<Option<CurrentUser>, ApiError> {
+    let found = store::sessions::find_user(db, &token::hash_secret(secret))
         .await
         .context("cannot read a session")?;
     Ok(found.map(|user| CurrentUser {

@@ -100,6 +100,7 @@ pub async fn record_event(
     let id = store::analytics::record(
         &db,
         store::analytics::NewAnalyticsEvent {
+            first_touch: None,
             name: name.as_str().to_owned(),
             properties,
             visitor,

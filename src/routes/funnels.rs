@@ -141,6 +141,7 @@ pub async fn help_answer(
         .await;
     }
     let event = store::analytics::NewAnalyticsEvent {
+        first_touch: None,
         name: "issue_submission".to_owned(),
         properties: json!({
             "funnel": "help_funnel",

@@ -18,6 +18,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use crate::auth::{SessionCookies, token};
 use crate::domain::VisitorId;
 use crate::domain::journey;
+use crate::store::Db;
 use crate::store::analytics::NewAnalyticsEvent;
 use crate::store::batch::{Batcher, Statement};
 use crate::store::journeys::{JourneyRecorder, JourneyStep};
@@ -158,7 +159,16 @@ fn record_page_view(
                 .attribution(Some(campaign.clone())),
         );
     }
+    // An address that names a campaign is the visitor's first touch, unless one came before.
+    let first_touch = campaign
+        .as_object()
+        .is_some_and(|fields| !fields.is_empty())
+        .then(|| Statement::Visitor {
+            id: visitor.to_owned(),
+            attribution: Some(campaign.clone()),
+        });
     let view = Statement::Analytics(NewAnalyticsEvent {
+        first_touch: None,
         name: "page_view".to_owned(),
         properties: campaign,
         visitor: Some(visitor.to_owned()),
@@ -166,8 +176,25 @@ fn record_page_view(
         user: None,
     });
     let analytics = analytics.clone();
+    // A member's page view names the account, looked up behind the page's answer.
+    let session = crate::auth::session::session_of(req);
+    let db = req
+        .app_data::<web::Data<Db>>()
+        .map(|db| db.get_ref().clone());
     tokio::spawn(async move {
-        if let Err(error) = analytics.submit(view).await {
+        let mut view = view;
+        if let (Some(secret), Some(db), Statement::Analytics(event)) = (session, db, &mut view) {
+            match crate::auth::session::user_of_session(&db, &secret).await {
+                Ok(user) => {
+                    event.user = user.map(|user| surrealdb::types::RecordId::new("user", user.id));
+                }
+                Err(error) => tracing::warn!(?error, "a page view's session could not be read"),
+            }
+        }
+        // Together, so that they share a group commit (visits go before events in it).
+        let writes = first_touch.into_iter().chain([view]);
+        let written = futures_util::future::join_all(writes.map(|s| analytics.submit(s))).await;
+        for error in written.into_iter().filter_map(Result::err) {
             tracing::warn!(%error, "a page view could not be recorded");
         }
     });

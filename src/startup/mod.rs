@@ -74,6 +74,8 @@ pub enum StartupError {
     Events(#[from] crate::cluster::ClusterError),
     #[error("metrics: {0}")]
     Metrics(#[from] prometheus::Error),
+    #[error("analytics forwarding: {0}")]
+    Forward(#[from] reqwest::Error),
     #[error("cannot start the HTTP server: {0}")]
     Server(std::io::Error),
 }
@@ -114,6 +116,15 @@ impl Application {
             BILLING_UPKEEP_INTERVAL,
         ));
         workers.push(store::rollups::spawn_packer(db.clone(), PACKING_INTERVAL));
+        let forward = &settings.analytics.forward;
+        if let Some(target) = crate::dashboard::forward::Target::from_settings(forward) {
+            workers.push(crate::dashboard::forward::spawn(
+                db.clone(),
+                target,
+                Duration::from_millis(forward.interval_ms),
+                Duration::from_millis(forward.settle_ms),
+            )?);
+        }
         let ai = crate::ai::provider(&settings.ai, content.help_library.clone(), |provider| {
             Arc::new(crate::metrics::TimedAi::new(provider, &metrics))
         })?;

@@ -599,7 +599,8 @@ async fn an_old_journeys_steps_go_with_it_and_no_one_elses() {
 }
 
 #[tokio::test]
-async fn a_page_load_is_a_page_view_and_the_help_forms_page_a_visitor_of_its_funnel() {
+async fn a_page_load_is_a_page_view_and_the_help_forms_page_a_visitor_of_its_funnel_and_each_view_carries_the_first_touch()
+ {
     let app = spawn_app_with(|_| {}).await;
     let response = app
         .get("/get-help?campaignid=c5&keyword=printer%20help")
@@ -655,6 +656,16 @@ async fn a_page_load_is_a_page_view_and_the_help_forms_page_a_visitor_of_its_fun
         ),
         "{views:?}"
     );
+    // A navigation inside the app is a page view the browser reports; it and the page loads
+    // carry the visitor's first touch, the second load too though its address named no campaign.
+    let response = post_with_cookie(
+        &app,
+        "/api/events",
+        &format!("vid={visitor}"),
+        &json!({ "name": "page_view", "path": "/login" }),
+    )
+    .await;
+    assert_eq!(response.status(), 201);
     let mut response = app
         .db
         .query("SELECT VALUE first_touch FROM analytics_event WHERE name = 'page_view'")
@@ -675,4 +686,40 @@ async fn a_page_load_is_a_page_view_and_the_help_forms_page_a_visitor_of_its_fun
         .expect("query");
     let keys: Vec<Value> = response.take(0).expect("keys");
     assert_eq!(keys, vec![json!(["c5", "printer help"])]);
+}
+
+#[tokio::test]
+async fn a_members_page_load_is_a_page_view_of_the_account() {
+    let app = spawn_app_with(|_| {}).await;
+    let member = sign_up(&app, "viewer@example.com", "secret1").await;
+    let me: Value = get_with_cookie(&app, "/api/auth/me", &member)
+        .await
+        .json()
+        .await
+        .expect("json");
+    let id = me["user"]["id"].as_str().expect("an id").to_owned();
+    assert_eq!(
+        get_with_cookie(&app, "/landing", &member).await.status(),
+        200
+    );
+    assert_eq!(app.get("/landing").await.status(), 200);
+    let mut users: Vec<Option<String>> = Vec::new();
+    for _ in 0..100 {
+        let mut response = app
+            .db
+            .query("SELECT VALUE IF user != NONE { <string> record::id(user) } ELSE { NONE } FROM analytics_event WHERE name = 'page_view'")
+            .await
+            .expect("query");
+        users = response.take(0).expect("users");
+        if users.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    users.sort();
+    assert_eq!(
+        users,
+        vec![None, Some(id)],
+        "the member's view names the account, a visitor's none"
+    );
 }

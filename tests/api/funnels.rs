@@ -508,6 +508,7 @@ async fn a_batch_commits_its_writes_together_and_answers_each_one() {
         &Attribution::default(),
     ));
     writes.push(Statement::Analytics(NewAnalyticsEvent {
+        first_touch: None,
         name: "chatbot_first_message".into(),
         properties: json!({ "funnel": "chat" }),
         visitor: Some("visitor-batch-0000000000000000".into()),
@@ -558,6 +559,7 @@ async fn a_failed_batch_fails_every_caller_in_it_and_stores_nothing() {
     writes.insert(
         5,
         Statement::Analytics(NewAnalyticsEvent {
+            first_touch: None,
             name: "broken".into(),
             properties: json!("not an object"),
             visitor: None,
