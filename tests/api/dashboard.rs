@@ -300,21 +300,37 @@ async fn a_chat_funnel_visitor_counts_once_from_its_campaign_however_often_it_jo
     assert_eq!(keys, vec![json!(["c9", "email"])]);
 }
 
-#[tokio::test]
-async fn the_synthetic_history_reads_back_on_the_dashboard_as_it_was_written() {
+/// An app with an admin and the load generator's synthetic history of `events` over `days`
+/// (`seed` fixes the history), up to now.
+async fn app_with_history(
+    events: u64,
+    days: i64,
+    campaigns: usize,
+    seed: u64,
+) -> (
+    TestApp,
+    chrono::DateTime<chrono::Utc>,
+    helpnow::loadtest::seed::SeedTally,
+) {
     use rand::SeedableRng;
     let app = spawn_app_with(|settings| settings.admin.emails = vec![ADMIN.to_owned()]).await;
     let now = chrono::Utc::now();
     let plan = helpnow::loadtest::seed::SeedPlan {
-        events: 1_200,
-        days: 20,
-        campaigns: 4,
+        events,
+        days,
+        campaigns,
         now,
     };
-    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let tally = helpnow::loadtest::seed::seed(&app.db, &plan, &mut rng)
         .await
         .expect("seeded");
+    (app, now, tally)
+}
+
+#[tokio::test]
+async fn the_synthetic_history_reads_back_on_the_dashboard_as_it_was_written() {
+    let (app, now, tally) = app_with_history(1_200, 20, 4, 7).await;
     assert!(tally.events >= 1_200 && tally.journeys > 100, "{tally:?}");
     let admin = verified_admin(&app, ADMIN).await;
     let from = (now - chrono::Duration::days(21)).format("%Y-%m-%d");
@@ -355,19 +371,7 @@ async fn the_synthetic_history_reads_back_on_the_dashboard_as_it_was_written() {
 
 #[tokio::test]
 async fn packed_days_read_as_they_were_counted_and_a_late_step_counts_at_once() {
-    use rand::SeedableRng;
-    let app = spawn_app_with(|settings| settings.admin.emails = vec![ADMIN.to_owned()]).await;
-    let now = chrono::Utc::now();
-    let plan = helpnow::loadtest::seed::SeedPlan {
-        events: 1_500,
-        days: 12,
-        campaigns: 3,
-        now,
-    };
-    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
-    helpnow::loadtest::seed::seed(&app.db, &plan, &mut rng)
-        .await
-        .expect("seeded");
+    let (app, now, _) = app_with_history(1_500, 12, 3, 11).await;
     let admin = verified_admin(&app, ADMIN).await;
     let range = format!(
         "from={}&to={}",
