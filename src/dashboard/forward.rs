@@ -122,7 +122,7 @@ fn properties(event: &ForwardedEvent) -> Map<String, Value> {
 }
 
 /// PostHog's `POST /batch/` body: each event with its distinct id (the account once known, else
-/// the visitor), its time and a stable uuid.
+/// the visitor, as an anonymous event), its time and a stable uuid.
 fn posthog_batch(key: &str, events: &[ForwardedEvent]) -> Value {
     let batch: Vec<Value> = events
         .iter()
@@ -130,6 +130,10 @@ fn posthog_batch(key: &str, events: &[ForwardedEvent]) -> Value {
             let mut properties = properties(event);
             if let Some(visitor) = &event.visitor {
                 properties.insert("visitor".to_owned(), Value::String(visitor.clone()));
+            }
+            // A visitor without an account stays anonymous: PostHog makes no person of it.
+            if event.user.is_none() {
+                properties.insert("$process_person_profile".to_owned(), Value::Bool(false));
             }
             json!({
                 "event": event.name,
@@ -286,6 +290,12 @@ mod tests {
         assert_eq!(batch[0]["properties"]["first_campaignid"], "c0");
         assert_eq!(batch[0]["timestamp"], "2026-11-27T10:00:00+00:00");
         assert_eq!(batch[1]["distinct_id"], "u1");
+        assert_eq!(batch[0]["properties"]["$process_person_profile"], false);
+        assert!(
+            batch[1]["properties"]
+                .get("$process_person_profile")
+                .is_none()
+        );
         assert_eq!(batch[2]["distinct_id"], SERVER_ID);
         assert_eq!(batch[0]["uuid"], event_uuid("e1"));
         assert_ne!(event_uuid("e1"), event_uuid("e2"));
