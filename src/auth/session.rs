@@ -128,7 +128,8 @@ pub async fn end(db: &Db, req: &HttpRequest) -> Result<Option<(String, String)>,
     Ok(user.map(|user| (user.user_id, hash)))
 }
 
-fn session_secret(req: &HttpRequest) -> Option<String> {
+/// The session cookie's secret of a request, if it has one (looked up with [`user_of_session`]).
+pub fn session_secret(req: &HttpRequest) -> Option<String> {
     SessionCookies::read(req, SessionCookies::session)
         .filter(|value| token::looks_like_secret(value))
 }
@@ -146,12 +147,6 @@ pub async fn current_user(db: &Db, req: &HttpRequest) -> Result<Option<CurrentUs
         Some(secret) => user_of_session(db, &secret).await,
         None => Ok(None),
     }
-}
-
-/// The session cookie's secret of a request, if it has one (read now, looked up later:
-/// [`user_of_session`]).
-pub fn session_of(req: &HttpRequest) -> Option<String> {
-    session_secret(req)
 }
 
 /// The signed-in user of a session secret.

@@ -167,32 +167,31 @@ fn record_page_view(
             id: visitor.to_owned(),
             attribution: Some(campaign.clone()),
         });
-    let view = Statement::Analytics(NewAnalyticsEvent {
+    let mut view = NewAnalyticsEvent {
         first_touch: None,
         name: "page_view".to_owned(),
         properties: campaign,
         visitor: Some(visitor.to_owned()),
         path: Some(path),
         user: None,
-    });
+    };
     let analytics = analytics.clone();
     // A member's page view names the account, looked up behind the page's answer.
-    let session = crate::auth::session::session_of(req);
+    let session = crate::auth::session::session_secret(req);
     let db = req
         .app_data::<web::Data<Db>>()
         .map(|db| db.get_ref().clone());
     tokio::spawn(async move {
-        let mut view = view;
-        if let (Some(secret), Some(db), Statement::Analytics(event)) = (session, db, &mut view) {
+        if let (Some(secret), Some(db)) = (session, db) {
             match crate::auth::session::user_of_session(&db, &secret).await {
                 Ok(user) => {
-                    event.user = user.map(|user| surrealdb::types::RecordId::new("user", user.id));
+                    view.user = user.map(|user| surrealdb::types::RecordId::new("user", user.id));
                 }
                 Err(error) => tracing::warn!(?error, "a page view's session could not be read"),
             }
         }
         // Together, so that they share a group commit (visits go before events in it).
-        let writes = first_touch.into_iter().chain([view]);
+        let writes = first_touch.into_iter().chain([Statement::Analytics(view)]);
         let written = futures_util::future::join_all(writes.map(|s| analytics.submit(s))).await;
         for error in written.into_iter().filter_map(Result::err) {
             tracing::warn!(%error, "a page view could not be recorded");

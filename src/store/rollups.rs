@@ -2,12 +2,13 @@
 //! `analytics_daily`, a row per day × campaign × keyword × UTM × step: nearly a row per journey,
 //! and SurrealDB reads about 100,000 rows a second, so 30 days at 1,000,000 events took 1.5-3.7 s
 //! to sum. Once a day is two days old its rows change rarely (a trial paid, a fee refunded, a
-//! member still subscribed), so the packer sums them into one row per value of each breakdown
-//! (`analytics_rollup`), with every funnel's steps inside, and notes the day as packed. A step
-//! counted later on such a day marks it (`analytics_dirty`, in the step's own transaction), and
-//! the day is read from `analytics_daily` until the packer packs it again. The dashboard reads the
-//! packed rows of the packed, unmarked days and `analytics_daily` for the others (today,
-//! yesterday, marked days), so its figures are always the exact counts.
+//! member still subscribed), so the packer sums them per breakdown into spans of 1, 2, 4 ... 256
+//! days (`analytics_span`: one record per breakdown holds all its values, each with every
+//! funnel's steps), and notes the day as packed. A step counted later on such a day marks it
+//! (`analytics_dirty`, in the step's own transaction), and the day is read from
+//! `analytics_daily` until the packer packs it again. The dashboard reads the fewest spans that
+//! cover the packed, unmarked days and `analytics_daily` for the others (today, yesterday, marked
+//! days), so its figures are always the exact counts.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -359,39 +360,39 @@ pub async fn step_sums(
     breakdown: Breakdown,
     campaign: Option<&str>,
 ) -> Result<Vec<StepSum>, surrealdb::Error> {
-    let (from, to) = (range.from_key(), range.to_key());
     let mut response = db
         .query(
             "SELECT VALUE record::id(id)[0] FROM analytics_packed_day:[$from]..=[$to];
              SELECT VALUE day FROM analytics_dirty:[$from]..[$to, {}];",
         )
-        .bind(("from", from.clone()))
-        .bind(("to", to.clone()))
+        .bind(("from", range.from_key()))
+        .bind(("to", range.to_key()))
         .await?
         .check()?;
     let packed: Vec<String> = response.take(0)?;
     let marked: BTreeSet<String> = response.take::<Vec<String>>(1)?.into_iter().collect();
-    let clean: BTreeSet<String> = packed.into_iter().filter(|d| !marked.contains(d)).collect();
+    let clean: BTreeSet<NaiveDate> = packed
+        .iter()
+        .filter(|day| !marked.contains(*day))
+        .filter_map(|day| parse_day(day))
+        .collect();
 
-    // The days read raw, as runs of consecutive days.
-    let mut runs: Vec<(String, String)> = Vec::new();
-    let mut open: Option<(String, String)> = None;
+    // The range as runs of consecutive days: clean ones read as spans, the others raw.
+    let mut runs: Vec<(bool, NaiveDate, NaiveDate)> = Vec::new();
     for day in range.from.iter_days().take_while(|day| *day <= range.to) {
-        let key = day.format("%Y-%m-%d").to_string();
-        if clean.contains(&key) {
-            runs.extend(open.take());
-        } else {
-            match &mut open {
-                Some((_, end)) => *end = key,
-                None => open = Some((key.clone(), key)),
-            }
+        let is_clean = clean.contains(&day);
+        match runs.last_mut() {
+            Some((run_clean, _, end)) if *run_clean == is_clean => *end = day,
+            _ => runs.push((is_clean, day, day)),
         }
     }
-    runs.extend(open);
-    if runs.len() > MAX_RAW_RANGES {
-        let first = runs[0].0.clone();
-        let last = runs[runs.len() - 1].1.clone();
-        runs = vec![(first, last)];
+    let mut raw: Vec<(NaiveDate, NaiveDate)> = runs
+        .iter()
+        .filter(|(is_clean, _, _)| !is_clean)
+        .map(|(_, first, last)| (*first, *last))
+        .collect();
+    if raw.len() > MAX_RAW_RANGES {
+        raw = vec![(raw[0].0, raw[raw.len() - 1].1)];
     }
 
     let (by, by_day) = match breakdown {
@@ -399,20 +400,12 @@ pub async fn step_sums(
         other => (other.field(), false),
     };
     let scope = campaign.map(campaign_scope).unwrap_or_default();
-    // The clean days as spans: from each run's first day, the longest span that begins there
-    // and ends within the run (single days for the day-by-day table).
+    // From each clean run's first day, the longest span that begins there and ends within the
+    // run (single days for the day-by-day table).
     let mut keys: Vec<Vec<String>> = Vec::new();
-    let clean_days: Vec<NaiveDate> = clean.iter().filter_map(|d| parse_day(d)).collect();
-    let mut index = 0;
-    while index < clean_days.len() {
-        let mut end = index;
-        while end + 1 < clean_days.len()
-            && clean_days[end + 1] == clean_days[end] + chrono::Days::new(1)
-        {
-            end += 1;
-        }
-        let (mut day, last) = (clean_days[index], clean_days[end]);
-        while day <= last {
+    for (_, first, last) in runs.iter().filter(|(is_clean, _, _)| *is_clean) {
+        let mut day = *first;
+        while day <= *last {
             let level = if by_day {
                 0
             } else {
@@ -420,7 +413,7 @@ pub async fn step_sums(
                     .rev()
                     .find(|level| {
                         span_start(day, *level) == day
-                            && day + chrono::Days::new((1u64 << level) - 1) <= last
+                            && day + chrono::Days::new((1u64 << level) - 1) <= *last
                     })
                     .unwrap_or(0)
             };
@@ -432,7 +425,6 @@ pub async fn step_sums(
             ]);
             day = day + chrono::Days::new(1u64 << level);
         }
-        index = end + 1;
     }
 
     let filter = if campaign.is_some() {
@@ -443,7 +435,7 @@ pub async fn step_sums(
     let mut sql = String::from(
         "SELECT * OMIT id FROM array::map($keys, |$k| type::record('analytics_span', $k));",
     );
-    for (index, _) in runs.iter().enumerate() {
+    for index in 0..raw.len() {
         sql.push_str(&format!(
             "SELECT day, funnel, {field} AS key, step, n, cents FROM analytics_daily:[$a{index}]..[$b{index}, {{}}]{filter};",
             field = breakdown.field()
@@ -453,10 +445,10 @@ pub async fn step_sums(
         .query(sql)
         .bind(("keys", keys))
         .bind(("campaign", campaign.map(str::to_owned)));
-    for (index, (a, b)) in runs.iter().enumerate() {
+    for (index, (first, last)) in raw.iter().enumerate() {
         query = query
-            .bind((format!("a{index}"), a.clone()))
-            .bind((format!("b{index}"), b.clone()));
+            .bind((format!("a{index}"), day_key(*first)))
+            .bind((format!("b{index}"), day_key(*last)));
     }
     let mut response = query.await?.check()?;
 
@@ -472,10 +464,11 @@ pub async fn step_sums(
             }
         }
     }
-    for index in 0..runs.len() {
-        let raw: Vec<RawSum> = response.take(index + 1)?;
-        for row in raw {
-            if clean.contains(&row.day) {
+    for index in 0..raw.len() {
+        let rows: Vec<RawSum> = response.take(index + 1)?;
+        for row in rows {
+            // A span of raw days may hold clean ones (past MAX_RAW_RANGES): those were read packed.
+            if parse_day(&row.day).is_some_and(|day| clean.contains(&day)) {
                 continue;
             }
             let sum = sums.entry((row.funnel, row.key, row.step)).or_default();
