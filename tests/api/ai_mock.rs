@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use futures_util::StreamExt;
 use helpnow::config::{AiProviderKind, AiSettings};
 use serde_json::{Value, json};
@@ -145,22 +145,7 @@ impl MockAi {
             },
             stream_cancelled: false,
         }));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-        let port = listener.local_addr().expect("local address").port();
-        let data = web::Data::from(Arc::clone(&state));
-        let server = HttpServer::new(move || {
-            App::new()
-                .app_data(data.clone())
-                .default_service(web::to(handle))
-        })
-        .workers(1)
-        .disable_signals()
-        .shutdown_timeout(0)
-        .listen(listener)
-        .expect("the mock listens")
-        .run();
-        let handle = server.handle();
-        tokio::spawn(server);
+        let (port, handle) = crate::helpers::serve_mock(Arc::clone(&state), handle);
         MockAi {
             base_url: format!("http://127.0.0.1:{port}/v1"),
             state,

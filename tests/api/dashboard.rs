@@ -266,6 +266,25 @@ async fn settled_count(app: &TestApp, funnel: &str, step: &str, expected: i64) -
     last
 }
 
+/// The rows of `sql` once there are at least `count` of them (what the server records behind a
+/// request lands a little later), or what there is after 5 s.
+async fn settled_rows<T: surrealdb::types::SurrealValue>(
+    app: &TestApp,
+    sql: &str,
+    count: usize,
+) -> Vec<T> {
+    let mut rows: Vec<T> = Vec::new();
+    for _ in 0..100 {
+        let mut response = app.db.query(sql).await.expect("query");
+        rows = response.take(0).expect("rows");
+        if rows.len() >= count {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    rows
+}
+
 #[tokio::test]
 async fn a_chat_funnel_visitor_counts_once_from_its_campaign_however_often_it_joins() {
     let app = spawn_app_with(|_| {}).await;
@@ -626,19 +645,12 @@ async fn a_page_load_is_a_page_view_and_the_help_forms_page_a_visitor_of_its_fun
     );
 
     assert_eq!(settled_count(&app, "help_funnel", "visitors", 1).await, 1);
-    let mut views: Vec<Value> = Vec::new();
-    for _ in 0..100 {
-        let mut response = app
-            .db
-            .query("SELECT path, visitor, properties, created_at FROM analytics_event WHERE name = 'page_view' ORDER BY created_at")
-            .await
-            .expect("query");
-        views = response.take(0).expect("views");
-        if views.len() >= 2 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let views: Vec<Value> = settled_rows(
+        &app,
+        "SELECT path, visitor, properties, created_at FROM analytics_event WHERE name = 'page_view' ORDER BY created_at",
+        2,
+    )
+    .await;
     // Given time, a third (the HEAD's) would have come too.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let mut response = app
@@ -707,19 +719,12 @@ async fn a_members_page_load_is_a_page_view_of_the_account() {
         200
     );
     assert_eq!(app.get("/landing").await.status(), 200);
-    let mut users: Vec<Option<String>> = Vec::new();
-    for _ in 0..100 {
-        let mut response = app
-            .db
-            .query("SELECT VALUE IF user != NONE { <string> record::id(user) } ELSE { NONE } FROM analytics_event WHERE name = 'page_view'")
-            .await
-            .expect("query");
-        users = response.take(0).expect("users");
-        if users.len() >= 2 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let mut users: Vec<Option<String>> = settled_rows(
+        &app,
+        "SELECT VALUE IF user != NONE { <string> record::id(user) } ELSE { NONE } FROM analytics_event WHERE name = 'page_view'",
+        2,
+    )
+    .await;
     users.sort();
     assert_eq!(
         users,

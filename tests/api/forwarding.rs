@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actix_web::{App, HttpResponse, HttpServer, web};
+use actix_web::{HttpResponse, web};
 use serde_json::{Value, json};
 
 use crate::helpers::{post_with_cookie, spawn_app_with};
@@ -21,7 +21,7 @@ struct Received {
 async fn capture(
     request: actix_web::HttpRequest,
     body: web::Json<Value>,
-    received: web::Data<Arc<Mutex<Received>>>,
+    received: web::Data<Mutex<Received>>,
 ) -> HttpResponse {
     let mut received = received.lock().unwrap_or_else(|e| e.into_inner());
     received
@@ -48,22 +48,7 @@ async fn capture(
 #[tokio::test]
 async fn stored_events_reach_posthog_once_it_takes_them_and_never_the_browser() {
     let received = Arc::new(Mutex::new(Received::default()));
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
-    let port = listener.local_addr().expect("address").port();
-    let data = web::Data::new(received.clone());
-    let server = HttpServer::new(move || {
-        App::new()
-            .app_data(data.clone())
-            .route("/batch/", web::post().to(capture))
-    })
-    .workers(1)
-    .disable_signals()
-    .shutdown_timeout(0)
-    .listen(listener)
-    .expect("the mock listens")
-    .run();
-    let handle = server.handle();
-    tokio::spawn(server);
+    let (port, handle) = crate::helpers::serve_mock(Arc::clone(&received), capture);
 
     let app = spawn_app_with(|settings| {
         let forward = &mut settings.analytics.forward;

@@ -230,3 +230,35 @@ impl RawWebSocket {
             .expect("send");
     }
 }
+
+/// Serves `handler` for every request on a free local port, with `state` as its app data: a
+/// local mock of an outside service in its wire format. Answers the port and the server's handle.
+pub fn serve_mock<S, F, Args>(
+    state: std::sync::Arc<S>,
+    handler: F,
+) -> (u16, actix_web::dev::ServerHandle)
+where
+    S: Send + Sync + 'static,
+    F: actix_web::Handler<Args> + Send,
+    Args: actix_web::FromRequest + 'static,
+    F::Output: actix_web::Responder + 'static,
+{
+    use actix_web::{App, HttpServer, web};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = listener.local_addr().expect("local address").port();
+    let data = web::Data::from(state);
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .default_service(web::to(handler.clone()))
+    })
+    .workers(1)
+    .disable_signals()
+    .shutdown_timeout(0)
+    .listen(listener)
+    .expect("the mock listens")
+    .run();
+    let handle = server.handle();
+    tokio::spawn(server);
+    (port, handle)
+}
