@@ -11,6 +11,8 @@ export async function startAiMock() {
   const state = {
     reply: 'I can help with that. 1. Restart the device. 2. Try again.',
     pieceDelayMs: 0,
+    // How long the first word waits after the role chunk: what a provider's thinking time looks like.
+    firstPieceDelayMs: 0,
     requests: [],
     hangUps: 0,
     completed: 0,
@@ -70,7 +72,7 @@ export async function startAiMock() {
           return;
         }
         res.write(events[index]);
-        setTimeout(() => send(index + 1), index === 0 ? 0 : state.pieceDelayMs);
+        setTimeout(() => send(index + 1), index === 0 ? state.firstPieceDelayMs : state.pieceDelayMs);
       };
       send(0);
     });

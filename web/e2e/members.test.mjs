@@ -152,6 +152,7 @@ for (const provider of ['mock', 'offline']) {
       // The first words are on screen while the rest is still being written.
       await conversation(page)
         .getByText(ai ? 'Step number 1.' : 'Windows computer', { exact: false })
+        .first()
         .waitFor();
       await page.getByRole('button', { name: 'Stop' }).click();
       await replyFinished(page);
@@ -197,6 +198,8 @@ for (const provider of ['mock', 'offline']) {
       if (ai) {
         ai.state.reply = '## Back up my photos\n1. Open the Photos app.\n2. Turn on cloud backup.';
         ai.state.pieceDelayMs = 300;
+        // 'Reviewing task' shows until the first word: long enough here for the test to see it.
+        ai.state.firstPieceDelayMs = 1500;
       }
       await page.getByRole('button', { name: 'Task List', exact: true }).click();
       const tasks = sidebar(page, 'Task List');
