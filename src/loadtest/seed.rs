@@ -1,7 +1,8 @@
 //! Realistic synthetic analytics for the dashboard's benchmark (`helpnow-seed-analytics`): visitors
 //! spread over the last days, over campaigns with their keywords and UTM fields, through the
 //! funnels at plausible rates, each step written as the product writes it (an `analytics_event`
-//! row, and the journey's step through `fn::journey`, so the daily roll-ups are the product's own).
+//! row, and the journey's step through `store::journeys::record`, so the daily roll-ups are the
+//! product's own).
 
 use chrono::{DateTime, Duration, Utc};
 use rand::Rng;

@@ -1,5 +1,7 @@
 //! The operator's dashboard's figures (migration 0012): each visitor's journey through a funnel,
-//! and the daily roll-ups (`analytics_daily`) that `fn::journey` keeps up to date as steps arrive.
+//! and the daily roll-ups (`analytics_daily`) that `fn::journey` (one step) and
+//! `fn::journey_step` with `fn::journey_tally` (a chunk, migration 0017) keep up to date as steps
+//! arrive.
 //! The dashboard sums roll-up rows, never events (packed per breakdown once a day is two days
 //! old: `store::rollups`), so its answer does not grow with the traffic.
 
@@ -116,16 +118,22 @@ async fn drain(db: Db, mut steps: tokio::sync::mpsc::Receiver<JourneyStep>) {
     }
 }
 
-/// Records journey steps, in one transaction of their own.
+/// Records journey steps, in one transaction of their own: each step on its journey, in order,
+/// then each roll-up row they count on once, with their sum (migration 0017: a chunk of one day's
+/// visitors adds to a few rows).
 pub async fn record(db: &Db, steps: Vec<JourneyStep>) -> Result<(), surrealdb::Error> {
     if steps.is_empty() {
         return Ok(());
     }
     super::in_turn_bounded(async {
-        db.query("BEGIN TRANSACTION; FOR $s IN $journeys { fn::journey($s); }; COMMIT TRANSACTION;")
-            .bind(("journeys", steps))
-            .await?
-            .check()
+        db.query(
+            "BEGIN TRANSACTION;
+             fn::journey_tally(array::flatten($journeys.map(|$s| fn::journey_step($s))));
+             COMMIT TRANSACTION;",
+        )
+        .bind(("journeys", steps))
+        .await?
+        .check()
     })
     .await?;
     Ok(())
