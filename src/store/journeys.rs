@@ -120,20 +120,23 @@ async fn drain(db: Db, mut steps: tokio::sync::mpsc::Receiver<JourneyStep>) {
 
 /// Records journey steps, in one transaction of their own: each step on its journey, in order,
 /// then each roll-up row they count on once, with their sum (migration 0017: a chunk of one day's
-/// visitors adds to a few rows).
+/// visitors adds to a few rows). A transaction that lost a race for a row to another writer (a
+/// payment, another process's recorder) wrote nothing, and runs again.
 pub async fn record(db: &Db, steps: Vec<JourneyStep>) -> Result<(), surrealdb::Error> {
     if steps.is_empty() {
         return Ok(());
     }
-    super::in_turn_bounded(async {
-        db.query(
-            "BEGIN TRANSACTION;
-             fn::journey_tally(array::flatten($journeys.map(|$s| fn::journey_step($s))));
-             COMMIT TRANSACTION;",
-        )
-        .bind(("journeys", steps))
-        .await?
-        .check()
+    super::retry_on_conflict(|| {
+        super::in_turn_bounded(async {
+            db.query(
+                "BEGIN TRANSACTION;
+                 fn::journey_tally(array::flatten($journeys.map(|$s| fn::journey_step($s))));
+                 COMMIT TRANSACTION;",
+            )
+            .bind(("journeys", steps.clone()))
+            .await
+            .and_then(super::check_transaction)
+        })
     })
     .await?;
     Ok(())

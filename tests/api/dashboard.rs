@@ -621,6 +621,48 @@ async fn an_old_journeys_steps_go_with_it_and_no_one_elses() {
     assert_eq!(left, vec!["visitor-new-00000000002".to_owned()]);
 }
 
+/// Several recorders (one per process, and payments beside them) add to the same roll-up rows at
+/// once: a transaction that loses the race runs again, and every step counts once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recorders_adding_to_the_same_rows_at_once_count_every_step() {
+    use helpnow::domain::billing::CheckoutSource;
+    use helpnow::domain::journey::Step;
+    use helpnow::store::journeys::{JourneyStep, record};
+    let app = spawn_app_with(|_| {}).await;
+    let recorders: Vec<_> = (0..8)
+        .map(|recorder| {
+            let db = app.db.clone();
+            tokio::spawn(async move {
+                let steps = (0..25)
+                    .flat_map(|n| {
+                        let visitor = format!("visitor-race-{recorder:02}-{n:08}");
+                        [Step::Visitors, Step::FirstMessage].map(|step| {
+                            JourneyStep::new(&visitor, CheckoutSource::ChatFunnel, step)
+                        })
+                    })
+                    .collect();
+                record(&db, steps).await
+            })
+        })
+        .collect();
+    for recorder in recorders {
+        recorder.await.expect("joined").expect("recorded");
+    }
+    let mut response = app
+        .db
+        .query("SELECT step, math::sum(n) AS n FROM analytics_daily GROUP BY step ORDER BY step")
+        .await
+        .expect("sums");
+    let sums: Vec<Value> = response.take(0).expect("rows");
+    assert_eq!(
+        sums,
+        vec![
+            json!({ "step": "first_message", "n": 200 }),
+            json!({ "step": "visitors", "n": 200 }),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn a_page_load_is_a_page_view_and_the_help_forms_page_a_visitor_of_its_funnel_and_each_view_carries_the_first_touch()
  {
