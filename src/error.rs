@@ -59,6 +59,12 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, code, message)
     }
 
+    /// Keeps what went wrong on our side for the log (never answered).
+    pub fn with_cause(mut self, cause: impl Into<String>) -> Self {
+        self.cause = Some(cause.into());
+        self
+    }
+
     /// A failure of ours: answered without internals; `context` and `error` are logged when the
     /// response is built.
     pub fn internal(context: &str, error: impl std::fmt::Display) -> Self {

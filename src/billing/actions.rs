@@ -336,20 +336,8 @@ impl Billing {
         &self,
         user_id: &str,
     ) -> Result<Option<Canceled>, BillingError> {
-        let Some(facts) = billing_store::access_facts(&self.db, user_id).await? else {
+        let Some(subscription_id) = self.running_subscription(user_id).await? else {
             return Ok(None);
-        };
-        // The stored snapshot when there is one (it must still be running); else the subscription
-        // the checkout named, whose events may not have arrived yet.
-        let subscription_id = match facts.subscription {
-            Some(stored) if stored.status().is_some_and(|status| status.grants_access()) => {
-                stored.id
-            }
-            Some(_) => return Ok(None),
-            None => match facts.subscription_id {
-                Some(id) => id,
-                None => return Ok(None),
-            },
         };
         let snapshot = self.provider.cancel_at_period_end(&subscription_id).await?;
         let access_until = snapshot
@@ -367,6 +355,34 @@ impl Billing {
         .await?;
         self.forget_check(user_id);
         Ok(Some(Canceled { access_until }))
+    }
+
+    /// The member's subscription while it still runs: the stored snapshot when there is one;
+    /// else the subscription the checkout named, whose events may not have arrived yet.
+    async fn running_subscription(&self, user_id: &str) -> Result<Option<String>, BillingError> {
+        let Some(facts) = billing_store::access_facts(&self.db, user_id).await? else {
+            return Ok(None);
+        };
+        Ok(match facts.subscription {
+            Some(stored) if stored.status().is_some_and(|status| status.grants_access()) => {
+                Some(stored.id)
+            }
+            Some(_) => None,
+            None => facts.subscription_id,
+        })
+    }
+
+    /// Ends the member's subscription at once, before their account is deleted, so nothing more
+    /// is charged; recorded as a payment event like any other. Answers whether one was running.
+    pub async fn end_subscription_now(&self, user_id: &str) -> Result<bool, BillingError> {
+        let Some(subscription_id) = self.running_subscription(user_id).await? else {
+            return Ok(false);
+        };
+        let snapshot = self.provider.cancel_now(&subscription_id).await?;
+        self.record_provider_change(&subscription_id, snapshot, "account_deleted")
+            .await?;
+        self.forget_check(user_id);
+        Ok(true)
     }
 
     /// Where the member manages the subscription (`None`: no payment customer yet).

@@ -8,6 +8,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::MaybeUser;
+use crate::billing::Billing;
+use crate::cluster::{Cluster, ClusterEvent};
 use crate::config::Settings;
 use crate::dashboard;
 use crate::domain::Email;
@@ -69,6 +71,18 @@ pub struct EmailRequest {
     email: Option<String>,
 }
 
+impl EmailRequest {
+    /// The address asked for: `missing` when there is none, the address's own error when it is
+    /// no address.
+    fn email(self, missing: &'static str) -> Result<Email, ApiError> {
+        let raw = self.email.unwrap_or_default();
+        if raw.trim().is_empty() {
+            return Err(ApiError::bad_request("email_required", missing));
+        }
+        Email::parse(&raw).map_err(|error| ApiError::bad_request(error.code(), error.to_string()))
+    }
+}
+
 /// Creates an account without a password and mails it a link to choose one; an address that
 /// already has an account gets the reset mail instead.
 #[post("/admin/checkout-debug/accounts")]
@@ -80,15 +94,9 @@ pub async fn create_account(
     body: web::Json<EmailRequest>,
 ) -> Result<HttpResponse, ApiError> {
     require_debug_admin(&db, &settings, user.0.as_ref()).await?;
-    let raw = body.into_inner().email.unwrap_or_default();
-    if raw.trim().is_empty() {
-        return Err(ApiError::bad_request(
-            "email_required",
-            "Email is required to create an account",
-        ));
-    }
-    let email = Email::parse(&raw)
-        .map_err(|error| ApiError::bad_request(error.code(), error.to_string()))?;
+    let email = body
+        .into_inner()
+        .email("Email is required to create an account")?;
     let (id, created) = match store::users::create(&db, &email, None).await {
         Ok(id) => (id, true),
         Err(store::users::CreateUserError::EmailTaken) => {
@@ -142,6 +150,81 @@ pub async fn reset_account(
     send_reset_mail(&db, &settings, &mailer, &account.id, &email).await?;
     Ok(HttpResponse::Ok()
         .json(json!({ "message": format!("A password reset mail was sent to {email}.") })))
+}
+
+/// `POST /api/admin/accounts/delete`: deletes an account on its owner's request (the operator's
+/// answer to "delete my data"): its running subscription is canceled at the provider first, so
+/// nothing more is charged; then the account goes, with its chats, tasks, sessions, mails and the
+/// visitors it was, with their funnel conversations and analytics events (`store::users::erase`);
+/// its chat sockets close. Nothing is deleted when the cancellation fails.
+#[post("/admin/accounts/delete")]
+pub async fn delete_account(
+    db: web::Data<Db>,
+    settings: web::Data<Settings>,
+    billing: web::Data<Billing>,
+    cluster: web::Data<Cluster>,
+    user: MaybeUser,
+    body: web::Json<EmailRequest>,
+) -> Result<HttpResponse, ApiError> {
+    require_admin(&db, &settings, user.0.as_ref()).await?;
+    let email = body
+        .into_inner()
+        .email("Enter the email address of the account to delete.")?;
+    let no_account = || {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "user_not_found",
+            format!("No account found with the address {email}."),
+        )
+    };
+    let account = store::users::credentials_by_email(&db, &email)
+        .await
+        .context("delete: account")?
+        .ok_or_else(no_account)?;
+    let admin = user.0.as_ref().map(|admin| admin.id.as_str());
+    if admin == Some(account.id.as_str()) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "own_account",
+            "You cannot delete the account you are signed in with.",
+        ));
+    }
+    let canceled = billing
+        .end_subscription_now(&account.id)
+        .await
+        .map_err(|error| {
+            ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                "cancel_failed",
+                "The subscription could not be canceled at the payment provider, so nothing was deleted. Try again.",
+            )
+            .with_cause(format!("delete: cancel: {error}"))
+        })?;
+    let erased = store::users::erase(&db, &account.id)
+        .await
+        .context("delete: erase")?
+        .ok_or_else(no_account)?;
+    // Its sessions are gone: the chat sockets that came with them close, on every process.
+    cluster.publish(ClusterEvent::SignedOut {
+        user_id: account.id.clone(),
+        session: None,
+    });
+    tracing::info!(
+        admin,
+        account = account.id,
+        canceled,
+        "an account was deleted"
+    );
+    let subscription = if canceled {
+        " Its subscription was canceled."
+    } else {
+        ""
+    };
+    Ok(HttpResponse::Ok().json(json!({
+        "deleted": erased,
+        "subscriptionCanceled": canceled,
+        "message": format!("The account {email} and everything it held were deleted.{subscription}"),
+    })))
 }
 
 #[derive(Deserialize)]
@@ -256,5 +339,6 @@ pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
         .service(dashboard_live)
         .service(overview)
         .service(create_account)
-        .service(reset_account);
+        .service(reset_account)
+        .service(delete_account);
 }

@@ -189,3 +189,86 @@ pub async fn email_verified(db: &Db, user_id: &str) -> Result<bool, surrealdb::E
     let verified: Option<bool> = response.take(0)?;
     Ok(verified.unwrap_or(false))
 }
+
+/// What deleting an account took with it (besides the account, its sessions and its links).
+#[derive(Debug, Clone, Default, PartialEq, Eq, SurrealValue, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Erased {
+    pub chats: u64,
+    pub messages: u64,
+    pub tasks: u64,
+    pub funnel_conversations: u64,
+    pub visitors: u64,
+    pub events: u64,
+}
+
+/// Deletes an account and what it holds, in one transaction: its chats and their messages, its
+/// tasks, sessions, sign-in links and password resets, its mails in the outbox, and the visitors
+/// it was (found by its journeys, its events and its checkouts) with their funnel conversations,
+/// journeys and analytics events. What another account shares with it (a visitor on a shared
+/// computer who signed in as someone else) stays. The payment records (checkouts, subscriptions,
+/// payment events) stay for the books, and so do the daily roll-ups, which hold no visitor.
+/// `None`: no such account.
+pub async fn erase(db: &Db, user_id: &str) -> Result<Option<Erased>, surrealdb::Error> {
+    const ERASE: &str = "
+        BEGIN TRANSACTION;
+        LET $u = type::record('user', $id);
+        LET $account = (SELECT email, payment_customer_id FROM ONLY $u);
+        -- Another account's record (or a visitor who became it) stays.
+        LET $ours = |$user: any| $user = NONE OR $user = $u;
+        LET $visitors = array::distinct(array::concat(
+            (SELECT VALUE visitor FROM journey WHERE user = $u),
+            (SELECT VALUE visitor FROM analytics_event WHERE user = $u),
+            IF $account.payment_customer_id != NONE {
+                (SELECT VALUE record::id(visitor) FROM checkout_session
+                    WHERE customer_id = $account.payment_customer_id AND visitor != NONE)
+            } ELSE { [] }
+        )).filter(|$v| $v != NONE AND $ours((SELECT VALUE user FROM ONLY type::record('visitor', $v))));
+        LET $chats = (SELECT VALUE id FROM chat WHERE user = $u);
+        LET $messages = array::flatten($chats.map(|$c| (SELECT VALUE id FROM message WHERE chat = $c)));
+        LET $tasks = (SELECT VALUE id FROM task WHERE user = $u);
+        LET $events = array::union((SELECT VALUE id FROM analytics_event WHERE user = $u),
+            array::flatten($visitors.map(|$v| (SELECT VALUE id FROM analytics_event
+                WHERE visitor = $v AND (user = NONE OR user = $u)))));
+        -- A visitor's conversation ids follow from the funnel and the visitor (migration 0008).
+        LET $conversations = array::flatten($visitors.map(|$v| ['chat', 'refundable', 'help'].map(|$f|
+                string::slice(crypto::sha256(string::concat($f, ':', $v)), 0, 24))))
+            .filter(|$c| $ours((SELECT VALUE user FROM ONLY type::record('funnel_conversation', $c)))
+                AND record::exists(type::record('funnel_conversation', $c)));
+        LET $journeys = array::flatten($visitors.map(|$v| (SELECT id, visitor, funnel FROM journey
+            WHERE visitor = $v AND (user = NONE OR user = $u))));
+        FOR $c IN $conversations {
+            DELETE funnel_message:[$c, 0]..[$c, 1000000000];
+            DELETE type::record('funnel_conversation', $c);
+        };
+        FOR $j IN $journeys {
+            DELETE journey_step:[$j.visitor, $j.funnel, NONE]..=[$j.visitor, $j.funnel, {}];
+            DELETE $j.id;
+        };
+        DELETE $messages;
+        DELETE $chats;
+        DELETE $tasks;
+        DELETE $events;
+        DELETE $visitors.map(|$v| type::record('visitor', $v));
+        DELETE session WHERE user = $u;
+        DELETE sign_in_token WHERE user = $u;
+        DELETE password_reset WHERE user = $u;
+        IF $account.email != NONE { DELETE mail_outbox WHERE recipient = $account.email; };
+        LET $erased = IF $account = NONE { NONE } ELSE {
+            { chats: count($chats), messages: count($messages), tasks: count($tasks),
+              funnel_conversations: count($conversations), visitors: count($visitors),
+              events: count($events) }
+        };
+        DELETE $u;
+        COMMIT TRANSACTION;
+        $erased;";
+    let mut response = super::retry_on_conflict(|| async {
+        db.query(ERASE)
+            .bind(("id", user_id.to_owned()))
+            .await
+            .and_then(super::check_transaction)
+    })
+    .await?;
+    let last = response.num_statements() - 1;
+    response.take(last)
+}

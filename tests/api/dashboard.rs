@@ -774,3 +774,202 @@ async fn a_members_page_load_is_a_page_view_of_the_account() {
         "the member's view names the account, a visitor's none"
     );
 }
+
+async fn how_many(app: &TestApp, sql: &str) -> i64 {
+    let mut response = app.db.query(sql).await.expect("count");
+    let n: Option<i64> = response.take(0).expect("n");
+    n.unwrap_or(0)
+}
+
+/// An admin deletes an account on its owner's request: its subscription is canceled at once,
+/// and the account goes with its tasks, chats, sessions, mails and the visitor it was, with that
+/// visitor's funnel conversation, journeys and analytics events. Another account's data stays, and
+/// so do the dashboard's daily figures, which hold no visitor.
+#[tokio::test]
+async fn deleting_an_account_cancels_its_subscription_and_takes_its_visitors_events_and_no_one_elses()
+ {
+    let app = spawn_app_with(|settings| settings.admin.emails = vec![ADMIN.to_owned()]).await;
+    let (ann, bob) = ("visitor-ann-0000000001", "visitor-bob-0000000002");
+    let c1 = json!({"campaignid": "c1", "keyword": "printer"});
+    view(&app, ann, "chatbot_funnel_view", "/chat-help", c1.clone()).await;
+    view(&app, bob, "chatbot_funnel_view", "/chat-help", c1).await;
+    let response = post_with_cookie(
+        &app,
+        "/api/funnels/help",
+        &format!("vid={ann}"),
+        &json!({"issue": "My printer will not print", "campaignid": "c1"}),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+
+    // Ann buys the trial from that visit and keeps a task and a chat; Bob has an account too.
+    let member = sign_up(&app, "ann@example.com", "secret1").await;
+    let started = start_checkout_signed_in(
+        &app,
+        &format!("{member}; vid={ann}"),
+        json!({"source": "chat_funnel", "campaignid": "c1", "keyword": "printer"}),
+    )
+    .await;
+    pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "ann@example.com",
+    )
+    .await;
+    let other = sign_up(&app, "bob@example.com", "secret1").await;
+    for cookie in [&member, &other] {
+        let response = post_with_cookie(
+            &app,
+            "/api/tasks",
+            cookie,
+            &json!({"name": "Back up photos", "items": ["Find the cable"]}),
+        )
+        .await;
+        assert_eq!(response.status(), 201);
+    }
+    app.db
+        .query(
+            "LET $ann = (SELECT VALUE id FROM ONLY user WHERE email = 'ann@example.com' LIMIT 1);
+             CREATE chat:ann SET user = $ann, title = 'Printer', updated_at = time::now();
+             CREATE message:ann1 SET chat = chat:ann, role = 'user', content = 'It jams', created_at = time::now();",
+        )
+        .await
+        .expect("a chat")
+        .check()
+        .expect("a chat");
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    assert_eq!(settled_count(&app, "chat_funnel", "visitors", 2).await, 2);
+    assert_eq!(settled_count(&app, "chat_funnel", "trial", 1).await, 1);
+    let mut found = app
+        .db
+        .query("SELECT VALUE record::id(id) FROM ONLY user WHERE email = 'ann@example.com' LIMIT 1")
+        .await
+        .expect("query");
+    let ann_id: Option<String> = found.take(0).expect("her id");
+    let ann_events = format!(
+        "RETURN count((SELECT id FROM analytics_event WHERE visitor = 'visitor-ann-0000000001' \
+         OR user = user:`{}`))",
+        ann_id.expect("her account")
+    );
+    let ann_events = ann_events.as_str();
+    assert!(how_many(&app, ann_events).await >= 3);
+    let bob_events =
+        "RETURN count((SELECT id FROM analytics_event WHERE visitor = 'visitor-bob-0000000002'))";
+    assert_eq!(how_many(&app, bob_events).await, 1);
+
+    // Her chat is open in a browser.
+    let (mut socket, joined) =
+        crate::members::MemberSocket::open(&app, Some(&member), json!({})).await;
+    assert_eq!(joined["joined"], true, "{joined}");
+    socket.event("chat:ready").await;
+
+    // Only a proved admin may, and not their own account; the address must name an account.
+    let delete = |cookie: String, email: &'static str| {
+        let app = &app;
+        async move {
+            post_with_cookie(
+                app,
+                "/api/admin/accounts/delete",
+                &cookie,
+                &json!({ "email": email }),
+            )
+            .await
+        }
+    };
+    assert_eq!(delete(other.clone(), "ann@example.com").await.status(), 404);
+    let admin = verified_admin(&app, ADMIN).await;
+    let (status, body) = crate::auth::error_of(delete(admin.clone(), ADMIN).await).await;
+    assert_eq!((status, &body["error"]), (409, &json!("own_account")));
+    let (status, body) =
+        crate::auth::error_of(delete(admin.clone(), "nobody@example.com").await).await;
+    assert_eq!(status, 404);
+    assert_eq!(
+        body["message"],
+        "No account found with the address nobody@example.com."
+    );
+    let (status, body) = crate::auth::error_of(delete(admin.clone(), " ").await).await;
+    assert_eq!(
+        (status, body["message"].as_str()),
+        (
+            400,
+            Some("Enter the email address of the account to delete.")
+        )
+    );
+
+    let response = delete(admin.clone(), "Ann@Example.com").await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(body["subscriptionCanceled"], true, "{body}");
+    assert_eq!(
+        body["message"],
+        "The account ann@example.com and everything it held were deleted. Its subscription was canceled."
+    );
+    let deleted = &body["deleted"];
+    assert_eq!(
+        (
+            &deleted["tasks"],
+            &deleted["chats"],
+            &deleted["messages"],
+            &deleted["visitors"],
+            &deleted["funnelConversations"]
+        ),
+        (&json!(1), &json!(1), &json!(1), &json!(1), &json!(1)),
+        "{body}"
+    );
+
+    // Her chat socket closed; her subscription ended at the provider (the demo's is the stored one), her sign-in is gone
+    // and her address is free; nothing of her visits is left.
+    assert_eq!(
+        how_many(
+            &app,
+            "RETURN count((SELECT id FROM subscription WHERE status = 'canceled'))"
+        )
+        .await,
+        1
+    );
+    let namespace = crate::members::NAMESPACE;
+    let closed = socket
+        .take(|packet| packet == format!("41{namespace},"))
+        .await;
+    assert_eq!(closed, format!("41{namespace},"));
+    assert_eq!(
+        get_with_cookie(&app, "/api/tasks", &member).await.status(),
+        401
+    );
+    let response = app
+        .post_json(
+            "/api/auth/login",
+            &json!({"email": "ann@example.com", "password": "secret1"}),
+        )
+        .await;
+    assert_eq!(response.status(), 401);
+    assert_eq!(how_many(&app, ann_events).await, 0);
+    for sql in [
+        "RETURN count((SELECT id FROM user WHERE email = 'ann@example.com'))",
+        "RETURN count((SELECT id FROM visitor:`visitor-ann-0000000001`))",
+        "RETURN count((SELECT id FROM journey WHERE visitor = 'visitor-ann-0000000001'))",
+        "RETURN count((SELECT id FROM funnel_conversation WHERE visitor = visitor:`visitor-ann-0000000001`))",
+        "RETURN count((SELECT id FROM chat)) + count((SELECT id FROM message))",
+        "RETURN count((SELECT id FROM mail_outbox WHERE recipient = 'ann@example.com'))",
+        "RETURN count((SELECT id FROM session WHERE user.email = NONE))",
+    ] {
+        assert_eq!(how_many(&app, sql).await, 0, "{sql}");
+    }
+    // Bob's visit, account and task stay; so do the day's figures and the payment records.
+    assert_eq!(how_many(&app, bob_events).await, 1);
+    let response = get_with_cookie(&app, "/api/tasks", &other).await;
+    let tasks: Value = response.json().await.expect("json");
+    assert_eq!(tasks["tasks"].as_array().map(Vec::len), Some(1));
+    let figures = report(&app, &admin, &format!("from={today}&to={today}")).await;
+    let chat = funnel(&figures, "chat_funnel");
+    assert_eq!((&chat["visitors"], &chat["trial"]), (&json!(2), &json!(1)));
+    assert_eq!(
+        how_many(
+            &app,
+            "RETURN count((SELECT id FROM checkout_session WHERE status = 'complete'))"
+        )
+        .await,
+        1
+    );
+    sign_up(&app, "ann@example.com", "secret1").await;
+}

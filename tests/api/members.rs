@@ -15,7 +15,7 @@ use crate::auth::{me, sign_up};
 use crate::helpers::{TestApp, get_with_cookie, spawn_app, spawn_app_with};
 
 const HANDSHAKE: &str = "/socket.io/?EIO=4&transport=polling";
-const NAMESPACE: &str = "/member";
+pub(crate) const NAMESPACE: &str = "/member";
 
 /// Gives the account behind `cookie` a trial that ends in a week (as fulfilment would).
 async fn start_trial(app: &TestApp, cookie: &str) -> String {
@@ -43,7 +43,7 @@ pub(crate) async fn member(app: &TestApp, email: &str) -> (String, String) {
 }
 
 /// A Socket.IO client of the `/member` namespace over HTTP long-polling.
-struct MemberSocket<'a> {
+pub(crate) struct MemberSocket<'a> {
     app: &'a TestApp,
     sid: String,
     cookie: Option<String>,
@@ -54,7 +54,7 @@ struct MemberSocket<'a> {
 
 impl<'a> MemberSocket<'a> {
     /// Opens the Engine.IO session (with the cookie, if any) and asks to join the namespace.
-    async fn open(app: &'a TestApp, cookie: Option<&str>, auth: Value) -> (Self, Value) {
+    pub(crate) async fn open(app: &'a TestApp, cookie: Option<&str>, auth: Value) -> (Self, Value) {
         let mut request = app.client.get(app.url(HANDSHAKE));
         if let Some(cookie) = cookie {
             request = request.header("cookie", cookie);
@@ -102,7 +102,7 @@ impl<'a> MemberSocket<'a> {
 
     /// The first packet (read so far or from the next polls) that `wanted` picks. Pings are
     /// answered on the way.
-    async fn take(&mut self, wanted: impl Fn(&str) -> bool) -> String {
+    pub(crate) async fn take(&mut self, wanted: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(index) = self.inbox.iter().position(|packet| wanted(packet)) {
@@ -143,7 +143,7 @@ impl<'a> MemberSocket<'a> {
     }
 
     /// The next server event named `event`; its data.
-    async fn event(&mut self, event: &str) -> Value {
+    pub(crate) async fn event(&mut self, event: &str) -> Value {
         let prefix = format!("42{NAMESPACE},[\"{event}\",");
         let packet = self.take(|packet| packet.starts_with(&prefix)).await;
         let args: Value = serde_json::from_str(&packet[NAMESPACE.len() + 3..]).expect("json");

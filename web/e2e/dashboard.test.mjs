@@ -71,6 +71,19 @@ async function adminPage(device) {
   return opened;
 }
 
+/** Signs `context` in as the admin of the first test, with the password the reset set. */
+async function signInAsAdmin(context) {
+  const response = await fetch(`${server.baseUrl}/api/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: server.baseUrl },
+    body: JSON.stringify({ email: ADMIN, password: 'admin-secret-2' }),
+  });
+  assert.equal(response.status, 200);
+  const cookie = response.headers.getSetCookie().find((value) => value.startsWith('helpnow_session='));
+  const [name, value] = cookie.split(';')[0].split('=');
+  await context.addCookies([{ name, value, url: server.baseUrl }]);
+}
+
 /** A table row's cells (the row header first) as text. */
 async function rowCells(row) {
   return row.locator('th, td').allInnerTexts();
@@ -166,25 +179,75 @@ describe('the operator dashboard', () => {
 
   test('on a phone the dashboard reads without sideways scrolling of the page', async () => {
     const { page, context, problems } = await openPage(browser, PHONE);
-    const cookie = await (async () => {
-      // The admin of the first test, signed in again with the password the reset set.
-      const response = await fetch(`${server.baseUrl}/api/auth/login`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', origin: server.baseUrl },
-        body: JSON.stringify({ email: ADMIN, password: 'admin-secret-2' }),
-      });
-      assert.equal(response.status, 200);
-      return response.headers.getSetCookie().find((value) => value.startsWith('helpnow_session=')).split(';')[0];
-    })();
-    const [name, value] = cookie.split('=');
-    await context.addCookies([{ name, value, url: server.baseUrl }]);
+    await signInAsAdmin(context);
     await page.goto(`${server.baseUrl}/admin`);
     await page.getByRole('table', { name: /how far they got/ }).waitFor();
     await page.getByRole('region', { name: 'Live' }).getByText('Conversations open').waitFor();
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px`);
     await page.screenshot({ path: path.join(resultsDir, 'admin-dashboard-phone.png'), fullPage: true });
+    await page
+      .getByRole('region', { name: 'Delete an account' })
+      .screenshot({ path: path.join(resultsDir, 'admin-delete-account-phone.png') });
     assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test('an admin deletes an account on its owner\'s request: the owner is signed out for good, the figures stay', async () => {
+    // Ann (the first test's paying visitor) asks for her data to be deleted; her browser is
+    // still signed in.
+    const ann = await openPage(browser, DESKTOP);
+    const signedIn = await fetch(`${server.baseUrl}/api/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: server.baseUrl },
+      body: JSON.stringify({ email: 'ann@example.com', password: 'ann-secret-1' }),
+    });
+    assert.equal(signedIn.status, 200);
+    const annCookie = signedIn.headers.getSetCookie().find((value) => value.startsWith('helpnow_session='));
+    const [annName, annValue] = annCookie.split(';')[0].split('=');
+    await ann.context.addCookies([{ name: annName, value: annValue, url: server.baseUrl }]);
+    await ann.page.goto(`${server.baseUrl}/`);
+    await ann.page.getByRole('navigation', { name: 'Account' }).getByText('ann@example.com').waitFor();
+
+    const { page, context, problems } = await openPage(browser, DESKTOP);
+    await signInAsAdmin(context);
+    await page.goto(`${server.baseUrl}/admin`);
+    const section = page.getByRole('region', { name: 'Delete an account' });
+    await section.getByLabel('Email address').fill('ann@example.com');
+    await section.getByRole('button', { name: 'Delete account' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete account' });
+    await dialog.getByText('Are you sure you want to delete the account ann@example.com?', { exact: false }).waitFor();
+    await page.screenshot({ path: path.join(resultsDir, 'admin-delete-account.png') });
+    await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
+    const done = section.getByRole('status');
+    await done.waitFor();
+    assert.match(
+      await done.innerText(),
+      /^The account ann@example\.com and everything it held were deleted\. Its subscription was canceled\. Gone with it: 0 chats, 0 tasks, 1 funnel conversation and \d+ analytics events\.$/,
+    );
+    await section.screenshot({ path: path.join(resultsDir, 'admin-account-deleted.png') });
+
+    // Her browser is signed out and her password no longer opens anything.
+    await ann.page.goto(`${server.baseUrl}/`);
+    await ann.page.getByRole('navigation', { name: 'Account' }).getByRole('link', { name: 'Login' }).waitFor();
+    assert.equal(await ann.page.getByText('ann@example.com').count(), 0);
+    const again = await fetch(`${server.baseUrl}/api/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: server.baseUrl },
+      body: JSON.stringify({ email: 'ann@example.com', password: 'ann-secret-1' }),
+    });
+    assert.equal(again.status, 401);
+
+    // The day's figures name no one, and stay: her trial still counts for campaign 222.
+    await page.reload();
+    const refundable = page.getByRole('table', { name: /how far they got/ }).getByRole('row', { name: /Refundable-fee chat/ });
+    await refundable.waitFor();
+    assert.deepEqual(
+      (await rowCells(refundable)).slice(1, 6).map((cell) => cell.split('\n')[0]),
+      ['1', '1', '1', '1', '1'],
+    );
+    assert.deepEqual(problems, []);
+    await ann.context.close();
     await context.close();
   });
 });

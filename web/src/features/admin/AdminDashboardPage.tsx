@@ -5,6 +5,7 @@ import { ApiError } from '../../lib/api';
 import { usePublicConfig } from '../../lib/public-config';
 import { adminApi, type By, type FunnelFigures, type Report, type ReportQuery, type Row } from './api';
 import { DailyChart } from './DailyChart';
+import { DeleteAccount } from './DeleteAccount';
 import { LivePanel } from './LivePanel';
 import { SortableTable, type Column } from './SortableTable';
 import {
@@ -368,6 +369,8 @@ export function AdminDashboardPage() {
           />
         </>
       )}
+
+      <DeleteAccount />
     </div>
   );
 }

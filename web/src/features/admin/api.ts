@@ -41,6 +41,20 @@ export type Live = {
   aiFailures: number;
 };
 
+/** What deleting an account took with it. */
+export type Deleted = {
+  deleted: {
+    chats: number;
+    messages: number;
+    tasks: number;
+    funnelConversations: number;
+    visitors: number;
+    events: number;
+  };
+  subscriptionCanceled: boolean;
+  message: string;
+};
+
 export type ReportQuery = {
   from: string;
   to: string;
@@ -61,6 +75,8 @@ export const adminApi = {
   report: (query: ReportQuery, signal?: AbortSignal) =>
     api.get<Report>(`/api/admin/dashboard?${queryString(query)}`, signal),
   live: (signal?: AbortSignal) => api.get<Live>('/api/admin/live', signal),
+  /** Deletes an account on its owner's request (its subscription is canceled first). */
+  deleteAccount: (email: string) => api.post<Deleted>('/api/admin/accounts/delete', { email }),
   /** The CSV of the breakdown table, or of the funnels' table. */
   csvHref: (query: ReportQuery, table: 'rows' | 'funnels') =>
     `/api/admin/dashboard?${queryString(query, table === 'funnels' ? { format: 'csv', table: 'funnels' } : { format: 'csv' })}`,

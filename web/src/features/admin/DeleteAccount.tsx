@@ -1,0 +1,111 @@
+import { useRef, useState, type FormEvent } from 'react';
+import { Button } from '../../components/Button';
+import { Modal } from '../../components/Modal';
+import { ApiError } from '../../lib/api';
+import { adminApi } from './api';
+import { formatCount } from './format';
+
+/** "1 task", "2 tasks". */
+function some(count: number, thing: string): string {
+  return `${formatCount(count)} ${thing}${count === 1 ? '' : 's'}`;
+}
+
+export const DELETE_FAILED = 'The account could not be deleted. Please try again.';
+
+/**
+ * Deletes an account when its owner asks for their data to go: the server cancels the running
+ * subscription at once, then deletes the account with its chats, tasks and the visits it came
+ * from. The day's dashboard figures, which name no one, stay.
+ */
+export function DeleteAccount() {
+  const [email, setEmail] = useState('');
+  const [confirming, setConfirming] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [done, setDone] = useState<string | null>(null);
+  const keepRef = useRef<HTMLButtonElement>(null);
+
+  function ask(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    setDone(null);
+    setError(null);
+    const address = email.trim();
+    if (!address) {
+      setError('Enter the email address of the account to delete.');
+      return;
+    }
+    setConfirming(address);
+  }
+
+  async function confirm(address: string) {
+    setBusy(true);
+    setError(null);
+    try {
+      const answer = await adminApi.deleteAccount(address);
+      const { deleted } = answer;
+      setDone(
+        `${answer.message} Gone with it: ${some(deleted.chats, 'chat')}, ${some(deleted.tasks, 'task')}, ` +
+          `${some(deleted.funnelConversations, 'funnel conversation')} and ${some(deleted.events, 'analytics event')}.`,
+      );
+      setEmail('');
+    } catch (cause) {
+      setError(cause instanceof ApiError && cause.status !== 500 ? cause.message : DELETE_FAILED);
+    } finally {
+      setBusy(false);
+      setConfirming(null);
+    }
+  }
+
+  return (
+    <section className="card admin-section" aria-labelledby="admin-delete-title">
+      <h2 id="admin-delete-title" className="admin-section__title">
+        Delete an account
+      </h2>
+      <p className="admin-section__note">
+        When someone asks for their data to be deleted: their subscription is canceled at once, and their account, chats,
+        tasks, funnel conversations and analytics events are deleted. Payment records stay for the books.
+      </p>
+      <form className="admin-filters admin-delete" onSubmit={ask} noValidate>
+        <label className="admin-field admin-delete__field">
+          <span className="admin-field__label">Email address</span>
+          <input
+            type="email"
+            className="admin-field__control"
+            value={email}
+            autoComplete="off"
+            onChange={(event) => setEmail(event.target.value)}
+          />
+        </label>
+        <Button type="submit" className="admin-danger" disabled={busy}>
+          Delete account
+        </Button>
+      </form>
+      {error && (
+        <p className="form__error" role="alert">
+          {error}
+        </p>
+      )}
+      {done && (
+        <p className="admin-delete__done" role="status">
+          {done}
+        </p>
+      )}
+      {confirming && (
+        <Modal title="Delete account" onClose={() => setConfirming(null)} initialFocusRef={keepRef}>
+          <p className="admin-delete__confirm">
+            Are you sure you want to delete the account {confirming}? Any running subscription is canceled at once, and
+            this cannot be undone.
+          </p>
+          <div className="admin-delete__actions">
+            <Button className="admin-danger" disabled={busy} onClick={() => void confirm(confirming)}>
+              {busy ? 'Deleting...' : 'Delete'}
+            </Button>
+            <button ref={keepRef} type="button" className="btn btn--secondary" onClick={() => setConfirming(null)}>
+              Cancel
+            </button>
+          </div>
+        </Modal>
+      )}
+    </section>
+  );
+}
