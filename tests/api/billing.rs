@@ -54,7 +54,8 @@ pub(crate) fn demo_billing(app: &TestApp) -> helpnow::billing::Billing {
     )
 }
 
-async fn count(app: &TestApp, sql: &str) -> u64 {
+/// The number a counting query answers (0 for none).
+pub(crate) async fn count(app: &TestApp, sql: &str) -> u64 {
     let mut response = app.db.query(sql).await.expect("query");
     let value: Option<u64> = response.take(0).expect("count");
     value.unwrap_or(0)

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::auth::sign_up;
-use crate::billing::{demo_billing, pay, start_checkout_signed_in, verified_admin};
+use crate::billing::{count, demo_billing, pay, start_checkout_signed_in, verified_admin};
 use crate::helpers::{TestApp, get_with_cookie, post_with_cookie, spawn_app_with};
 
 const ADMIN: &str = "ops@example.com";
@@ -430,15 +430,7 @@ async fn packed_days_read_as_they_were_counted_and_a_late_step_counts_at_once() 
         .await
         .expect("packed");
     assert!((11..=13).contains(&packed), "{packed} days packed");
-    let count = |sql: &'static str| {
-        let db = app.db.clone();
-        async move {
-            let mut response = db.query(sql).await.expect("count");
-            let n: Option<i64> = response.take(0).expect("n");
-            n.unwrap_or(0)
-        }
-    };
-    assert!(count("RETURN count((SELECT id FROM analytics_span))").await > 50);
+    assert!(count(&app, "RETURN count((SELECT id FROM analytics_span))").await > 50);
     for (query, before) in queries.iter().zip(&before) {
         assert_eq!(&report(&app, &admin, query).await, before, "{query}");
     }
@@ -483,7 +475,7 @@ async fn packed_days_read_as_they_were_counted_and_a_late_step_counts_at_once() 
     .await
     .expect("recorded");
     assert_eq!(
-        count("RETURN count((SELECT id FROM analytics_dirty))").await,
+        count(&app, "RETURN count((SELECT id FROM analytics_dirty))").await,
         1
     );
     let cents = |report: &Value| {
@@ -512,7 +504,7 @@ async fn packed_days_read_as_they_were_counted_and_a_late_step_counts_at_once() 
         1
     );
     assert_eq!(
-        count("RETURN count((SELECT id FROM analytics_dirty))").await,
+        count(&app, "RETURN count((SELECT id FROM analytics_dirty))").await,
         0
     );
     assert_eq!(report(&app, &admin, &queries[0]).await, late);
@@ -547,16 +539,8 @@ async fn events_and_journeys_older_than_the_retention_go_and_the_daily_figures_s
         )
         .await
         .expect("time passes");
-    let count = |sql: &'static str| {
-        let db = app.db.clone();
-        async move {
-            let mut response = db.query(sql).await.expect("count");
-            let n: Option<i64> = response.take(0).expect("n");
-            n.unwrap_or(0)
-        }
-    };
     assert_eq!(
-        count("RETURN count((SELECT id FROM journey_step))").await,
+        count(&app, "RETURN count((SELECT id FROM journey_step))").await,
         0
     );
     let gone = helpnow::dashboard::forget_old(&app.db, 395)
@@ -564,14 +548,17 @@ async fn events_and_journeys_older_than_the_retention_go_and_the_daily_figures_s
         .expect("forgotten");
     assert_eq!(gone, 2, "the old visitor's event and journey");
     assert_eq!(
-        count("RETURN count((SELECT id FROM analytics_event WHERE visitor = 'visitor-old-00000000001'))").await,
+        count(&app, "RETURN count((SELECT id FROM analytics_event WHERE visitor = 'visitor-old-00000000001'))").await,
         0
     );
     assert_eq!(
-        count("RETURN count((SELECT id FROM analytics_event))").await,
+        count(&app, "RETURN count((SELECT id FROM analytics_event))").await,
         1
     );
-    assert_eq!(count("RETURN count((SELECT id FROM journey))").await, 1);
+    assert_eq!(
+        count(&app, "RETURN count((SELECT id FROM journey))").await,
+        1
+    );
     // The dashboard still counts both visitors of that day.
     assert_eq!(settled_count(&app, "chat_funnel", "visitors", 2).await, 2);
     assert_eq!(
@@ -775,12 +762,6 @@ async fn a_members_page_load_is_a_page_view_of_the_account() {
     );
 }
 
-async fn how_many(app: &TestApp, sql: &str) -> i64 {
-    let mut response = app.db.query(sql).await.expect("count");
-    let n: Option<i64> = response.take(0).expect("n");
-    n.unwrap_or(0)
-}
-
 /// An admin deletes an account on its owner's request: its subscription is canceled at once,
 /// and the account goes with its tasks, chats, sessions, mails and the visitor it was, with that
 /// visitor's funnel conversation, journeys and analytics events. Another account's data stays, and
@@ -852,10 +833,10 @@ async fn deleting_an_account_cancels_its_subscription_and_takes_its_visitors_eve
         ann_id.expect("her account")
     );
     let ann_events = ann_events.as_str();
-    assert!(how_many(&app, ann_events).await >= 3);
+    assert!(count(&app, ann_events).await >= 3);
     let bob_events =
         "RETURN count((SELECT id FROM analytics_event WHERE visitor = 'visitor-bob-0000000002'))";
-    assert_eq!(how_many(&app, bob_events).await, 1);
+    assert_eq!(count(&app, bob_events).await, 1);
 
     // Her chat is open in a browser.
     let (mut socket, joined) =
@@ -920,7 +901,7 @@ async fn deleting_an_account_cancels_its_subscription_and_takes_its_visitors_eve
     // Her chat socket closed; her subscription ended at the provider (the demo's is the stored one), her sign-in is gone
     // and her address is free; nothing of her visits is left.
     assert_eq!(
-        how_many(
+        count(
             &app,
             "RETURN count((SELECT id FROM subscription WHERE status = 'canceled'))"
         )
@@ -943,7 +924,7 @@ async fn deleting_an_account_cancels_its_subscription_and_takes_its_visitors_eve
         )
         .await;
     assert_eq!(response.status(), 401);
-    assert_eq!(how_many(&app, ann_events).await, 0);
+    assert_eq!(count(&app, ann_events).await, 0);
     for sql in [
         "RETURN count((SELECT id FROM user WHERE email = 'ann@example.com'))",
         "RETURN count((SELECT id FROM visitor:`visitor-ann-0000000001`))",
@@ -953,10 +934,10 @@ async fn deleting_an_account_cancels_its_subscription_and_takes_its_visitors_eve
         "RETURN count((SELECT id FROM mail_outbox WHERE recipient = 'ann@example.com'))",
         "RETURN count((SELECT id FROM session WHERE user.email = NONE))",
     ] {
-        assert_eq!(how_many(&app, sql).await, 0, "{sql}");
+        assert_eq!(count(&app, sql).await, 0, "{sql}");
     }
     // Bob's visit, account and task stay; so do the day's figures and the payment records.
-    assert_eq!(how_many(&app, bob_events).await, 1);
+    assert_eq!(count(&app, bob_events).await, 1);
     let response = get_with_cookie(&app, "/api/tasks", &other).await;
     let tasks: Value = response.json().await.expect("json");
     assert_eq!(tasks["tasks"].as_array().map(Vec::len), Some(1));
@@ -964,7 +945,7 @@ async fn deleting_an_account_cancels_its_subscription_and_takes_its_visitors_eve
     let chat = funnel(&figures, "chat_funnel");
     assert_eq!((&chat["visitors"], &chat["trial"]), (&json!(2), &json!(1)));
     assert_eq!(
-        how_many(
+        count(
             &app,
             "RETURN count((SELECT id FROM checkout_session WHERE status = 'complete'))"
         )
