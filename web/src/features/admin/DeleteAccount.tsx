@@ -1,6 +1,6 @@
-import { useRef, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { Button } from '../../components/Button';
-import { Modal } from '../../components/Modal';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { ApiError } from '../../lib/api';
 import { adminApi } from './api';
 import { formatCount } from './format';
@@ -23,7 +23,6 @@ export function DeleteAccount() {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [done, setDone] = useState<string | null>(null);
-  const keepRef = useRef<HTMLButtonElement>(null);
 
   function ask(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -76,7 +75,7 @@ export function DeleteAccount() {
             onChange={(event) => setEmail(event.target.value)}
           />
         </label>
-        <Button type="submit" className="admin-danger" disabled={busy}>
+        <Button type="submit" variant="danger" disabled={busy}>
           Delete account
         </Button>
       </form>
@@ -91,20 +90,15 @@ export function DeleteAccount() {
         </p>
       )}
       {confirming && (
-        <Modal title="Delete account" onClose={() => setConfirming(null)} initialFocusRef={keepRef}>
-          <p className="admin-delete__confirm">
-            Are you sure you want to delete the account {confirming}? Any running subscription is canceled at once, and
-            this cannot be undone.
-          </p>
-          <div className="admin-delete__actions">
-            <Button className="admin-danger" disabled={busy} onClick={() => void confirm(confirming)}>
-              {busy ? 'Deleting...' : 'Delete'}
-            </Button>
-            <button ref={keepRef} type="button" className="btn btn--secondary" onClick={() => setConfirming(null)}>
-              Cancel
-            </button>
-          </div>
-        </Modal>
+        <ConfirmDialog
+          title="Delete account"
+          busy={busy}
+          onConfirm={() => void confirm(confirming)}
+          onCancel={() => setConfirming(null)}
+        >
+          Are you sure you want to delete the account {confirming}? Any running subscription is canceled at once, and this
+          cannot be undone.
+        </ConfirmDialog>
       )}
     </section>
   );

@@ -1,6 +1,6 @@
-import { useEffect, useId, useRef, useState } from 'react';
+import { useEffect, useId, useState } from 'react';
 import { Button } from '../../components/Button';
-import { Modal } from '../../components/Modal';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { chatApi, type ChatSummary } from './api';
 import { formatChatDate } from './format';
 import './chat.css';
@@ -36,7 +36,6 @@ export function ChatHistoryPanel({
   const [confirming, setConfirming] = useState<ChatSummary | null>(null);
   const [deleting, setDeleting] = useState(false);
   const [deleteError, setDeleteError] = useState<string | null>(null);
-  const cancelRef = useRef<HTMLButtonElement>(null);
 
   useEffect(() => {
     const controller = new AbortController();
@@ -143,22 +142,15 @@ export function ChatHistoryPanel({
         ))}
 
       {confirming && (
-        <Modal title={DELETE_QUESTION} onClose={() => setConfirming(null)} initialFocusRef={cancelRef}>
-          <p className="chat-history__confirm-text">“{confirming.listTitle}” will be removed for good.</p>
-          {deleteError && (
-            <p className="form__error" role="alert">
-              {deleteError}
-            </p>
-          )}
-          <div className="chat-history__confirm-actions">
-            <Button className="chat-history__danger" disabled={deleting} onClick={() => void confirmDelete(confirming)}>
-              {deleting ? 'Deleting...' : 'Delete'}
-            </Button>
-            <button ref={cancelRef} type="button" className="btn btn--secondary" onClick={() => setConfirming(null)}>
-              Cancel
-            </button>
-          </div>
-        </Modal>
+        <ConfirmDialog
+          title={DELETE_QUESTION}
+          error={deleteError}
+          busy={deleting}
+          onConfirm={() => void confirmDelete(confirming)}
+          onCancel={() => setConfirming(null)}
+        >
+          “{confirming.listTitle}” will be removed for good.
+        </ConfirmDialog>
       )}
     </section>
   );

@@ -1,6 +1,6 @@
 import { useEffect, useId, useRef, useState } from 'react';
 import { Button } from '../../components/Button';
-import { Modal } from '../../components/Modal';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { tasksApi, type Task } from './api';
 import { TaskCard } from './TaskCard';
 import { TaskForm } from './TaskForm';
@@ -29,7 +29,6 @@ export function TaskPanel({ onAskForHelp, helpDisabled = false }: TaskPanelProps
   // React has put it (back) on the page, not before.
   const [focusCreate, setFocusCreate] = useState(false);
   const createRef = useRef<HTMLButtonElement>(null);
-  const keepRef = useRef<HTMLButtonElement>(null);
 
   useEffect(() => {
     const controller = new AbortController();
@@ -153,22 +152,15 @@ export function TaskPanel({ onAskForHelp, helpDisabled = false }: TaskPanelProps
       )}
 
       {confirming && (
-        <Modal title="Delete task" onClose={() => setConfirming(null)} initialFocusRef={keepRef}>
-          <p className="tasks-confirm-text">Are you sure you want to delete "{confirming.name}"?</p>
-          {deleteError && (
-            <p className="form__error" role="alert">
-              {deleteError}
-            </p>
-          )}
-          <div className="tasks-confirm-actions">
-            <Button className="tasks-danger" disabled={deleting} onClick={() => void confirmDelete(confirming)}>
-              {deleting ? 'Deleting...' : 'Delete'}
-            </Button>
-            <button ref={keepRef} type="button" className="btn btn--secondary" onClick={() => setConfirming(null)}>
-              Cancel
-            </button>
-          </div>
-        </Modal>
+        <ConfirmDialog
+          title="Delete task"
+          error={deleteError}
+          busy={deleting}
+          onConfirm={() => void confirmDelete(confirming)}
+          onCancel={() => setConfirming(null)}
+        >
+          Are you sure you want to delete "{confirming.name}"?
+        </ConfirmDialog>
       )}
     </section>
   );

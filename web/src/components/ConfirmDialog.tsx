@@ -1,0 +1,51 @@
+import { useRef, type ReactNode } from 'react';
+import { Button } from './Button';
+import { Modal } from './Modal';
+
+type ConfirmDialogProps = {
+  title: string;
+  /** The question, in the spec's words. */
+  children: ReactNode;
+  /** Why the last attempt failed, if it did. */
+  error?: string | null;
+  busy: boolean;
+  confirmLabel?: string;
+  busyLabel?: string;
+  onConfirm: () => void;
+  onCancel: () => void;
+};
+
+/**
+ * Asks before something that cannot be undone (deleting a task, a chat, an account): the
+ * question, a red confirm button and Cancel, which has the focus so that Enter does no harm.
+ */
+export function ConfirmDialog({
+  title,
+  children,
+  error,
+  busy,
+  confirmLabel = 'Delete',
+  busyLabel = 'Deleting...',
+  onConfirm,
+  onCancel,
+}: ConfirmDialogProps) {
+  const cancelRef = useRef<HTMLButtonElement>(null);
+  return (
+    <Modal title={title} onClose={onCancel} initialFocusRef={cancelRef}>
+      <p className="confirm-dialog__text">{children}</p>
+      {error && (
+        <p className="form__error" role="alert">
+          {error}
+        </p>
+      )}
+      <div className="confirm-dialog__actions">
+        <Button variant="danger" disabled={busy} onClick={onConfirm}>
+          {busy ? busyLabel : confirmLabel}
+        </Button>
+        <Button ref={cancelRef} variant="secondary" onClick={onCancel}>
+          Cancel
+        </Button>
+      </div>
+    </Modal>
+  );
+}
