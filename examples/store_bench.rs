@@ -134,6 +134,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         password: None,
     })
     .await?;
+    // A schema change to measure against the migrations' (STORE_BENCH_SETUP='REMOVE INDEX ...'),
+    // run after them.
+    if let Ok(setup) = std::env::var("STORE_BENCH_SETUP") {
+        db.query(setup).await?.check()?;
+    }
     let batcher = Batcher::start(db.clone());
     println!("{url}, {count} conversations");
 

@@ -1,6 +1,7 @@
 //! The `user` table: accounts. Ids leave the store as the record key alone (`user:abc` -> `abc`).
 
 use chrono::{DateTime, Utc};
+use helpnow_actors::rules::FunnelKind;
 use surrealdb::types::SurrealValue;
 
 use super::Db;
@@ -228,10 +229,12 @@ pub async fn erase(db: &Db, user_id: &str) -> Result<Option<Erased>, surrealdb::
         LET $messages = array::flatten($chats.map(|$c| (SELECT VALUE id FROM message WHERE chat = $c)));
         LET $tasks = (SELECT VALUE id FROM task WHERE user = $u);
         LET $events = array::union((SELECT VALUE id FROM analytics_event WHERE user = $u),
+            -- (Both by the index on (user, visitor), migration 0019.)
             array::flatten($visitors.map(|$v| (SELECT VALUE id FROM analytics_event
-                WHERE visitor = $v AND (user = NONE OR user = $u)))));
-        -- A visitor's conversation ids follow from the funnel and the visitor (migration 0008).
-        LET $conversations = array::flatten($visitors.map(|$v| ['chat', 'refundable', 'help'].map(|$f|
+                WHERE user = NONE AND visitor = $v))));
+        -- A visitor's conversation ids follow from the funnel and the visitor
+        -- (ConversationKey::conversation_id; migration 0008).
+        LET $conversations = array::flatten($visitors.map(|$v| $funnels.map(|$f|
                 string::slice(crypto::sha256(string::concat($f, ':', $v)), 0, 24))))
             .filter(|$c| $ours((SELECT VALUE user FROM ONLY type::record('funnel_conversation', $c)))
                 AND record::exists(type::record('funnel_conversation', $c)));
@@ -265,6 +268,13 @@ pub async fn erase(db: &Db, user_id: &str) -> Result<Option<Erased>, surrealdb::
     let mut response = super::retry_on_conflict(|| async {
         db.query(ERASE)
             .bind(("id", user_id.to_owned()))
+            .bind((
+                "funnels",
+                FunnelKind::ALL
+                    .map(FunnelKind::as_str)
+                    .map(str::to_owned)
+                    .to_vec(),
+            ))
             .await
             .and_then(super::check_transaction)
     })

@@ -23,6 +23,8 @@ pub enum FunnelKind {
 }
 
 impl FunnelKind {
+    pub const ALL: [FunnelKind; 3] = [FunnelKind::Chat, FunnelKind::Refundable, FunnelKind::Help];
+
     pub fn as_str(self) -> &'static str {
         match self {
             FunnelKind::Chat => "chat",
