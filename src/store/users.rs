@@ -238,8 +238,9 @@ pub async fn erase(db: &Db, user_id: &str) -> Result<Option<Erased>, surrealdb::
                 string::slice(crypto::sha256(string::concat($f, ':', $v)), 0, 24))))
             .filter(|$c| $ours((SELECT VALUE user FROM ONLY type::record('funnel_conversation', $c)))
                 AND record::exists(type::record('funnel_conversation', $c)));
-        LET $journeys = array::flatten($visitors.map(|$v| (SELECT id, visitor, funnel FROM journey
-            WHERE visitor = $v AND (user = NONE OR user = $u))));
+        -- A visitor's journeys by their ids, [visitor, funnel] (migration 0019).
+        LET $journeys = array::flatten($visitors.map(|$v| (SELECT id, visitor, funnel
+            FROM journey:[$v, NONE]..=[$v, {}] WHERE user = NONE OR user = $u)));
         FOR $c IN $conversations {
             DELETE funnel_message:[$c, 0]..[$c, 1000000000];
             DELETE type::record('funnel_conversation', $c);
