@@ -9,23 +9,19 @@ type ConfirmDialogProps = {
   /** Why the last attempt failed, if it did. */
   error?: string | null;
   busy: boolean;
-  confirmLabel?: string;
-  busyLabel?: string;
   onConfirm: () => void;
   onCancel: () => void;
 };
 
 /**
- * Asks before something that cannot be undone (deleting a task, a chat, an account): the
- * question, a red confirm button and Cancel, which has the focus so that Enter does no harm.
+ * Asks before a deletion that cannot be undone (a task, a chat, an account): the question, a red
+ * Delete button and Cancel, which has the focus so that Enter does no harm.
  */
 export function ConfirmDialog({
   title,
   children,
   error,
   busy,
-  confirmLabel = 'Delete',
-  busyLabel = 'Deleting...',
   onConfirm,
   onCancel,
 }: ConfirmDialogProps) {
@@ -40,7 +36,7 @@ export function ConfirmDialog({
       )}
       <div className="confirm-dialog__actions">
         <Button variant="danger" disabled={busy} onClick={onConfirm}>
-          {busy ? busyLabel : confirmLabel}
+          {busy ? 'Deleting...' : 'Delete'}
         </Button>
         <Button ref={cancelRef} variant="secondary" onClick={onCancel}>
           Cancel
