@@ -17,7 +17,10 @@ use std::time::Instant;
 
 use chrono::Utc;
 use helpnow::domain::VisitorId;
+use helpnow::domain::billing::CheckoutSource;
+use helpnow::domain::journey::Step;
 use helpnow::store::batch::{Batcher, Statement};
+use helpnow::store::journeys::JourneyStep;
 use helpnow::store::{self, analytics::NewAnalyticsEvent, chats, funnels};
 use helpnow_actors::funnel::ports::ConversationChange;
 use helpnow_actors::funnel::{Attribution, Conversation, ConversationKey, FunnelMessage, Speaker};
@@ -203,7 +206,43 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|c| funnels::load_statement(&c.key))
         .collect();
     phase(&batcher, "load (found)", loads).await;
+    journeys(&db, &conversations).await?;
     members(&db, &batcher, count).await?;
+    Ok(())
+}
+
+/// The dashboard's journey steps of each conversation, as the journey recorder records them: in
+/// chunks of 200, one chunk after another, each step kind over all conversations.
+async fn journeys(
+    db: &store::Db,
+    conversations: &[Conversation],
+) -> Result<(), Box<dyn std::error::Error>> {
+    for step in [Step::Visitors, Step::FirstMessage, Step::FinalMessage] {
+        let steps: Vec<JourneyStep> = conversations
+            .iter()
+            .map(|c| {
+                let journey = JourneyStep::new(&c.key.visitor_id, CheckoutSource::ChatFunnel, step);
+                // A join gives the conversation's attribution, as the funnel's namespace does.
+                if step == Step::Visitors {
+                    journey.attribution(serde_json::to_value(&c.attribution).ok())
+                } else {
+                    journey
+                }
+            })
+            .collect();
+        let (cpu, wall) = (cpu_seconds(), Instant::now());
+        for chunk in steps.chunks(200) {
+            store::journeys::record(db, chunk.to_vec()).await?;
+        }
+        let (cpu, wall) = (cpu_seconds() - cpu, wall.elapsed().as_secs_f64());
+        let name = format!("journey {}", step.as_str());
+        println!(
+            "{name:<22} {:>6} steps in chunks of 200: {:>6.1} us CPU each, {:>7.0} a second",
+            steps.len(),
+            cpu * 1e6 / steps.len() as f64,
+            steps.len() as f64 / wall,
+        );
+    }
     Ok(())
 }
 

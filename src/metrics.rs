@@ -50,6 +50,10 @@ pub struct Metrics {
     pub store_batch_calls: Histogram,
     /// How long each group commit took, from its start to its commit.
     pub store_batch_duration: Histogram,
+    /// The dashboard's journey steps, by what became of them (recorded, dropped, failed).
+    pub journey_steps: IntCounterVec,
+    /// Journey steps waiting in the recorder's queue.
+    pub journey_steps_queued: IntGauge,
 }
 
 impl Metrics {
@@ -122,6 +126,17 @@ impl Metrics {
             )
             .buckets(SHORT_BUCKETS.to_vec()),
         )?;
+        let journey_steps = IntCounterVec::new(
+            Opts::new(
+                "journey_steps_total",
+                "The dashboard's journey steps of the busy paths, by outcome (recorded, dropped: the queue was full, failed: not written)",
+            ),
+            &["outcome"],
+        )?;
+        let journey_steps_queued = IntGauge::new(
+            "journey_steps_queued",
+            "Journey steps waiting in the recorder's queue",
+        )?;
         let open_connections = IntGauge::new(
             "open_connections",
             "TCP connections open to the HTTP server",
@@ -141,6 +156,8 @@ impl Metrics {
         registry.register(Box::new(ai_latency.clone()))?;
         registry.register(Box::new(store_batch_calls.clone()))?;
         registry.register(Box::new(store_batch_duration.clone()))?;
+        registry.register(Box::new(journey_steps.clone()))?;
+        registry.register(Box::new(journey_steps_queued.clone()))?;
         let process = Registry::new();
         #[cfg(target_os = "linux")]
         process.register(Box::new(
@@ -160,6 +177,27 @@ impl Metrics {
             ai_latency,
             store_batch_calls,
             store_batch_duration,
+            journey_steps,
+            journey_steps_queued,
+        })
+    }
+
+    /// What the journey recorder reports after each chunk
+    /// ([`crate::store::journeys::JourneyRecorder`]).
+    pub fn journey_observer(&self) -> crate::store::journeys::RecorderObserver {
+        let (steps, queued) = (
+            self.journey_steps.clone(),
+            self.journey_steps_queued.clone(),
+        );
+        Arc::new(move |report| {
+            for (outcome, count) in [
+                ("recorded", report.recorded),
+                ("dropped", report.dropped),
+                ("failed", report.failed),
+            ] {
+                steps.with_label_values(&[outcome]).inc_by(count);
+            }
+            queued.set(i64::try_from(report.queued).unwrap_or(i64::MAX));
         })
     }
 

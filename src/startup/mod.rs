@@ -143,7 +143,8 @@ impl Application {
         // an acknowledgement or a conversation's load waits for.
         let analytics_store = store::batch::Batcher::start(db.clone());
         // The dashboard's journey steps of the busy paths, recorded behind them.
-        let journeys = store::journeys::JourneyRecorder::start(db.clone());
+        let journeys =
+            store::journeys::JourneyRecorder::start(db.clone(), metrics.journey_observer());
         let funnel_registry = funnels::registry(
             &settings,
             funnels::FunnelStores {

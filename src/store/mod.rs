@@ -176,7 +176,21 @@ where
 /// `retry_on_conflict` with a chosen number of attempts, for records many writers touch at once
 /// (a member ticking items quickly). The pauses are random, growing to 40 ms, so writers that
 /// collided do not collide again in step.
-pub async fn retry_conflicts<T, F, Fut>(attempts: u64, mut write: F) -> Result<T, surrealdb::Error>
+pub async fn retry_conflicts<T, F, Fut>(attempts: u64, write: F) -> Result<T, surrealdb::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, surrealdb::Error>>,
+{
+    retry_while(attempts, billing::is_conflict, write).await
+}
+
+/// Runs a write again, up to `attempts` times in all, while its error is one `retry` says a
+/// fresh attempt can get past, with the pauses of [`retry_conflicts`].
+pub async fn retry_while<T, F, Fut>(
+    attempts: u64,
+    retry: impl Fn(&surrealdb::Error) -> bool,
+    mut write: F,
+) -> Result<T, surrealdb::Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, surrealdb::Error>>,
@@ -186,7 +200,7 @@ where
     loop {
         attempt += 1;
         match write().await {
-            Err(error) if billing::is_conflict(&error) && attempt < attempts => {
+            Err(error) if retry(&error) && attempt < attempts => {
                 let pause = rand::rng().random_range(1..=(3 * attempt).min(40));
                 tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
             }

@@ -317,6 +317,24 @@ async fn a_chat_funnel_visitor_counts_once_from_its_campaign_however_often_it_jo
         .expect("query");
     let keys: Vec<Value> = response.take(0).expect("keys");
     assert_eq!(keys, vec![json!(["c9", "email"])]);
+
+    // The recorder says what it did with the steps: two joins and a first message recorded
+    // (the second join counts nothing), none dropped.
+    let mut metrics = String::new();
+    for _ in 0..100 {
+        metrics = app.get("/metrics").await.text().await.expect("body");
+        if metrics.contains("helpnow_journey_steps_total{outcome=\"recorded\"} 3") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    for line in [
+        "helpnow_journey_steps_total{outcome=\"recorded\"} 3",
+        "helpnow_journey_steps_total{outcome=\"dropped\"} 0",
+        "helpnow_journey_steps_queued 0",
+    ] {
+        assert!(metrics.contains(line), "{line} in {metrics}");
+    }
 }
 
 /// An app with an admin and the load generator's synthetic history of `events` over `days`
@@ -610,21 +628,25 @@ async fn an_old_journeys_steps_go_with_it_and_no_one_elses() {
     assert_eq!(left, vec!["visitor-new-00000000002".to_owned()]);
 }
 
-/// Several recorders (one per process, and payments beside them) add to the same roll-up rows at
-/// once: a transaction that loses the race runs again, and every step counts once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn recorders_adding_to_the_same_rows_at_once_count_every_step() {
+/// Runs `recorders` recorders at once, each recording a visit and a first message for
+/// `visitors` chat funnel visitors named by `visitor(recorder, n)`, and answers the roll-ups'
+/// sums per step, then how many journeys and steps there are.
+async fn record_at_once(
+    app: &TestApp,
+    recorders: usize,
+    visitors: usize,
+    visitor: fn(usize, usize) -> String,
+) -> (Vec<Value>, Option<i64>, Option<i64>) {
     use helpnow::domain::billing::CheckoutSource;
     use helpnow::domain::journey::Step;
     use helpnow::store::journeys::{JourneyStep, record};
-    let app = spawn_app_with(|_| {}).await;
-    let recorders: Vec<_> = (0..8)
+    let running: Vec<_> = (0..recorders)
         .map(|recorder| {
             let db = app.db.clone();
             tokio::spawn(async move {
-                let steps = (0..25)
+                let steps = (0..visitors)
                     .flat_map(|n| {
-                        let visitor = format!("visitor-race-{recorder:02}-{n:08}");
+                        let visitor = visitor(recorder, n);
                         [Step::Visitors, Step::FirstMessage].map(|step| {
                             JourneyStep::new(&visitor, CheckoutSource::ChatFunnel, step)
                         })
@@ -634,15 +656,33 @@ async fn recorders_adding_to_the_same_rows_at_once_count_every_step() {
             })
         })
         .collect();
-    for recorder in recorders {
+    for recorder in running {
         recorder.await.expect("joined").expect("recorded");
     }
     let mut response = app
         .db
-        .query("SELECT step, math::sum(n) AS n FROM analytics_daily GROUP BY step ORDER BY step")
+        .query(
+            "SELECT step, math::sum(n) AS n FROM analytics_daily GROUP BY step ORDER BY step;
+             count(SELECT id FROM journey); count(SELECT id FROM journey_step);",
+        )
         .await
         .expect("sums");
-    let sums: Vec<Value> = response.take(0).expect("rows");
+    (
+        response.take(0).expect("rows"),
+        response.take(1).expect("journeys"),
+        response.take(2).expect("steps"),
+    )
+}
+
+/// Several recorders (one per process, and payments beside them) add to the same roll-up rows at
+/// once: a transaction that loses the race runs again, and every step counts once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recorders_adding_to_the_same_rows_at_once_count_every_step() {
+    let app = spawn_app_with(|_| {}).await;
+    let (sums, _, _) = record_at_once(&app, 8, 25, |recorder, n| {
+        format!("visitor-race-{recorder:02}-{n:08}")
+    })
+    .await;
     assert_eq!(
         sums,
         vec![
@@ -650,6 +690,24 @@ async fn recorders_adding_to_the_same_rows_at_once_count_every_step() {
             json!({ "step": "visitors", "n": 200 }),
         ]
     );
+}
+
+/// Recorders counting the same visitors at once (two processes hearing one visitor's tabs): a
+/// chunk that finds a journey or step created after it read them runs again, and each visitor
+/// and step counts once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recorders_counting_the_same_visitors_at_once_count_each_once() {
+    let app = spawn_app_with(|_| {}).await;
+    let (sums, journeys, steps) =
+        record_at_once(&app, 6, 40, |_, n| format!("visitor-same-{n:08}")).await;
+    assert_eq!(
+        sums,
+        vec![
+            json!({ "step": "first_message", "n": 40 }),
+            json!({ "step": "visitors", "n": 40 }),
+        ]
+    );
+    assert_eq!((journeys, steps), (Some(40), Some(40)));
 }
 
 #[tokio::test]

@@ -1,6 +1,6 @@
 //! The operator's dashboard's figures (migration 0012): each visitor's journey through a funnel,
-//! and the daily roll-ups (`analytics_daily`) that `fn::journey` (one step) and
-//! `fn::journey_step` with `fn::journey_tally` (a chunk, migration 0017) keep up to date as steps
+//! and the daily roll-ups (`analytics_daily`) that `fn::journey` (one step, in the money path's
+//! own transactions) and [`record`] (a chunk, counted in bulk: [`chunk`]) keep up to date as steps
 //! arrive.
 //! The dashboard sums roll-up rows, never events (packed per breakdown once a day is two days
 //! old: `store::rollups`), so its answer does not grow with the traffic.
@@ -8,6 +8,8 @@
 use surrealdb::types::{Datetime, SurrealValue};
 
 use super::Db;
+
+mod chunk;
 use crate::domain::billing::CheckoutSource;
 use crate::domain::journey::Step;
 
@@ -68,32 +70,52 @@ impl JourneyStep {
 
 /// How many steps [`JourneyRecorder`] holds before it drops new ones (a warning says so).
 const RECORDER_QUEUE: usize = 100_000;
-/// How many steps it records in one transaction.
-const RECORDER_CHUNK: usize = 200;
+/// How many steps it records in one transaction at most: all that wait, up to this many (a
+/// chunk costs a few statements whatever its size, so a backlog goes in large ones).
+const RECORDER_CHUNK: usize = 1_000;
 
 /// The journey steps of the busy paths (a funnel's joins and messages, page loads, view
 /// events), recorded behind them: each call only queues its step, and one task records the
-/// queue in chunks, resting three times as long as each chunk took, so the dashboard's counting
-/// takes at most a quarter of the store's time and never delays a conversation. Measured without
-/// it (the burst of 2,000 conversations on SurrealKV), counting each step in the conversations'
-/// own group commits nearly tripled the server's CPU and took the acknowledgements' p99 from
-/// 19-38 ms to 475-633 ms. Under a long overload the figures lag behind and catch up after;
-/// steps still queued when the process stops are not counted (the events themselves are stored).
-/// A step that finds the queue full is dropped, and the task says how many were, once per chunk
-/// (at 19,000 funnel conversations for four minutes the queue filled after about a minute:
-/// docs/benchmarks.md, "The schema's cost per write").
+/// queue in chunks ([`record`]), resting as long as each chunk took, so the dashboard's counting
+/// takes at most half of one task's time and never delays a conversation's own writes. Measured
+/// without it (the burst of 2,000 conversations on SurrealKV), counting each step in the
+/// conversations' own group commits nearly tripled the server's CPU and took the
+/// acknowledgements' p99 from 19-38 ms to 475-633 ms (when a step cost 0.9 ms of CPU; in bulk it
+/// costs 0.1-0.2 ms). Under a long overload the figures lag behind and catch up after; steps still
+/// queued when the process stops are not counted (the events themselves are stored). A step that
+/// finds the queue full is dropped, and the task says how many were, once per chunk, and in the
+/// metrics (`helpnow_journey_steps_total`). At 19,000 funnel conversations for four minutes on a
+/// saturated machine it recorded 139,025 steps and dropped 183,551 (resting three times a chunk's
+/// time, in chunks of 200 counted one step at a time: 57,008 and 277,081): docs/benchmarks.md,
+/// "The journey recorder's cost".
 #[derive(Clone)]
 pub struct JourneyRecorder {
     queue: tokio::sync::mpsc::Sender<JourneyStep>,
     dropped: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
+/// What the recorder did with the steps since its last report (after each chunk).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecorderReport {
+    /// Steps counted.
+    pub recorded: u64,
+    /// Steps that found the queue full, never counted.
+    pub dropped: u64,
+    /// Steps whose chunk could not be written (logged).
+    pub failed: u64,
+    /// Steps waiting in the queue now.
+    pub queued: usize,
+}
+
+/// Who hears the recorder's reports (the server's metrics).
+pub type RecorderObserver = std::sync::Arc<dyn Fn(RecorderReport) + Send + Sync>;
+
 impl JourneyRecorder {
-    /// Starts the recording task on the current runtime.
-    pub fn start(db: Db) -> Self {
+    /// Starts the recording task on the current runtime, telling `observer` after each chunk.
+    pub fn start(db: Db, observer: RecorderObserver) -> Self {
         let (queue, steps) = tokio::sync::mpsc::channel(RECORDER_QUEUE);
         let dropped = std::sync::Arc::default();
-        tokio::spawn(drain(db, steps, std::sync::Arc::clone(&dropped)));
+        tokio::spawn(drain(db, steps, std::sync::Arc::clone(&dropped), observer));
         Self { queue, dropped }
     }
 
@@ -110,6 +132,7 @@ async fn drain(
     db: Db,
     mut steps: tokio::sync::mpsc::Receiver<JourneyStep>,
     dropped: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    observer: RecorderObserver,
 ) {
     let mut chunk = Vec::with_capacity(RECORDER_CHUNK);
     while let Some(step) = steps.recv().await {
@@ -121,42 +144,46 @@ async fn drain(
             }
         }
         let started = tokio::time::Instant::now();
-        if let Err(error) = record(&db, std::mem::take(&mut chunk)).await {
-            tracing::warn!(%error, "journey steps could not be recorded");
+        let mut report = RecorderReport::default();
+        let count = chunk.len() as u64;
+        match record(&db, std::mem::take(&mut chunk)).await {
+            Ok(()) => report.recorded = count,
+            Err(error) => {
+                report.failed = count;
+                tracing::warn!(%error, steps = count, "journey steps could not be recorded");
+            }
         }
-        let lost = dropped.swap(0, std::sync::atomic::Ordering::Relaxed);
-        if lost > 0 {
+        report.dropped = dropped.swap(0, std::sync::atomic::Ordering::Relaxed);
+        if report.dropped > 0 {
             tracing::warn!(
-                steps = lost,
+                steps = report.dropped,
                 "the dashboard's journey queue was full: steps were not counted"
             );
         }
-        tokio::time::sleep(started.elapsed() * 3).await;
+        report.queued = steps.len();
+        observer(report);
+        tokio::time::sleep(started.elapsed()).await;
     }
 }
 
 /// Records journey steps, in one transaction of their own: each step on its journey, in order,
-/// then each roll-up row they count on once, with their sum (migration 0017: a chunk of one day's
-/// visitors adds to a few rows). A transaction that lost a race for a row to another writer (a
-/// payment, another process's recorder) wrote nothing, and runs again.
+/// then each roll-up row they count on once, with their sum ([`chunk`]: a chunk of one day's
+/// visitors adds to a few rows). A chunk that lost a race for a journey, a step or a row to
+/// another writer (a payment, another process's recorder) wrote nothing, and runs again.
 pub async fn record(db: &Db, steps: Vec<JourneyStep>) -> Result<(), surrealdb::Error> {
     if steps.is_empty() {
         return Ok(());
     }
-    super::retry_on_conflict(|| {
-        super::in_turn_bounded(async {
-            db.query(
-                "BEGIN TRANSACTION;
-                 fn::journey_tally(array::flatten($journeys.map(|$s| fn::journey_step($s))));
-                 COMMIT TRANSACTION;",
-            )
-            .bind(("journeys", steps.clone()))
-            .await
-            .and_then(super::check_transaction)
-        })
+    super::retry_while(8, lost_race, || {
+        super::in_turn_bounded(chunk::record_once(db, &steps))
     })
-    .await?;
-    Ok(())
+    .await
+}
+
+/// Whether a chunk failed because another writer got there first: a conflict at commit, or a
+/// journey or step created after the chunk read them.
+fn lost_race(error: &surrealdb::Error) -> bool {
+    super::billing::is_conflict(error) || error.to_string().contains("already exists")
 }
 
 /// Records journey steps; the dashboard's figures never fail the action they count, so an error
