@@ -10,6 +10,8 @@
 //! scenario does to the store: a load that finds nothing and a visit, its creation, then three
 //! visitor messages and three replies, each a save, and two analytics events. The phases run one
 //! after another over all conversations at once, so each phase's CPU is its statements' own.
+//! Then the dashboard's journey recorder counts each conversation's visit, first message and final
+//! message, in chunks of 200, one chunk after another.
 //! Then as many members do what a member chat's send does to the store (an access read, a read
 //! of the chat's last messages, the message, an event, the reply).
 

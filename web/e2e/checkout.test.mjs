@@ -140,6 +140,8 @@ describe('checkout on the demo provider', () => {
     await page.screenshot({ path: path.join(resultsDir, 'welcome-back.png') });
     await dialog.getByRole('link', { name: 'Login to Your Account' }).click();
     await page.waitForURL((url) => url.pathname === '/login');
+    // The address changes before the sign-in page (loaded on demand) is drawn: read its form.
+    await page.getByRole('heading', { name: 'Sign in to your account' }).waitFor();
     assert.equal(await page.getByLabel('Email').inputValue(), email, 'the address is filled in');
     await page.getByLabel('Password').fill('my old password');
     await page.getByRole('button', { name: 'Sign in' }).click();
