@@ -12,7 +12,9 @@
 //!
 //! The reads are outside the transaction. A journey or step another writer (a payment, another
 //! process's recorder) creates after them makes the insert fail, as a commit that races one does,
-//! and the whole chunk is read and written again (`retry_on_conflict`): nothing is counted twice.
+//! and so does a journey they found that went since (forgotten, or its account deleted): the
+//! whole chunk is read and written again (`super::record`), so nothing is counted twice and no
+//! step is left without its journey.
 
 use std::collections::{HashMap, HashSet};
 
@@ -87,6 +89,8 @@ struct Tally {
 /// What a chunk writes.
 #[derive(Debug, Default)]
 struct Plan {
+    /// The journeys the read found, which the plan counts on.
+    known: Vec<RecordId>,
     journeys: Vec<NewJourney>,
     steps: Vec<NewStep>,
     retain: Vec<Retain>,
@@ -209,6 +213,13 @@ fn plan(
         cohort: Vec<Json>,
         retained: bool,
     }
+    let mut plan = Plan {
+        known: found
+            .iter()
+            .map(|j| journey_id(&j.visitor, &j.funnel))
+            .collect(),
+        ..Plan::default()
+    };
     let mut journeys: HashMap<JourneyKey, State> = found
         .into_iter()
         .map(|j| {
@@ -223,7 +234,6 @@ fn plan(
         .collect();
     let mut done: HashSet<Vec<String>> = counted.into_iter().collect();
     let yesterday = day_of(now - Duration::days(1));
-    let mut plan = Plan::default();
     for step in steps {
         let at = step
             .at
@@ -311,6 +321,16 @@ fn plan(
 /// Writes a chunk's plan in one transaction.
 async fn write(db: &Db, plan: Plan) -> Result<(), surrealdb::Error> {
     let mut script = String::from("BEGIN TRANSACTION;\n");
+    // A journey the read found and that went since (forgotten, or its account deleted) would
+    // leave this chunk's steps without it: the chunk runs again, and begins it anew as
+    // `fn::journey` does.
+    if !plan.known.is_empty() {
+        script.push_str(
+            "IF count(SELECT VALUE id FROM $known) != array::len($known) {
+                 THROW 'a journey went since the chunk read it: retry';
+             };\n",
+        );
+    }
     if !plan.journeys.is_empty() {
         script.push_str("INSERT INTO journey $journeys RETURN NONE;\n");
     }
@@ -334,6 +354,7 @@ async fn write(db: &Db, plan: Plan) -> Result<(), surrealdb::Error> {
     }
     script.push_str("fn::journey_add($tally);\nCOMMIT TRANSACTION;");
     db.query(script)
+        .bind(("known", plan.known))
         .bind(("journeys", plan.journeys))
         .bind(("steps", plan.steps))
         .bind(("retain", plan.retain))
@@ -378,6 +399,7 @@ mod tests {
             JourneyStep::new("v1", ChatFunnel, Step::FirstMessage).at(t(1)),
             JourneyStep::new("v1", ChatFunnel, Step::FirstMessage).at(t(2)),
             JourneyStep::new("v2", ChatFunnel, Step::FirstMessage).at(t(3)),
+            JourneyStep::new("v2", ChatFunnel, Step::Trial).at(t(3)),
             JourneyStep::new("v1", HelpFunnel, Step::Visitors).at(t(4)),
             JourneyStep::new("v4", ChatFunnel, Step::Visitors)
                 .attribution(Some(json!({ "campaignid": "9", "keyword": null })))
@@ -483,5 +505,41 @@ mod tests {
         record(&db, first).await.expect("runs again");
         let sums = rows(&db, "SELECT VALUE n FROM analytics_daily").await;
         assert_eq!(sums, vec![json!(1)]);
+    }
+
+    #[tokio::test]
+    async fn a_chunk_whose_journey_went_since_its_read_runs_again_and_begins_it_anew() {
+        let db = with_visitors().await;
+        record(
+            &db,
+            vec![JourneyStep::new("v1", ChatFunnel, Step::Visitors)],
+        )
+        .await
+        .expect("a visit");
+        let next = vec![JourneyStep::new("v1", ChatFunnel, Step::FirstMessage)];
+        let found = vec![super::Found {
+            visitor: "v1".into(),
+            funnel: "chat_funnel".into(),
+            cohort: rows(
+                &db,
+                "SELECT VALUE [day, funnel, campaignid, keyword, utm_source, utm_medium, utm_campaign]
+                 FROM journey",
+            )
+            .await
+            .remove(0)
+            .as_array()
+            .cloned()
+            .expect("a cohort"),
+            retained: false,
+        }];
+        let plan = super::plan(&next, found, Vec::new(), &Default::default(), Utc::now());
+        // The account's deletion takes the journey after the chunk read it.
+        rows(&db, "DELETE journey").await;
+        let error = super::write(&db, plan).await.expect_err("a journey gone");
+        assert!(super::super::lost_race(&error), "{error}");
+        record(&db, next).await.expect("runs again");
+        let counted = rows(&db, "SELECT VALUE step FROM analytics_daily ORDER BY step").await;
+        assert_eq!(counted, vec![json!("first_message"), json!("visitors")]);
+        assert_eq!(rows(&db, "SELECT VALUE id FROM journey").await.len(), 1);
     }
 }
