@@ -8,10 +8,10 @@
 use surrealdb::types::{Datetime, SurrealValue};
 
 use super::Db;
-
-mod chunk;
 use crate::domain::billing::CheckoutSource;
 use crate::domain::journey::Step;
+
+mod chunk;
 
 /// One step of one visitor's journey, as `fn::journey` takes it.
 #[derive(Debug, Clone, SurrealValue)]
