@@ -257,13 +257,19 @@ async fn members(
     count: usize,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let members: Vec<String> = (0..count).map(|n| format!("member{n:013}")).collect();
+    // Every other member came by an ad (an acquisition its events carry as their first touch).
     db.query(
         "FOR $id IN $ids { CREATE type::record('user', $id) CONTENT {
              email: $id + '@example.com', trial_started: true,
-             trial_start_date: time::now(), trial_end_date: time::now() + 7d
+             trial_start_date: time::now(), trial_end_date: time::now() + 7d,
+             acquisition: IF $id IN $by_ad { { campaignid: '2231', keyword: 'printer offline' } }
          } RETURN NONE; }",
     )
     .bind(("ids", members.clone()))
+    .bind((
+        "by_ad",
+        members.iter().step_by(2).cloned().collect::<Vec<_>>(),
+    ))
     .await?
     .check()?;
     let mut chats_of = Vec::with_capacity(count);

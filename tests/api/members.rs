@@ -548,6 +548,91 @@ async fn a_members_reads_and_writes_share_a_batch_and_each_gets_its_own_answer()
     );
 }
 
+/// A member's events carry their account's first touch, read in the batch's own statement (not
+/// the field's `fn::first_touch` per row): the same campaign fields as that function gives, and
+/// an empty first touch for an account no ad brought. A visitor's event in the same batch keeps
+/// the first touch it was given.
+#[tokio::test]
+async fn a_members_events_carry_the_first_touch_of_their_account() {
+    let app = spawn_app().await;
+    let (_, by_ad) = member(&app, "by-ad@example.com").await;
+    let (_, organic) = member(&app, "organic@example.com").await;
+    app.db
+        .query(
+            "UPDATE type::record('user', $id) SET acquisition = {
+                 campaignid: '2231', keyword: 'printer offline', gclid: 'g-1', landing: '/help' }",
+        )
+        .bind(("id", by_ad.clone()))
+        .await
+        .expect("query")
+        .check()
+        .expect("acquisition set");
+    let event = |user: &str| Statement::MemberEvent {
+        name: "chat_message_sent".into(),
+        user: user.to_owned(),
+        properties: json!({ "chatId": "c1", "newChat": false }),
+    };
+    let outcomes = commit_together(
+        &app.db,
+        vec![
+            event(&by_ad),
+            event(&organic),
+            Statement::Analytics(helpnow::store::analytics::NewAnalyticsEvent {
+                name: "chatbot_first_message".into(),
+                properties: json!({ "funnel": "chatbot" }),
+                visitor: Some("v-member-batch".into()),
+                path: None,
+                user: None,
+                first_touch: Some(json!({ "campaignid": "77" })),
+            }),
+        ],
+    )
+    .await;
+    assert!(
+        outcomes.iter().all(|outcome| outcome == &Ok(Outcome::Done)),
+        "{outcomes:?}"
+    );
+    let touch = |who: &'static str, id: Option<String>| {
+        let db = app.db.clone();
+        async move {
+            let mut response = db
+                .query(match who {
+                    "user" => {
+                        "SELECT VALUE [first_touch, fn::first_touch(NONE, user, properties)]
+                         FROM analytics_event
+                         WHERE user = type::record('user', $id) AND name = 'chat_message_sent'"
+                    }
+                    _ => {
+                        "SELECT VALUE [first_touch, NONE] FROM analytics_event WHERE visitor = $id"
+                    }
+                })
+                .bind(("id", id.expect("an id")))
+                .await
+                .expect("query")
+                .check()
+                .expect("read");
+            let rows: Vec<Value> = response.take(0).expect("rows");
+            assert_eq!(rows.len(), 1, "{rows:?}");
+            rows[0].clone()
+        }
+    };
+    // fn::first_touch names the fields the account lacks too (as none); the batch leaves them out.
+    let given = |touch: &Value| {
+        let mut touch = touch.as_object().cloned().unwrap_or_default();
+        touch.retain(|_, value| !value.is_null());
+        Value::Object(touch)
+    };
+    let expected = json!({ "campaignid": "2231", "keyword": "printer offline", "gclid": "g-1" });
+    let stored = touch("user", Some(by_ad)).await;
+    assert_eq!(stored[0], expected, "{stored}");
+    assert_eq!(given(&stored[1]), expected, "as fn::first_touch gives it");
+    let stored = touch("user", Some(organic)).await;
+    assert_eq!(stored[0], json!({}), "{stored}");
+    assert_eq!(stored[1], Value::Null, "fn::first_touch: none");
+    let stored = touch("visitor", Some("v-member-batch".into())).await;
+    assert_eq!(stored[0], json!({ "campaignid": "77" }));
+}
+
 /// Appends alone on their chat in a batch go together (one read, one `INSERT`), each answered
 /// from its row as an append of its own would be: the revision before it; `-1` for an id that
 /// already landed in that chat; none for another member's chat, a chat that does not exist or an
