@@ -204,6 +204,16 @@ where
                 let pause = rand::rng().random_range(1..=(3 * attempt).min(40));
                 tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
             }
+            Err(error) if retry(&error) => {
+                // The write's closure names its caller (`...::claim_event::{{closure}}`).
+                tracing::warn!(
+                    write = std::any::type_name::<F>(),
+                    attempts,
+                    %error,
+                    "a write still met a conflict at its last attempt"
+                );
+                return Err(error);
+            }
             other => return other,
         }
     }

@@ -29,25 +29,34 @@ pub async fn claim_event(
     payload: serde_json::Value,
 ) -> Result<EventClaim, surrealdb::Error> {
     let lease = format!("{EVENT_LEASE_SECS}s");
-    let result = db
-        .query(
-            "CREATE webhook_event CONTENT { event_id: $id, event_type: $type, payload: $payload, \
-             source: $source, claimed_until: time::now() + type::duration($lease) }",
-        )
-        .bind(("id", event_id.to_owned()))
-        .bind(("type", event_type.to_owned()))
-        .bind(("payload", payload))
-        .bind(("source", source.to_owned()))
-        .bind(("lease", lease.clone()))
-        .await
-        .and_then(|response| response.check());
+    // A conflict with another writer wrote nothing: tried again. The event already stored (the
+    // unique index on its id) is not a conflict to retry but the answer, read below.
+    let result = crate::store::retry_while(
+        8,
+        |error| super::is_conflict(error) && !crate::store::users::is_unique_violation(error),
+        || async {
+            db.query(
+                "CREATE webhook_event CONTENT { event_id: $id, event_type: $type, \
+                 payload: $payload, source: $source, \
+                 claimed_until: time::now() + type::duration($lease) }",
+            )
+            .bind(("id", event_id.to_owned()))
+            .bind(("type", event_type.to_owned()))
+            .bind(("payload", payload.clone()))
+            .bind(("source", source.to_owned()))
+            .bind(("lease", lease.clone()))
+            .await
+            .and_then(|response| response.check())
+        },
+    )
+    .await;
     match result {
         Ok(_) => return Ok(EventClaim::Claimed),
         Err(error) if !crate::store::users::is_unique_violation(&error) => return Err(error),
         Err(_) => {}
     }
-    let mut response = db
-        .query(
+    let mut response = crate::store::retry_on_conflict(|| async {
+        db.query(
             "UPDATE (SELECT VALUE id FROM webhook_event WHERE event_id = $id) \
              SET claimed_until = time::now() + type::duration($lease) \
              WHERE processed_at = NONE \
@@ -55,9 +64,11 @@ pub async fn claim_event(
              SELECT VALUE processed_at FROM webhook_event WHERE event_id = $id;",
         )
         .bind(("id", event_id.to_owned()))
-        .bind(("lease", lease))
-        .await?
-        .check()?;
+        .bind(("lease", lease.clone()))
+        .await
+        .and_then(|response| response.check())
+    })
+    .await?;
     let claimed: Vec<String> = response.take(0)?;
     if !claimed.is_empty() {
         return Ok(EventClaim::Claimed);
@@ -76,13 +87,16 @@ pub async fn mark_event_processed(
     event_id: &str,
     outcome: String,
 ) -> Result<(), surrealdb::Error> {
-    db
-        // The ids come from the indexed lookup, so the update touches one row, not the table.
-        .query("UPDATE (SELECT VALUE id FROM webhook_event WHERE event_id = $id) SET processed_at = time::now(), claimed_until = NONE, outcome = $outcome")
-        .bind(("id", event_id.to_owned()))
-        .bind(("outcome", outcome))
-        .await?
-        .check()?;
+    crate::store::retry_on_conflict(|| async {
+        db
+            // The ids come from the indexed lookup, so the update touches one row, not the table.
+            .query("UPDATE (SELECT VALUE id FROM webhook_event WHERE event_id = $id) SET processed_at = time::now(), claimed_until = NONE, outcome = $outcome")
+            .bind(("id", event_id.to_owned()))
+            .bind(("outcome", outcome.clone()))
+            .await
+            .and_then(|response| response.check())
+    })
+    .await?;
     Ok(())
 }
 

@@ -465,7 +465,17 @@ mod tests {
                  FROM journey_step ORDER BY id",
             )
             .await,
-            rows(db, "SELECT * FROM analytics_daily ORDER BY id").await,
+            // Summed per row of the day: fn::journey's rows each have a key of their own
+            // (migration 0021), the recorder's are shared.
+            rows(
+                db,
+                "SELECT day, funnel, campaignid, keyword, utm_source, utm_medium, utm_campaign,
+                        step, math::sum(n) AS n, math::sum(cents) AS cents
+                 FROM analytics_daily
+                 GROUP BY day, funnel, campaignid, keyword, utm_source, utm_medium,
+                          utm_campaign, step",
+            )
+            .await,
             rows(db, "SELECT VALUE day FROM analytics_dirty GROUP BY day").await,
         ]
     }
@@ -490,6 +500,47 @@ mod tests {
         // What the comparison covers.
         assert_eq!(expected[0].len(), 6, "{:#?}", expected[0]);
         assert!(!expected[3].is_empty(), "the late step marks its day");
+    }
+
+    /// Two buyers of one campaign's day pay at once while the recorder counts a visit of the same
+    /// cohort: the money path's transactions (`fn::journey`) add to roll-up rows of their own
+    /// (migration 0021), so neither conflicts with the other or with the recorder's shared row,
+    /// and the day's sums hold all three.
+    #[tokio::test]
+    async fn money_steps_at_once_do_not_conflict_on_their_roll_up_rows() {
+        let db = with_visitors().await;
+        let visits = ["a", "b"].map(|v| JourneyStep::new(v, ChatFunnel, Step::Visitors));
+        record(&db, visits.to_vec()).await.expect("visits");
+        let (one, two) = (
+            (*db).clone().begin().await.expect("a transaction"),
+            (*db).clone().begin().await.expect("a transaction"),
+        );
+        for (tx, visitor) in [(&one, "a"), (&two, "b")] {
+            tx.query("fn::journey($s)")
+                .bind(("s", JourneyStep::new(visitor, ChatFunnel, Step::Trial)))
+                .await
+                .and_then(|response| response.check())
+                .expect("a trial counted");
+        }
+        record(&db, vec![JourneyStep::new("c", ChatFunnel, Step::Visitors)])
+            .await
+            .expect("a visit meanwhile");
+        one.commit().await.expect("the first buyer's");
+        two.commit()
+            .await
+            .expect("the second buyer's, without a conflict");
+        let sums = rows(
+            &db,
+            "SELECT step, math::sum(n) AS n FROM analytics_daily GROUP BY step ORDER BY step",
+        )
+        .await;
+        assert_eq!(
+            sums,
+            vec![
+                json!({ "step": "trial", "n": 2 }),
+                json!({ "step": "visitors", "n": 3 })
+            ]
+        );
     }
 
     #[tokio::test]
