@@ -150,13 +150,16 @@ pub(crate) async fn due(
 
 /// Takes the lease on a due row. `false` when another sender got there first or the row was
 /// delivered meanwhile: the condition is re-checked inside the update, so only one claim wins.
+/// A claim whose commit met another writer's (two passes claiming the row at once, as each
+/// fulfilment starts one) wrote nothing and is `false` too: the row is the other's, or due again
+/// at the next pass.
 pub(crate) async fn claim(
     db: &Db,
     id: &str,
     max_attempts: u32,
     lease: Duration,
 ) -> Result<bool, surrealdb::Error> {
-    let mut response = db
+    let claimed = db
         .query(
             "UPDATE type::record('mail_outbox', $key) \
              SET claimed_until = time::now() + type::duration($lease) \
@@ -167,10 +170,14 @@ pub(crate) async fn claim(
         .bind(("key", key_of(id).to_owned()))
         .bind(("lease", seconds(lease)))
         .bind(("max_attempts", i64::from(max_attempts)))
-        .await?
-        .check()?;
-    let claimed: Vec<String> = response.take(0)?;
-    Ok(!claimed.is_empty())
+        .await
+        .and_then(|response| response.check())
+        .and_then(|mut response| response.take::<Vec<String>>(0));
+    match claimed {
+        Ok(claimed) => Ok(!claimed.is_empty()),
+        Err(error) if super::billing::is_conflict(&error) => Ok(false),
+        Err(error) => Err(error),
+    }
 }
 
 /// Records a delivery: the row leaves the queue for good. `kept_body`, when given, replaces the
