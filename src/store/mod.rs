@@ -205,11 +205,12 @@ where
                 tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
             }
             Err(error) if retry(&error) => {
-                // The write's closure names its caller (`...::claim_event::{{closure}}`).
+                // The write's closure names its caller (`...::claim_event::{{closure}}`). The
+                // error's text is left out: a unique index's quotes the value (an address).
                 tracing::warn!(
                     write = std::any::type_name::<F>(),
                     attempts,
-                    %error,
+                    unique_index = users::is_unique_violation(&error),
                     "a write still met a conflict at its last attempt"
                 );
                 return Err(error);

@@ -175,7 +175,10 @@ pub(crate) async fn claim(
         .and_then(|mut response| response.take::<Vec<String>>(0));
     match claimed {
         Ok(claimed) => Ok(!claimed.is_empty()),
-        Err(error) if super::billing::is_conflict(&error) => Ok(false),
+        Err(error) if super::billing::is_conflict(&error) => {
+            tracing::debug!(outbox_id = %id, %error, "another pass claimed the mail at once");
+            Ok(false)
+        }
         Err(error) => Err(error),
     }
 }

@@ -55,25 +55,31 @@ pub async fn claim_event(
         Err(error) if !crate::store::users::is_unique_violation(&error) => return Err(error),
         Err(_) => {}
     }
-    let mut response = crate::store::retry_on_conflict(|| async {
+    // Only the claim is tried again: a conflict means it wrote nothing. (Tried again with the read
+    // after it, a claim that committed before the read failed would find itself in flight.)
+    let claimed: Vec<String> = crate::store::retry_on_conflict(|| async {
         db.query(
             "UPDATE (SELECT VALUE id FROM webhook_event WHERE event_id = $id) \
              SET claimed_until = time::now() + type::duration($lease) \
              WHERE processed_at = NONE \
-             AND (claimed_until = NONE OR claimed_until < time::now()) RETURN VALUE event_id;
-             SELECT VALUE processed_at FROM webhook_event WHERE event_id = $id;",
+             AND (claimed_until = NONE OR claimed_until < time::now()) RETURN VALUE event_id",
         )
         .bind(("id", event_id.to_owned()))
         .bind(("lease", lease.clone()))
         .await
         .and_then(|response| response.check())
+        .and_then(|mut response| response.take(0))
     })
     .await?;
-    let claimed: Vec<String> = response.take(0)?;
     if !claimed.is_empty() {
         return Ok(EventClaim::Claimed);
     }
-    let processed: Vec<Option<DateTime<Utc>>> = response.take(1)?;
+    let processed: Vec<Option<DateTime<Utc>>> = db
+        .query("SELECT VALUE processed_at FROM webhook_event WHERE event_id = $id")
+        .bind(("id", event_id.to_owned()))
+        .await?
+        .check()?
+        .take(0)?;
     Ok(if processed.into_iter().next().flatten().is_some() {
         EventClaim::Processed
     } else {

@@ -497,6 +497,13 @@ mod tests {
         }
         let expected = tables(&one_by_one).await;
         assert_eq!(tables(&in_chunks).await, expected);
+        // The recorder adds to the shared rows: [day, funnel, the campaign's five fields, step].
+        let keys = rows(
+            &in_chunks,
+            "SELECT VALUE array::len(record::id(id)) FROM analytics_daily",
+        )
+        .await;
+        assert!(keys.iter().all(|length| length == &json!(8)), "{keys:?}");
         // What the comparison covers.
         assert_eq!(expected[0].len(), 6, "{:#?}", expected[0]);
         assert!(!expected[3].is_empty(), "the late step marks its day");
