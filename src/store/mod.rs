@@ -200,20 +200,21 @@ where
     loop {
         attempt += 1;
         match write().await {
-            Err(error) if retry(&error) && attempt < attempts => {
+            Err(error) if retry(&error) => {
+                if attempt >= attempts {
+                    // The write's closure names its caller (`...::claim_event::{{closure}}`).
+                    // The error's text is left out: a unique index's quotes the value (an
+                    // address).
+                    tracing::warn!(
+                        write = std::any::type_name::<F>(),
+                        attempts,
+                        unique_index = users::is_unique_violation(&error),
+                        "a write still met a conflict at its last attempt"
+                    );
+                    return Err(error);
+                }
                 let pause = rand::rng().random_range(1..=(3 * attempt).min(40));
                 tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
-            }
-            Err(error) if retry(&error) => {
-                // The write's closure names its caller (`...::claim_event::{{closure}}`). The
-                // error's text is left out: a unique index's quotes the value (an address).
-                tracing::warn!(
-                    write = std::any::type_name::<F>(),
-                    attempts,
-                    unique_index = users::is_unique_violation(&error),
-                    "a write still met a conflict at its last attempt"
-                );
-                return Err(error);
             }
             other => return other,
         }

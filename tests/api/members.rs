@@ -592,21 +592,13 @@ async fn a_members_events_carry_the_first_touch_of_their_account() {
         outcomes.iter().all(|outcome| outcome == &Ok(Outcome::Done)),
         "{outcomes:?}"
     );
-    let touch = |who: &'static str, id: Option<String>| {
+    // Each row: [the stored first touch, what fn::first_touch gives for it].
+    let touch = |query: &'static str, id: String| {
         let db = app.db.clone();
         async move {
             let mut response = db
-                .query(match who {
-                    "user" => {
-                        "SELECT VALUE [first_touch, fn::first_touch(NONE, user, properties)]
-                         FROM analytics_event
-                         WHERE user = type::record('user', $id) AND name = 'chat_message_sent'"
-                    }
-                    _ => {
-                        "SELECT VALUE [first_touch, NONE] FROM analytics_event WHERE visitor = $id"
-                    }
-                })
-                .bind(("id", id.expect("an id")))
+                .query(query)
+                .bind(("id", id))
                 .await
                 .expect("query")
                 .check()
@@ -616,6 +608,9 @@ async fn a_members_events_carry_the_first_touch_of_their_account() {
             rows[0].clone()
         }
     };
+    let of_member = "SELECT VALUE [first_touch, fn::first_touch(NONE, user, properties)]
+        FROM analytics_event
+        WHERE user = type::record('user', $id) AND name = 'chat_message_sent'";
     // fn::first_touch names the fields the account lacks too (as none); the batch leaves them out.
     let given = |touch: &Value| {
         let mut touch = touch.as_object().cloned().unwrap_or_default();
@@ -623,13 +618,17 @@ async fn a_members_events_carry_the_first_touch_of_their_account() {
         Value::Object(touch)
     };
     let expected = json!({ "campaignid": "2231", "keyword": "printer offline", "gclid": "g-1" });
-    let stored = touch("user", Some(by_ad)).await;
+    let stored = touch(of_member, by_ad).await;
     assert_eq!(stored[0], expected, "{stored}");
     assert_eq!(given(&stored[1]), expected, "as fn::first_touch gives it");
-    let stored = touch("user", Some(organic)).await;
+    let stored = touch(of_member, organic).await;
     assert_eq!(stored[0], json!({}), "{stored}");
     assert_eq!(stored[1], Value::Null, "fn::first_touch: none");
-    let stored = touch("visitor", Some("v-member-batch".into())).await;
+    let stored = touch(
+        "SELECT VALUE [first_touch, NONE] FROM analytics_event WHERE visitor = $id",
+        "v-member-batch".into(),
+    )
+    .await;
     assert_eq!(stored[0], json!({ "campaignid": "77" }));
 }
 
