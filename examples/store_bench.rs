@@ -167,6 +167,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|c| funnels::save_statement(c, ConversationChange::Started))
         .collect::<Result<_, _>>()?;
     phase(&batcher, "create", creates).await;
+    // The same starts again, as a returning visitor's join tries its start first: each a
+    // conflict of its own.
+    let again = conversations
+        .iter()
+        .map(|c| funnels::save_statement(c, ConversationChange::Started))
+        .collect::<Result<_, _>>()?;
+    phase(&batcher, "create (already there)", again).await;
     for round in 0..3 {
         for role in [Speaker::User, Speaker::Assistant] {
             conversations.iter_mut().for_each(|c| add_message(c, role));

@@ -231,7 +231,17 @@ fn tracing_error(error: &SetupError) {
     // The first failures explain the rest; the report counts them by kind.
     static SHOWN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     if SHOWN.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 3 {
-        eprintln!("a member could not be made: {error}");
+        // reqwest's own text says only that a request failed; its causes say why.
+        let mut text = error.to_string();
+        let mut cause = match error {
+            SetupError::Http { error, .. } => std::error::Error::source(error),
+            _ => None,
+        };
+        while let Some(inner) = cause {
+            text.push_str(&format!(": {inner}"));
+            cause = inner.source();
+        }
+        eprintln!("a member could not be made: {text}");
     }
 }
 

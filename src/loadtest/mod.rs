@@ -47,6 +47,9 @@ pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
 const GRACE: Duration = Duration::from_secs(10);
 /// How many loopback addresses connections are spread over.
 const LOOPBACK_SOURCES: u32 = 200;
+/// How long an HTTP connection of the generator stays pooled unused: well within the server's
+/// keep-alive (5 s), so it is never reused as the server closes it.
+const IDLE_HTTP: Duration = Duration::from_secs(2);
 /// The funnel the generator's visitors chat in.
 const FUNNEL: &str = "chat";
 /// A funnel conversation: three messages lead to the final one.
@@ -415,6 +418,10 @@ fn http_clients(server: SocketAddr) -> Result<Vec<reqwest::Client>, String> {
             reqwest::Client::builder()
                 .local_address(source_address(server, index))
                 .timeout(PATIENCE)
+                // A client's turn comes every few seconds among 200; the server closes an
+                // HTTP connection idle for 5 s (actix-web's keep-alive), and a request sent on
+                // one as it closes fails ("connection closed before message completed").
+                .pool_idle_timeout(IDLE_HTTP)
                 .build()
                 .map_err(|error| format!("cannot build an HTTP client: {error}"))
         })

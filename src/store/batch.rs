@@ -16,8 +16,10 @@
 //! "on disk".
 //!
 //! Within a batch, the writes of one kind go as one `INSERT` of all their rows (new messages,
-//! new conversations, visits, analytics events): SurrealDB runs a statement's rows through one
-//! plan, which costs a fraction of a statement each (docs/benchmarks.md, "The store alone").
+//! visits, analytics events): SurrealDB runs a statement's rows through one plan, which costs a
+//! fraction of a statement each (docs/benchmarks.md, "The store alone"). The new conversations go
+//! together too ([`START_ALL`]: one read of their ids, the `INSERT`s of those not there yet), so
+//! a visitor who already has one gets a conflict of their own and the batch goes on.
 //! The member chat's appends go together too ([`chats::APPEND_ALL`]: one read of their chats and
 //! messages, one `INSERT` of the messages), each answered from its row of the result, when two
 //! or more are alone on their chat and message id in the batch ([`appends_together`]); the others
@@ -68,7 +70,7 @@ const BATCH_LIMIT: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 pub enum Statement {
     /// A funnel conversation starts: its record and its messages (the greeting). Created when
-    /// `previous` is none; otherwise started over in the record at version `previous` (its
+    /// `previous` is none, or nothing if its record is already there (a conflict); otherwise started over in the record at version `previous` (its
     /// earlier messages removed), or nothing if that record is at another version.
     StartConversation {
         id: String,
@@ -179,6 +181,29 @@ struct MemberEventRow {
     user: RecordId,
 }
 
+/// The batch's new conversations (`$starts`: each `{ row, messages }`), each stored with its
+/// messages unless its record is already there: the value is the ids of those that were, whose
+/// calls answer [`Outcome::Conflict`] with nothing written. So a visitor who already has a
+/// conversation fails only their own start, not the batch's other calls (a plain `INSERT` of an
+/// id that is taken fails the whole statement), and the funnel actor can try the start before
+/// any read: one store call for a new visitor's join. A start that races another writer's
+/// between the read and the commit fails the batch as a lost race ([`lost_a_race`]).
+const START_ALL: &str = "{ LET $starts_found = (SELECT VALUE id FROM $starts.row.id); \
+    LET $starts_new = IF $starts_found { $starts.filter(|$c| $c.row.id NOTINSIDE $starts_found) } \
+        ELSE { $starts }; \
+    IF $starts_new { \
+        INSERT INTO funnel_conversation $starts_new.row RETURN NONE; \
+        INSERT INTO funnel_message array::flatten($starts_new.messages) RETURN NONE; \
+    }; \
+    $starts_found };";
+
+/// A new conversation as a row of [`START_ALL`].
+#[derive(Debug, Clone, SurrealValue)]
+struct StartRow {
+    row: ConversationRow,
+    messages: Vec<MessageRow>,
+}
+
 /// A visit as a row of the visits' `INSERT`.
 #[derive(Debug, Clone, SurrealValue)]
 struct VisitRow {
@@ -187,12 +212,14 @@ struct VisitRow {
 }
 
 /// Where a call's answer is in a batch's response.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Slot {
     /// A write whose rows went with its kind's: nothing to read.
     None,
     /// The result of the call's own statement.
     Own(usize),
+    /// A new conversation of the batch's [`START_ALL`]: a conflict if this record was there.
+    Start(RecordId),
     /// The place of the call's row in the answers of the batch's appends ([`chats::APPEND_ALL`]).
     Append(usize),
 }
@@ -209,7 +236,8 @@ struct Script {
     /// For each call: where its answer is.
     own: Vec<Slot>,
     statements: usize,
-    conversations: Vec<Value>,
+    /// The new conversations ([`START_ALL`]).
+    starts: Vec<Value>,
     messages: Vec<Value>,
     visits: Vec<Value>,
     events: Vec<Value>,
@@ -241,10 +269,15 @@ impl Script {
                 messages,
                 ..
             } => {
-                self.conversations.push(row.into_value());
-                self.messages
-                    .extend(messages.into_iter().map(SurrealValue::into_value));
-                Slot::None
+                let id = row.id.clone();
+                self.starts.push(
+                    StartRow {
+                        row: *row,
+                        messages,
+                    }
+                    .into_value(),
+                );
+                Slot::Start(id)
             }
             Statement::StartConversation {
                 id,
@@ -338,12 +371,15 @@ impl Script {
     /// The SurrealQL of the whole batch (a transaction when it is more than one statement), the
     /// variables it reads, and where each call's answer is.
     fn finish(mut self) -> Finished {
+        let started = (!self.starts.is_empty()).then(|| {
+            self.sql.push_str(START_ALL);
+            let rows = std::mem::take(&mut self.starts);
+            self.vars
+                .push(("starts".to_owned(), Value::Array(rows.into())));
+            self.statements += 1;
+            self.statements - 1
+        });
         let bulk = [
-            (
-                "conversations",
-                std::mem::take(&mut self.conversations),
-                "INSERT INTO funnel_conversation $conversations RETURN NONE;",
-            ),
             (
                 "messages",
                 std::mem::take(&mut self.messages),
@@ -391,6 +427,7 @@ impl Script {
             sql,
             vars: self.vars,
             own: self.own,
+            started,
             appended,
             transaction,
         }
@@ -401,6 +438,8 @@ struct Finished {
     sql: String,
     vars: Vec<(String, Value)>,
     own: Vec<Slot>,
+    /// The result that answers the new conversations ([`START_ALL`]), if any.
+    started: Option<usize>,
     /// The result that answers the appends that went together, if any did.
     appended: Option<usize>,
     transaction: bool,
@@ -730,6 +769,7 @@ async fn run(
         sql,
         vars,
         own,
+        started,
         appended,
         transaction,
     } = script.finish();
@@ -743,6 +783,10 @@ async fn run(
         .and_then(super::check_transaction)?;
     // `BEGIN` is a statement of the response too.
     let first = usize::from(transaction);
+    let already_there: Vec<RecordId> = match started {
+        Some(index) => response.take(first + index)?,
+        None => Vec::new(),
+    };
     let mut appended: Vec<Value> = match appended {
         Some(index) => response.take(first + index)?,
         None => Vec::new(),
@@ -753,6 +797,8 @@ async fn run(
         .map(|(statement, slot)| match slot {
             Slot::None => Ok(Outcome::Done),
             Slot::Own(index) => statement.outcome(&mut response, first + index),
+            Slot::Start(id) if already_there.contains(&id) => Ok(Outcome::Conflict),
+            Slot::Start(_) => Ok(Outcome::Done),
             Slot::Append(row) => match appended.get_mut(row).map(std::mem::take) {
                 Some(Value::None | Value::Null) => Ok(Outcome::Loaded(None)),
                 Some(answer) => Ok(Outcome::Loaded(Some(answer))),

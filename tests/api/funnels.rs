@@ -594,13 +594,18 @@ async fn a_conflict_in_a_batch_fails_only_its_own_write() {
         .await
         .expect("version 2");
 
-    // Another process's start of the same conversation, a message in a place already taken,
-    // a stale checkout change (from version 1 again), and fresh conversations with a message
-    // each, in one batch.
+    // Another process's start of the same conversation (with more greeting than is stored, so
+    // a place of it is still free), a message in a place already taken, a stale checkout change
+    // (from version 1 again), and fresh conversations with a message each, in one batch.
     let mut stale = asked.clone();
     stale.version = 2;
+    let rival = with_message(
+        &with_message(&first, Speaker::Assistant, "hello"),
+        Speaker::Assistant,
+        "how can I help?",
+    );
     let mut writes = vec![
-        start_of(&first),
+        start_of(&rival),
         save_statement(
             &with_message(&first, Speaker::User, "another"),
             MessageAdded,

@@ -786,15 +786,23 @@ enum Loaded {
 }
 
 /// The stored conversation of `key`, or a new one started from `start` (and stored).
+///
+/// Most first joins are a new visitor's, so the start is tried before any read: one store call.
+/// A visitor who already has a conversation in this funnel makes it a conflict with nothing
+/// written, and theirs is read.
 async fn load_or_start(
     deps: &Deps,
     key: &ConversationKey,
     start: NewConversation,
 ) -> Result<Conversation, StoreError> {
-    let stored = deps.store.load(key).await?;
-    let lifetime = chrono_duration(deps.settings.conversation_lifetime);
     let mut fresh = FunnelActor::new_conversation(deps, key, start);
-    match stored {
+    match deps.store.save(&fresh, ConversationChange::Started).await {
+        Ok(()) => return Ok(fresh),
+        Err(StoreError::Conflict) => {}
+        Err(error) => return Err(error),
+    }
+    let lifetime = chrono_duration(deps.settings.conversation_lifetime);
+    match deps.store.load(key).await? {
         Some(conversation) if deps.clock.now() - conversation.updated_at < lifetime => {
             return Ok(conversation);
         }
@@ -804,6 +812,7 @@ async fn load_or_start(
             fresh.id = expired.id;
             fresh.version = expired.version + 1;
         }
+        // Gone since the start was refused (the visitor's data erased): a new one.
         None => {}
     }
     match deps.store.save(&fresh, ConversationChange::Started).await {
