@@ -31,9 +31,9 @@
 //!   race (a conflict with another transaction, a message or a unique index that another process
 //!   filled first): then each caller's writes run again on their own, so the one in conflict gets
 //!   its conflict and the others land.
-//! - A conversation write that finds the conversation changed (another version, or a message
-//!   already in its place) lands nowhere and answers [`Outcome::Conflict`]; the rest of its batch
-//!   is unaffected.
+//! - A conversation write that finds the conversation changed (another version, a message
+//!   already in its place, or a new conversation whose record is already there) lands nowhere
+//!   and answers [`Outcome::Conflict`]; the rest of its batch is unaffected.
 //! - A batch that the database does not answer within [`BATCH_LIMIT`] fails all its callers.
 
 use std::collections::{HashMap, HashSet};
@@ -70,8 +70,9 @@ const BATCH_LIMIT: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 pub enum Statement {
     /// A funnel conversation starts: its record and its messages (the greeting). Created when
-    /// `previous` is none, or nothing if its record is already there (a conflict); otherwise started over in the record at version `previous` (its
-    /// earlier messages removed), or nothing if that record is at another version.
+    /// `previous` is none, or nothing if its record is already there (a conflict); otherwise
+    /// started over in the record at version `previous` (its earlier messages removed), or
+    /// nothing if that record is at another version.
     StartConversation {
         id: String,
         previous: Option<i64>,
@@ -224,8 +225,9 @@ enum Slot {
     Append(usize),
 }
 
-/// A batch as SurrealQL: the statements of their own first, then one `INSERT` per kind of row,
-/// then the appends that go together ([`chats::APPEND_ALL`]).
+/// A batch as SurrealQL: the statements of their own first, then the new conversations
+/// ([`START_ALL`]), then one `INSERT` per kind of row, then the appends that go together
+/// ([`chats::APPEND_ALL`]).
 /// No statement of a batch may be `RETURN` (nor hold one): in a transaction SurrealDB 3 ends the
 /// whole script at a `RETURN` and commits what ran before it, silently skipping the rest. A
 /// statement that answers yes or no is an expression, or a block whose last line is its value.

@@ -650,6 +650,63 @@ async fn a_conflict_in_a_batch_fails_only_its_own_write() {
 }
 
 #[tokio::test]
+async fn a_start_whose_record_is_there_is_refused_inside_a_batch_that_commits() {
+    let app = spawn_app().await;
+    let first = conversation_for("visitor-there-0000000000000000");
+    save_conversation(&app.db, &first, Started)
+        .await
+        .expect("created");
+    // A returning visitor's join tries its start first: with more greeting than is stored, so
+    // a place of it is free. Beside it in the batch: new conversations, a visit and an event,
+    // none of which fails the batch.
+    let rival = with_message(
+        &with_message(&first, Speaker::Assistant, "hello"),
+        Speaker::Assistant,
+        "how can I help?",
+    );
+    let fresh: Vec<Conversation> = (1..=2)
+        .map(|n| conversation_for(&format!("visitor-there-{n:016}")))
+        .collect();
+    let writes = vec![
+        start_of(&fresh[0]),
+        start_of(&rival),
+        start_of(&fresh[1]),
+        Statement::Analytics(NewAnalyticsEvent {
+            first_touch: None,
+            name: "chatbot_first_message".into(),
+            properties: json!({ "funnel": "chat" }),
+            visitor: Some("visitor-there-0000000000000001".into()),
+            path: None,
+            user: None,
+        }),
+    ];
+    let outcomes = commit_together(&app.db, writes).await;
+    assert_eq!(
+        outcomes,
+        [
+            Ok(Outcome::Done),
+            Ok(Outcome::Conflict),
+            Ok(Outcome::Done),
+            Ok(Outcome::Done)
+        ]
+    );
+    assert_eq!(
+        load(&app, &first).await,
+        first,
+        "nothing of the rival was written"
+    );
+    assert_eq!(load(&app, &fresh[1]).await, fresh[1]);
+    assert_eq!(stored_ids(&app).await.len(), 3);
+    assert_eq!(
+        helpnow::store::analytics::count_named(&app.db, "chatbot_first_message")
+            .await
+            .expect("count"),
+        1,
+        "the event beside them is stored once"
+    );
+}
+
+#[tokio::test]
 async fn an_update_keeps_what_other_writers_put_on_the_row_and_clears_what_it_clears() {
     let app = spawn_app().await;
     let mut first = conversation("visitor-merge-000000000001", 1);

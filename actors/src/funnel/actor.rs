@@ -736,8 +736,9 @@ impl Handler<Join> for FunnelActor {
             self.attach(join.client, ctx);
             return AtomicResponse::new(Box::pin(actix::fut::ready(Ok(()))));
         }
-        // The first join loads the conversation, or starts it from this handshake. Other
-        // messages wait meanwhile (a store read, never an AI call).
+        // The first join starts the conversation from this handshake, or loads the one the
+        // visitor has (`load_or_start`). Other messages wait meanwhile (store calls, never an
+        // AI call).
         let deps = self.deps.clone();
         let key = self.key.clone();
         let start = join.start;
@@ -812,7 +813,8 @@ async fn load_or_start(
             fresh.id = expired.id;
             fresh.version = expired.version + 1;
         }
-        // Gone since the start was refused (the visitor's data erased): a new one.
+        // None stored after all (erased since the start was refused, or the refusal was a
+        // conflict with another writer that outlasted the store's retries): a new one.
         None => {}
     }
     match deps.store.save(&fresh, ConversationChange::Started).await {
