@@ -162,18 +162,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect();
     phase(&batcher, "visit", visits).await;
-    let creates = conversations
+    let creates: Vec<Statement> = conversations
         .iter()
         .map(|c| funnels::save_statement(c, ConversationChange::Started))
         .collect::<Result<_, _>>()?;
-    phase(&batcher, "create", creates).await;
+    phase(&batcher, "create", creates.clone()).await;
     // The same starts again, as a returning visitor's join tries its start first: each a
     // conflict of its own.
-    let again = conversations
-        .iter()
-        .map(|c| funnels::save_statement(c, ConversationChange::Started))
-        .collect::<Result<_, _>>()?;
-    phase(&batcher, "create (already there)", again).await;
+    phase(&batcher, "create (already there)", creates).await;
     for round in 0..3 {
         for role in [Speaker::User, Speaker::Assistant] {
             conversations.iter_mut().for_each(|c| add_message(c, role));

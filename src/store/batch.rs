@@ -370,17 +370,29 @@ impl Script {
         self.own.push(own);
     }
 
+    /// Adds `sql`, `statements` statements that read `rows` as `$name`, unless there are no rows:
+    /// the index of its last statement, whose result answers the rows' calls.
+    fn rows_statement(
+        &mut self,
+        name: &str,
+        rows: Vec<Value>,
+        sql: &str,
+        statements: usize,
+    ) -> Option<usize> {
+        if rows.is_empty() {
+            return None;
+        }
+        self.sql.push_str(sql);
+        self.vars.push((name.to_owned(), Value::Array(rows.into())));
+        self.statements += statements;
+        Some(self.statements - 1)
+    }
+
     /// The SurrealQL of the whole batch (a transaction when it is more than one statement), the
     /// variables it reads, and where each call's answer is.
     fn finish(mut self) -> Finished {
-        let started = (!self.starts.is_empty()).then(|| {
-            self.sql.push_str(START_ALL);
-            let rows = std::mem::take(&mut self.starts);
-            self.vars
-                .push(("starts".to_owned(), Value::Array(rows.into())));
-            self.statements += 1;
-            self.statements - 1
-        });
+        let starts = std::mem::take(&mut self.starts);
+        let started = self.rows_statement("starts", starts, START_ALL, 1);
         let bulk = [
             (
                 "messages",
@@ -405,20 +417,15 @@ impl Script {
             ),
         ];
         for (name, rows, sql) in bulk {
-            if !rows.is_empty() {
-                self.sql.push_str(sql);
-                self.vars.push((name.to_owned(), Value::Array(rows.into())));
-                self.statements += 1;
-            }
+            self.rows_statement(name, rows, sql, 1);
         }
-        let appended = (!self.appends.is_empty()).then(|| {
-            self.sql.push_str(chats::APPEND_ALL);
-            let rows = std::mem::take(&mut self.appends);
-            self.vars
-                .push(("appends".to_owned(), Value::Array(rows.into())));
-            self.statements += chats::APPEND_ALL_STATEMENTS;
-            self.statements - 1
-        });
+        let appends = std::mem::take(&mut self.appends);
+        let appended = self.rows_statement(
+            "appends",
+            appends,
+            chats::APPEND_ALL,
+            chats::APPEND_ALL_STATEMENTS,
+        );
         let transaction = self.statements > 1;
         let sql = if transaction {
             format!("BEGIN TRANSACTION;{}COMMIT TRANSACTION;", self.sql)

@@ -486,6 +486,28 @@ fn start_of(conversation: &Conversation) -> Statement {
     save_statement(conversation, Started).expect("a write")
 }
 
+/// `conversation` as another process would start it: the same record with more greeting than
+/// is stored, so a place of it is still free.
+fn with_more_greeting(conversation: &Conversation) -> Conversation {
+    with_message(
+        &with_message(conversation, Speaker::Assistant, "hello"),
+        Speaker::Assistant,
+        "how can I help?",
+    )
+}
+
+/// A visitor's `chatbot_first_message` event, as a call of a batch.
+fn first_message_event(visitor: &str) -> Statement {
+    Statement::Analytics(NewAnalyticsEvent {
+        first_touch: None,
+        name: "chatbot_first_message".into(),
+        properties: json!({ "funnel": "chat" }),
+        visitor: Some(visitor.into()),
+        path: None,
+        user: None,
+    })
+}
+
 async fn stored_ids(app: &TestApp) -> Vec<String> {
     app.db
         .query("SELECT VALUE record::id(id) FROM funnel_conversation")
@@ -507,14 +529,7 @@ async fn a_batch_commits_its_writes_together_and_answers_each_one() {
             .expect("a valid visitor id"),
         &Attribution::default(),
     ));
-    writes.push(Statement::Analytics(NewAnalyticsEvent {
-        first_touch: None,
-        name: "chatbot_first_message".into(),
-        properties: json!({ "funnel": "chat" }),
-        visitor: Some("visitor-batch-0000000000000000".into()),
-        path: None,
-        user: None,
-    }));
+    writes.push(first_message_event("visitor-batch-0000000000000000"));
     let outcomes = commit_together(&app.db, writes).await;
     assert_eq!(outcomes.len(), 42);
     assert!(
@@ -599,11 +614,7 @@ async fn a_conflict_in_a_batch_fails_only_its_own_write() {
     // (from version 1 again), and fresh conversations with a message each, in one batch.
     let mut stale = asked.clone();
     stale.version = 2;
-    let rival = with_message(
-        &with_message(&first, Speaker::Assistant, "hello"),
-        Speaker::Assistant,
-        "how can I help?",
-    );
+    let rival = with_more_greeting(&first);
     let mut writes = vec![
         start_of(&rival),
         save_statement(
@@ -659,11 +670,7 @@ async fn a_start_whose_record_is_there_is_refused_inside_a_batch_that_commits() 
     // A returning visitor's join tries its start first: with more greeting than is stored, so
     // a place of it is free. Beside it in the batch: new conversations, a visit and an event,
     // none of which fails the batch.
-    let rival = with_message(
-        &with_message(&first, Speaker::Assistant, "hello"),
-        Speaker::Assistant,
-        "how can I help?",
-    );
+    let rival = with_more_greeting(&first);
     let fresh: Vec<Conversation> = (1..=2)
         .map(|n| conversation_for(&format!("visitor-there-{n:016}")))
         .collect();
@@ -671,14 +678,7 @@ async fn a_start_whose_record_is_there_is_refused_inside_a_batch_that_commits() 
         start_of(&fresh[0]),
         start_of(&rival),
         start_of(&fresh[1]),
-        Statement::Analytics(NewAnalyticsEvent {
-            first_touch: None,
-            name: "chatbot_first_message".into(),
-            properties: json!({ "funnel": "chat" }),
-            visitor: Some("visitor-there-0000000000000001".into()),
-            path: None,
-            user: None,
-        }),
+        first_message_event("visitor-there-0000000000000001"),
     ];
     let outcomes = commit_together(&app.db, writes).await;
     assert_eq!(
