@@ -668,7 +668,7 @@ async fn a_start_whose_record_is_there_is_refused_inside_a_batch_that_commits() 
         .await
         .expect("created");
     // A returning visitor's join tries its start first: with more greeting than is stored, so
-    // a place of it is free. Beside it in the batch: new conversations, a visit and an event,
+    // a place of it is free. Beside it in the batch: new conversations and an event,
     // none of which fails the batch.
     let rival = with_more_greeting(&first);
     let fresh: Vec<Conversation> = (1..=2)
