@@ -436,6 +436,60 @@ mod database_tests {
         assert!(run(&db, &again).await.is_err());
     }
 
+    /// Journeys stored before 0022 (with the indexes it removes) are found after it by the ids
+    /// the upkeep and the deletion read: every one by its start, a trial's by its account and
+    /// its retention clock.
+    #[tokio::test]
+    async fn journeys_stored_before_0022_are_found_by_their_ids_after_it() {
+        let db = memory_db().await;
+        let before = MIGRATIONS
+            .iter()
+            .position(|m| m.name == "0022_journeys_without_indexes")
+            .expect("migration 0022");
+        apply(&db, &MIGRATIONS[..before]).await.expect("up to 0021");
+        run(
+            &db,
+            "CREATE journey:['v1', 'chat_funnel'] CONTENT { visitor: 'v1', funnel: 'chat_funnel',
+                 started_at: d'2026-10-01T10:00:00Z', day: '2026-10-01' };
+             CREATE journey:['v2', 'chat_funnel'] CONTENT { visitor: 'v2', funnel: 'chat_funnel',
+                 started_at: d'2026-11-01T10:00:00Z', day: '2026-11-01', user: user:u2,
+                 retain_from: d'2026-11-01T10:05:00Z', retain_at: d'2026-12-01T10:05:00Z' };",
+        )
+        .await
+        .expect("journeys");
+        apply(&db, MIGRATIONS).await.expect("0022");
+        let mut response = db
+            .query(
+                "SELECT VALUE record::id(id) FROM journey_start;
+                 SELECT VALUE record::id(id) FROM journey_user;
+                 SELECT VALUE record::id(id) FROM journey_due;
+                 (INFO FOR TABLE journey).indexes;",
+            )
+            .await
+            .expect("query");
+        let starts: Vec<serde_json::Value> = response.take(0).expect("starts");
+        let users: Vec<serde_json::Value> = response.take(1).expect("users");
+        let due: Vec<serde_json::Value> = response.take(2).expect("due");
+        let indexes: Option<serde_json::Value> = response.take(3).expect("indexes");
+        assert_eq!(
+            starts,
+            [
+                serde_json::json!(["2026-10-01T10:00:00Z", "v1", "chat_funnel"]),
+                serde_json::json!(["2026-11-01T10:00:00Z", "v2", "chat_funnel"])
+            ]
+        );
+        assert_eq!(users, [serde_json::json!(["user:u2", "v2", "chat_funnel"])]);
+        assert_eq!(
+            due,
+            [serde_json::json!([
+                "2026-12-01T10:05:00Z",
+                "v2",
+                "chat_funnel"
+            ])]
+        );
+        assert_eq!(indexes, Some(serde_json::json!({})));
+    }
+
     /// Runs one statement and reports whether the database accepted it.
     async fn run(db: &Db, sql: &str) -> Result<(), surrealdb::Error> {
         db.query(sql).await.and_then(|r| r.check()).map(|_| ())

@@ -218,7 +218,8 @@ pub async fn erase(db: &Db, user_id: &str) -> Result<Option<Erased>, surrealdb::
         -- Another account's record (or a visitor who became it) stays.
         LET $ours = |$user: any| $user = NONE OR $user = $u;
         LET $visitors = array::distinct(array::concat(
-            (SELECT VALUE visitor FROM journey WHERE user = $u),
+            -- journey_user:[user, visitor, funnel] (migration 0022).
+            (SELECT VALUE record::id(id)[1] FROM journey_user:[$u, NONE]..=[$u, {}]),
             (SELECT VALUE visitor FROM analytics_event WHERE user = $u),
             IF $account.payment_customer_id != NONE {
                 (SELECT VALUE record::id(visitor) FROM checkout_session
@@ -239,15 +240,14 @@ pub async fn erase(db: &Db, user_id: &str) -> Result<Option<Erased>, surrealdb::
             .filter(|$c| $ours((SELECT VALUE user FROM ONLY type::record('funnel_conversation', $c)))
                 AND record::exists(type::record('funnel_conversation', $c)));
         -- A visitor's journeys by their ids, [visitor, funnel] (migration 0019).
-        LET $journeys = array::flatten($visitors.map(|$v| (SELECT id, visitor, funnel
+        LET $journeys = array::flatten($visitors.map(|$v| (SELECT *
             FROM journey:[$v, NONE]..=[$v, {}] WHERE user = NONE OR user = $u)));
         FOR $c IN $conversations {
             DELETE funnel_message:[$c, 0]..[$c, 1000000000];
             DELETE type::record('funnel_conversation', $c);
         };
         FOR $j IN $journeys {
-            DELETE journey_step:[$j.visitor, $j.funnel, NONE]..=[$j.visitor, $j.funnel, {}];
-            DELETE $j.id;
+            fn::journey_forget($j);
         };
         DELETE $messages;
         DELETE $chats;

@@ -120,14 +120,28 @@ async fn the_dashboard_counts_each_funnels_visitors_to_payment_refund_and_retent
     }
     // Thirty days on, she is still subscribed.
     app.db
-        .query("UPDATE journey SET retain_at = time::now() - 1s WHERE retain_at != NONE")
+        .query(
+            "LET $due = time::now() - 1s;
+             UPDATE journey SET retain_at = $due WHERE retain_at != NONE;
+             -- The retention pass reads them by their due time (migration 0022).
+             FOR $d IN (SELECT VALUE record::id(id) FROM journey_due) {
+                 DELETE type::record('journey_due', $d);
+                 CREATE type::record('journey_due', [$due, $d[1], $d[2]]);
+             };",
+        )
         .await
+        .and_then(|response| response.check())
         .expect("time passes");
     billing.run_upkeep().await.expect("upkeep");
     billing
         .run_upkeep()
         .await
         .expect("a second pass decides nothing again");
+    assert_eq!(
+        count(&app, "RETURN count((SELECT id FROM journey_due))").await,
+        0,
+        "decided"
+    );
 
     // Nobody but a proved admin sees it.
     assert_eq!(
@@ -557,11 +571,11 @@ async fn events_and_journeys_older_than_the_retention_go_and_the_daily_figures_s
     assert_eq!(settled_count(&app, "chat_funnel", "visitors", 2).await, 2);
     app.db
         .query(
-            "UPDATE analytics_event SET created_at = time::now() - 400d WHERE visitor = 'visitor-old-00000000001';
-             UPDATE journey SET started_at = time::now() - 400d WHERE visitor = 'visitor-old-00000000001';",
+            "UPDATE analytics_event SET created_at = time::now() - 400d WHERE visitor = 'visitor-old-00000000001';",
         )
         .await
         .expect("time passes");
+    begun_days_ago(&app, "visitor-old-00000000001", 400).await;
     assert_eq!(
         count(&app, "RETURN count((SELECT id FROM journey_step))").await,
         0
@@ -580,6 +594,10 @@ async fn events_and_journeys_older_than_the_retention_go_and_the_daily_figures_s
     );
     assert_eq!(
         count(&app, "RETURN count((SELECT id FROM journey))").await,
+        1
+    );
+    assert_eq!(
+        count(&app, "RETURN count((SELECT id FROM journey_start))").await,
         1
     );
     // The dashboard still counts both visitors of that day.
@@ -615,10 +633,7 @@ async fn an_old_journeys_steps_go_with_it_and_no_one_elses() {
     )
     .await
     .expect("recorded");
-    app.db
-        .query("UPDATE journey SET started_at = time::now() - 400d WHERE visitor = 'visitor-old-00000000001'")
-        .await
-        .expect("time passes");
+    begun_days_ago(&app, "visitor-old-00000000001", 400).await;
     helpnow::dashboard::forget_old(&app.db, 30)
         .await
         .expect("forgotten");
@@ -629,6 +644,25 @@ async fn an_old_journeys_steps_go_with_it_and_no_one_elses() {
         .expect("steps");
     let left: Vec<String> = response.take(0).expect("ids");
     assert_eq!(left, vec!["visitor-new-00000000002".to_owned()]);
+}
+
+/// Makes a visitor's journeys begin `days` ago: their `started_at`, and the id forgetting finds
+/// them by (`journey_start:[started_at, visitor, funnel]`, migration 0022).
+async fn begun_days_ago(app: &TestApp, visitor: &str, days: u32) {
+    app.db
+        .query(
+            "LET $at = time::now() - <duration> $ago;
+             FOR $j IN (SELECT * FROM journey WHERE visitor = $v) {
+                 DELETE type::record('journey_start', [$j.started_at, $j.visitor, $j.funnel]);
+                 UPDATE $j.id SET started_at = $at;
+                 CREATE type::record('journey_start', [$at, $j.visitor, $j.funnel]);
+             };",
+        )
+        .bind(("v", visitor.to_owned()))
+        .bind(("ago", format!("{days}d")))
+        .await
+        .and_then(|response| response.check())
+        .expect("time passes");
 }
 
 /// Runs `recorders` recorders at once, each recording a visit and a first message for
@@ -900,6 +934,17 @@ async fn deleting_an_account_cancels_its_subscription_and_takes_its_visitors_eve
     let bob_events =
         "RETURN count((SELECT id FROM analytics_event WHERE visitor = 'visitor-bob-0000000002'))";
     assert_eq!(count(&app, bob_events).await, 1);
+    // Her two journeys' starts (the chat and the help funnel), and the account and retention
+    // clock of the one that bought, by the ids the upkeep and the deletion read (migration
+    // 0022); Bob's start.
+    let kept = |visitor: &str| {
+        format!(
+            "RETURN count((SELECT id FROM journey_start, journey_user, journey_due \
+             WHERE record::id(id)[1] = '{visitor}'))"
+        )
+    };
+    assert_eq!(count(&app, &kept(ann)).await, 4);
+    assert_eq!(count(&app, &kept(bob)).await, 1);
 
     // Her chat is open in a browser.
     let (mut socket, joined) =
@@ -999,8 +1044,10 @@ async fn deleting_an_account_cancels_its_subscription_and_takes_its_visitors_eve
     ] {
         assert_eq!(count(&app, sql).await, 0, "{sql}");
     }
+    assert_eq!(count(&app, &kept(ann)).await, 0);
     // Bob's visit, account and task stay; so do the day's figures and the payment records.
     assert_eq!(count(&app, bob_events).await, 1);
+    assert_eq!(count(&app, &kept(bob)).await, 1);
     let response = get_with_cookie(&app, "/api/tasks", &other).await;
     let tasks: Value = response.json().await.expect("json");
     assert_eq!(tasks["tasks"].as_array().map(Vec::len), Some(1));

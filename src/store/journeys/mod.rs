@@ -251,13 +251,17 @@ pub async fn decide_retention(db: &Db) -> Result<u64, surrealdb::Error> {
     let mut response = db
         .query(
             "BEGIN TRANSACTION;
-             LET $due = (SELECT id, visitor, funnel, user FROM journey
-                 WHERE retain_at != NONE AND retain_at <= time::now() LIMIT $limit);
-             FOR $j IN $due {
+             -- journey_due:[retain_at, visitor, funnel], due first (migration 0022).
+             LET $due = (SELECT VALUE id FROM journey_due:[NONE]..=[time::now(), {}] LIMIT $limit);
+             FOR $d IN $due {
+                 LET $v = record::id($d)[1];
+                 LET $f = record::id($d)[2];
+                 LET $j = (SELECT id, user FROM ONLY type::record('journey', [$v, $f]));
                  IF $j.user != NONE AND ($j.user.is_subscribed ?? false) {
-                     fn::journey({ visitor: $j.visitor, funnel: $j.funnel, step: 'retained', once: true });
+                     fn::journey({ visitor: $v, funnel: $f, step: 'retained', once: true });
                  };
-                 UPDATE $j.id SET retain_at = NONE;
+                 IF $j != NONE { UPDATE $j.id SET retain_at = NONE RETURN NONE; };
+                 DELETE $d;
              };
              count($due);
              COMMIT TRANSACTION;",
@@ -371,13 +375,13 @@ pub async fn forget_before(
         .query(
             "LET $events = (SELECT VALUE id FROM analytics_event WHERE created_at < $cutoff LIMIT $batch);
              DELETE $events;
-             LET $journeys = (SELECT id, visitor, funnel FROM journey WHERE started_at < $cutoff LIMIT $batch);
-             FOR $j IN $journeys {
-                 LET $v = $j.visitor;
-                 LET $f = $j.funnel;
-                 -- Its steps, by their ids' range (a scan of those records only).
-                 DELETE journey_step:[$v, $f, NONE]..=[$v, $f, {}];
-                 DELETE $j.id;
+             -- journey_start:[started_at, visitor, funnel], oldest first (migration 0022).
+             LET $journeys = (SELECT VALUE id FROM journey_start:[NONE]..[$cutoff] LIMIT $batch);
+             FOR $s IN $journeys {
+                 LET $v = record::id($s)[1];
+                 LET $f = record::id($s)[2];
+                 fn::journey_forget((SELECT * FROM ONLY type::record('journey', [$v, $f])) ?? {});
+                 DELETE $s;
              };
              count($events) + count($journeys);",
         )
