@@ -453,7 +453,7 @@ mod database_tests {
                  started_at: d'2026-10-01T10:00:00Z', day: '2026-10-01' };
              CREATE journey:['v2', 'chat_funnel'] CONTENT { visitor: 'v2', funnel: 'chat_funnel',
                  started_at: d'2026-11-01T10:00:00Z', day: '2026-11-01', user: user:u2,
-                 retain_from: d'2026-11-01T10:05:00Z', retain_at: d'2026-12-01T10:05:00Z' };",
+                 retain_from: d'2026-10-20T10:05:00Z', retain_at: d'2026-11-19T10:05:00Z' };",
         )
         .await
         .expect("journeys");
@@ -482,12 +482,41 @@ mod database_tests {
         assert_eq!(
             due,
             [serde_json::json!([
-                "2026-12-01T10:05:00Z",
+                "2026-11-19T10:05:00Z",
                 "v2",
                 "chat_funnel"
             ])]
         );
         assert_eq!(indexes, Some(serde_json::json!({})));
+        // The upkeep finds them so: the due retention decided, the older journey forgotten.
+        let decided = super::super::journeys::decide_retention(&db)
+            .await
+            .expect("decided");
+        assert_eq!(decided, 1);
+        let cutoff = chrono::DateTime::parse_from_rfc3339("2026-10-15T00:00:00Z")
+            .expect("a time")
+            .to_utc();
+        let gone = super::super::journeys::forget_before(&db, cutoff)
+            .await
+            .expect("forgotten");
+        assert_eq!(gone, 1);
+        let mut left = db
+            .query(
+                "SELECT VALUE record::id(id) FROM journey_start, journey_user, journey_due;
+                 SELECT VALUE [visitor, retain_at] FROM journey;",
+            )
+            .await
+            .expect("query");
+        let ids: Vec<serde_json::Value> = left.take(0).expect("ids");
+        let journeys: Vec<serde_json::Value> = left.take(1).expect("journeys");
+        assert_eq!(
+            ids,
+            [
+                serde_json::json!(["2026-11-01T10:00:00Z", "v2", "chat_funnel"]),
+                serde_json::json!(["user:u2", "v2", "chat_funnel"])
+            ]
+        );
+        assert_eq!(journeys, [serde_json::json!(["v2", null])]);
     }
 
     /// Runs one statement and reports whether the database accepted it.

@@ -535,6 +535,37 @@ mod tests {
         assert_eq!(info[0]["indexes"], json!({}), "{info:?}");
     }
 
+    /// A journey that a step of another account names is found by that account only, and a
+    /// retention clock already running is not started again.
+    #[tokio::test]
+    async fn a_journey_is_found_by_the_last_account_a_step_named() {
+        let db = with_visitors().await;
+        for (user, step) in [("a", "trial"), ("b", "paid"), ("b", "retained")] {
+            db.query("fn::journey({ visitor: 'v1', funnel: 'chat_funnel', step: $step, once: true, user: type::record('user', $u) })")
+                .bind(("step", step))
+                .bind(("u", user))
+                .await
+                .and_then(|response| response.check())
+                .expect("a step");
+        }
+        let retain = vec![JourneyStep::new("v1", ChatFunnel, Step::Paid)];
+        let mut plan = super::plan(
+            &retain,
+            Vec::new(),
+            Vec::new(),
+            &Default::default(),
+            Utc::now(),
+        );
+        // As if the chunk's read had not seen the journey: only its clock is written.
+        plan.journeys.clear();
+        plan.steps.clear();
+        super::write(&db, plan).await.expect("written");
+        let users = rows(&db, "SELECT VALUE record::id(id) FROM journey_user").await;
+        assert_eq!(users, vec![json!(["user:b", "v1", "chat_funnel"])]);
+        let due = rows(&db, "SELECT VALUE record::id(id)[1] FROM journey_due").await;
+        assert_eq!(due, vec![json!("v1")]);
+    }
+
     /// Two buyers of one campaign's day pay at once while the recorder counts a visit of the same
     /// cohort: the money path's transactions (`fn::journey`) add to roll-up rows of their own
     /// (migration 0021), so neither conflicts with the other or with the recorder's shared row,

@@ -256,11 +256,14 @@ pub async fn decide_retention(db: &Db) -> Result<u64, surrealdb::Error> {
              FOR $d IN $due {
                  LET $v = record::id($d)[1];
                  LET $f = record::id($d)[2];
-                 LET $j = (SELECT id, user FROM ONLY type::record('journey', [$v, $f]));
-                 IF $j.user != NONE AND ($j.user.is_subscribed ?? false) {
-                     fn::journey({ visitor: $v, funnel: $f, step: 'retained', once: true });
+                 LET $j = (SELECT id, user, retain_at FROM ONLY type::record('journey', [$v, $f]));
+                 -- (A journey begun anew since, with a clock of its own or none, is not this one.)
+                 IF $j.retain_at = record::id($d)[0] {
+                     IF $j.user != NONE AND ($j.user.is_subscribed ?? false) {
+                         fn::journey({ visitor: $v, funnel: $f, step: 'retained', once: true });
+                     };
+                     UPDATE $j.id SET retain_at = NONE RETURN NONE;
                  };
-                 IF $j != NONE { UPDATE $j.id SET retain_at = NONE RETURN NONE; };
                  DELETE $d;
              };
              count($due);
@@ -269,7 +272,9 @@ pub async fn decide_retention(db: &Db) -> Result<u64, surrealdb::Error> {
         .bind(("limit", RETENTION_BATCH))
         .await?
         .check()?;
-    let decided: Option<u64> = response.take(response.num_statements() - 1)?;
+    // The count is the statement before the COMMIT (whose own answer is NONE: taking that
+    // one answered 0 whatever was decided, so the upkeep never ran a second batch).
+    let decided: Option<u64> = response.take(response.num_statements() - 2)?;
     Ok(decided.unwrap_or(0))
 }
 
@@ -380,7 +385,9 @@ pub async fn forget_before(
              FOR $s IN $journeys {
                  LET $v = record::id($s)[1];
                  LET $f = record::id($s)[2];
-                 fn::journey_forget((SELECT * FROM ONLY type::record('journey', [$v, $f])) ?? {});
+                 LET $j = (SELECT * FROM ONLY type::record('journey', [$v, $f]));
+                 -- (A journey begun anew since the start was read is not this one.)
+                 IF $j.started_at = record::id($s)[0] { fn::journey_forget($j); };
                  DELETE $s;
              };
              count($events) + count($journeys);",
