@@ -23,7 +23,9 @@ pub struct ConversationRow {
     pub(super) headline: String,
     pub(super) keyword: Option<String>,
     pub(super) campaignid: Option<String>,
-    pub(super) attribution: serde_json::Value,
+    /// Only the fields the visit brought: none at all for a visitor who came without them (the
+    /// record keeps no six empty fields), as a visitor's acquisition is kept.
+    pub(super) attribution: Option<serde_json::Value>,
     pub(super) checkout_deadline: Option<DateTime<Utc>>,
     pub(super) checkout_started_at: Option<DateTime<Utc>>,
     pub(super) created_at: DateTime<Utc>,

@@ -83,7 +83,7 @@ fn to_row(conversation: &Conversation) -> Result<ConversationRow, StoreError> {
         headline: conversation.headline.clone(),
         keyword: conversation.attribution.keyword.clone(),
         campaignid: conversation.attribution.campaignid.clone(),
-        attribution: serde_json::to_value(&conversation.attribution).map_err(|error| {
+        attribution: attribution_value(&conversation.attribution).map_err(|error| {
             StoreError::Failed(format!("cannot encode the attribution: {error}"))
         })?,
         checkout_deadline: conversation.checkout_deadline,
@@ -323,13 +323,25 @@ impl FunnelStore for ConversationStore {
     }
 }
 
+/// An attribution as stored: the fields it has, or nothing when it has none.
+fn attribution_value(
+    attribution: &Attribution,
+) -> Result<Option<serde_json::Value>, serde_json::Error> {
+    let mut value = serde_json::to_value(attribution)?;
+    if let serde_json::Value::Object(fields) = &mut value {
+        fields.retain(|_, field| !field.is_null());
+        if fields.is_empty() {
+            return Ok(None);
+        }
+    }
+    Ok(Some(value))
+}
+
 /// The statement that notes a visitor's visit; the first ad click's attribution stays.
 pub fn visit(visitor_id: &VisitorId, attribution: &Attribution) -> Statement {
     Statement::Visitor {
         id: visitor_id.as_str().to_owned(),
-        attribution: (!attribution.is_empty())
-            .then(|| serde_json::to_value(attribution).ok())
-            .flatten(),
+        attribution: attribution_value(attribution).ok().flatten(),
     }
 }
 

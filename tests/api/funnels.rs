@@ -235,12 +235,30 @@ async fn a_conversation_started_over_keeps_only_its_new_messages() {
     fresh.stage = 0;
     fresh.junk_count = 0;
     fresh.first_message_tracked = false;
+    // This visit came without an ad's fields: the record keeps none, and not the first's.
+    fresh.attribution = Attribution::default();
     // Started over in a batch with other writes: all of them land.
     let other = conversation_for("visitor-again-0000000002");
     let outcomes = commit_together(&app.db, vec![start_of(&fresh), start_of(&other)]).await;
     assert_eq!(outcomes, [Ok(Outcome::Done), Ok(Outcome::Done)]);
     assert_eq!(load(&app, &first).await, fresh);
     assert_eq!(load(&app, &other).await, other);
+    let mut stored: Vec<Option<serde_json::Value>> = app
+        .db
+        .query("SELECT VALUE attribution FROM funnel_conversation")
+        .await
+        .expect("query")
+        .take(0)
+        .expect("attributions");
+    stored.sort_by_key(Option::is_some);
+    assert_eq!(
+        stored,
+        [
+            None,
+            Some(serde_json::json!({ "keyword": "outlook email" }))
+        ],
+        "only the fields a visit brought"
+    );
     // A second process starting it over from the same version loses.
     assert_eq!(
         save_conversation(&app.db, &fresh, Started).await,
