@@ -327,12 +327,12 @@ impl FunnelStore for ConversationStore {
 fn attribution_value(
     attribution: &Attribution,
 ) -> Result<Option<serde_json::Value>, serde_json::Error> {
+    if attribution.is_empty() {
+        return Ok(None);
+    }
     let mut value = serde_json::to_value(attribution)?;
     if let serde_json::Value::Object(fields) = &mut value {
         fields.retain(|_, field| !field.is_null());
-        if fields.is_empty() {
-            return Ok(None);
-        }
     }
     Ok(Some(value))
 }

@@ -245,12 +245,7 @@ mod database_tests {
     /// transaction as the backfill missed the backfilled values and later kept two entries).
     #[tokio::test]
     async fn rows_stored_before_0006_are_listed_newest_first_after_it() {
-        let db = memory_db().await;
-        let before = MIGRATIONS
-            .iter()
-            .position(|m| m.name == "0006_newest_first")
-            .expect("migration 0006");
-        apply(&db, &MIGRATIONS[..before]).await.expect("up to 0005");
+        let db = migrated_before("0006_newest_first").await;
         run(
             &db,
             "CREATE chat:c SET user = user:u;
@@ -314,12 +309,7 @@ mod database_tests {
         use helpnow_actors::funnel::{ConversationKey, Speaker};
         use helpnow_actors::rules::FunnelKind;
 
-        let db = memory_db().await;
-        let before = MIGRATIONS
-            .iter()
-            .position(|m| m.name == "0008_funnel_messages")
-            .expect("migration 0008");
-        apply(&db, &MIGRATIONS[..before]).await.expect("up to 0007");
+        let db = migrated_before("0008_funnel_messages").await;
         run(
             &db,
             "CREATE funnel_conversation:old CONTENT {
@@ -441,12 +431,7 @@ mod database_tests {
     /// its retention clock.
     #[tokio::test]
     async fn journeys_stored_before_0022_are_found_by_their_ids_after_it() {
-        let db = memory_db().await;
-        let before = MIGRATIONS
-            .iter()
-            .position(|m| m.name == "0022_journeys_without_indexes")
-            .expect("migration 0022");
-        apply(&db, &MIGRATIONS[..before]).await.expect("up to 0021");
+        let db = migrated_before("0022_journeys_without_indexes").await;
         run(
             &db,
             "CREATE journey:['v1', 'chat_funnel'] CONTENT { visitor: 'v1', funnel: 'chat_funnel',
@@ -517,6 +502,20 @@ mod database_tests {
             ]
         );
         assert_eq!(journeys, [serde_json::json!(["v2", null])]);
+    }
+
+    /// A memory database with the migrations before `name` applied (to store rows as they were
+    /// before it).
+    async fn migrated_before(name: &str) -> Db {
+        let db = memory_db().await;
+        let before = MIGRATIONS
+            .iter()
+            .position(|m| m.name == name)
+            .unwrap_or_else(|| panic!("no migration {name}"));
+        apply(&db, &MIGRATIONS[..before])
+            .await
+            .unwrap_or_else(|error| panic!("the migrations before {name}: {error}"));
+        db
     }
 
     /// Runs one statement and reports whether the database accepted it.

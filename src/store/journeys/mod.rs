@@ -254,13 +254,12 @@ pub async fn decide_retention(db: &Db) -> Result<u64, surrealdb::Error> {
              -- journey_due:[retain_at, visitor, funnel], due first (migration 0022).
              LET $due = (SELECT VALUE id FROM journey_due:[NONE]..=[time::now(), {}] LIMIT $limit);
              FOR $d IN $due {
-                 LET $v = record::id($d)[1];
-                 LET $f = record::id($d)[2];
-                 LET $j = (SELECT id, user, retain_at FROM ONLY type::record('journey', [$v, $f]));
+                 LET $k = record::id($d);
+                 LET $j = (SELECT id, user, retain_at FROM ONLY type::record('journey', [$k[1], $k[2]]));
                  -- (A journey begun anew since, with a clock of its own or none, is not this one.)
-                 IF $j.retain_at = record::id($d)[0] {
+                 IF $j.retain_at = $k[0] {
                      IF $j.user != NONE AND ($j.user.is_subscribed ?? false) {
-                         fn::journey({ visitor: $v, funnel: $f, step: 'retained', once: true });
+                         fn::journey({ visitor: $k[1], funnel: $k[2], step: 'retained', once: true });
                      };
                      UPDATE $j.id SET retain_at = NONE RETURN NONE;
                  };
@@ -383,11 +382,10 @@ pub async fn forget_before(
              -- journey_start:[started_at, visitor, funnel], oldest first (migration 0022).
              LET $journeys = (SELECT VALUE id FROM journey_start:[NONE]..[$cutoff] LIMIT $batch);
              FOR $s IN $journeys {
-                 LET $v = record::id($s)[1];
-                 LET $f = record::id($s)[2];
-                 LET $j = (SELECT * FROM ONLY type::record('journey', [$v, $f]));
+                 LET $k = record::id($s);
+                 LET $j = (SELECT * FROM ONLY type::record('journey', [$k[1], $k[2]]));
                  -- (A journey begun anew since the start was read is not this one.)
-                 IF $j.started_at = record::id($s)[0] { fn::journey_forget($j); };
+                 IF $j.started_at = $k[0] { fn::journey_forget($j); };
                  DELETE $s;
              };
              count($events) + count($journeys);",
