@@ -112,6 +112,10 @@ pub struct ServerSettings {
     /// `X-Forwarded-For` too (a CDN); their entries are skipped from the right.
     #[serde(default, deserialize_with = "list_or_commas")]
     pub trusted_proxies: Vec<String>,
+    /// The nice value (0-19) of the main runtime's threads: the store's queries and the
+    /// background jobs (`crate::startup::runtime`). 0 leaves them at the process's own.
+    #[serde(default)]
+    pub background_nice: i32,
 }
 
 impl ServerSettings {
@@ -468,6 +472,12 @@ impl Settings {
                 "must be an http:// or https:// address",
             ));
         }
+        if !(0..=19).contains(&self.server.background_nice) {
+            return Err(ConfigError::invalid(
+                "server.background_nice",
+                "must be a nice value from 0 to 19",
+            ));
+        }
         for proxy in &self.server.trusted_proxies {
             if proxy.parse::<std::net::IpAddr>().is_err() {
                 return Err(ConfigError::invalid(
@@ -800,6 +810,24 @@ mod tests {
         with(&[("APP__STRIPE__API_BASE", "https://api.stripe.com")]).expect("https");
         assert!(Settings::local_defaults_warning(false).is_some());
         assert!(Settings::local_defaults_warning(true).is_none());
+    }
+
+    #[test]
+    fn the_store_threads_priority_is_a_nice_value() {
+        let settings = load(AppEnv::Local, &[]).expect("the defaults load");
+        assert_eq!(settings.server.background_nice, 0, "all at one priority");
+        let settings = load(AppEnv::Local, &[("APP__SERVER__BACKGROUND_NICE", "19")])
+            .expect("the lowest priority");
+        assert_eq!(settings.server.background_nice, 19);
+        for value in ["-1", "20"] {
+            let error =
+                load(AppEnv::Local, &[("APP__SERVER__BACKGROUND_NICE", value)]).expect_err(value);
+            assert!(
+                error.to_string().contains("server.background_nice")
+                    && error.to_string().contains("from 0 to 19"),
+                "{error}"
+            );
+        }
     }
 
     #[test]

@@ -9,8 +9,7 @@ use helpnow::telemetry;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
     let settings = match Settings::load() {
         Ok(settings) => settings,
         Err(error) => {
@@ -19,6 +18,22 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
+    // The store's queries and the background jobs run on this runtime's threads, at
+    // `server.background_nice` (by default the HTTP and WebSocket workers' own priority; see
+    // src/startup/runtime.rs).
+    let runtime = match helpnow::startup::runtime::main_runtime(settings.server.background_nice) {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("helpnow: cannot start: {error}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    // The server's future is polled here, on this thread: actix-server starts its workers from
+    // it, and they keep this thread's priority (a task on the runtime would hand them its own).
+    runtime.block_on(serve(settings))
+}
+
+async fn serve(settings: Settings) -> std::process::ExitCode {
     telemetry::init(&settings.log);
     if let Some(warning) = Settings::local_defaults_warning(std::env::var_os("APP_ENV").is_some()) {
         tracing::warn!("{warning}");

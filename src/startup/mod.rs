@@ -23,6 +23,7 @@ use crate::realtime::RealtimeServer;
 use crate::routes;
 use crate::store::{self, Db};
 
+pub mod runtime;
 mod settings;
 
 use settings::{payment_provider, realtime_config};
