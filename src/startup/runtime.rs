@@ -33,7 +33,7 @@ pub fn main_runtime(nice: i32) -> io::Result<tokio::runtime::Runtime> {
 /// Lowers the calling thread's scheduling priority to `nice` (Linux keeps a nice value per
 /// thread). Never raises it: a thread already as low or lower stays so, and raising would need
 /// privileges.
-pub fn lower_this_thread(nice: i32) {
+fn lower_this_thread(nice: i32) {
     if let Err(error) = set_thread_nice(nice) {
         // On stderr too: the runtime's workers start before the logger is set up.
         eprintln!("helpnow: cannot lower a runtime thread's priority to {nice}: {error}");
@@ -43,11 +43,8 @@ pub fn lower_this_thread(nice: i32) {
 
 #[cfg(target_os = "linux")]
 fn set_thread_nice(nice: i32) -> io::Result<()> {
-    use rustix::process::{getpriority_process, setpriority_process};
-    let this = Some(rustix::thread::gettid());
-    let now = getpriority_process(this)?;
-    if nice > now {
-        setpriority_process(this, nice)?;
+    if nice > this_thread_nice()? {
+        rustix::process::setpriority_process(Some(rustix::thread::gettid()), nice)?;
     }
     Ok(())
 }
@@ -59,7 +56,7 @@ fn set_thread_nice(_nice: i32) -> io::Result<()> {
 
 /// The calling thread's nice value.
 #[cfg(target_os = "linux")]
-pub fn this_thread_nice() -> io::Result<i32> {
+fn this_thread_nice() -> io::Result<i32> {
     Ok(rustix::process::getpriority_process(Some(
         rustix::thread::gettid(),
     ))?)
