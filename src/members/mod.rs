@@ -62,6 +62,27 @@ pub(super) fn grants_access(facts: Option<&AccessFacts>) -> bool {
         .is_some_and(|check| check.has_access())
 }
 
+/// How long these access facts (none: no such user) give access from `now`: `None` without it;
+/// `Duration::MAX` while a subscription grants it (until a payment event changes it); else the
+/// trial's time left.
+pub(super) fn access_left(
+    facts: Option<&AccessFacts>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<std::time::Duration> {
+    let check = SubscriptionCheck::from_facts(facts?);
+    if check.has_active_subscription {
+        return Some(std::time::Duration::MAX);
+    }
+    if !check.trial_active {
+        return None;
+    }
+    check
+        .trial_end_date?
+        .signed_duration_since(now)
+        .to_std()
+        .ok()
+}
+
 /// What the members' chat needs of the funnel record on the account (spec section 3): the
 /// issue, and the visitor's own words and messages when the record kept them.
 pub fn funnel_brief(record: &serde_json::Value) -> Option<FunnelBrief> {
@@ -116,5 +137,59 @@ mod tests {
 
         assert_eq!(funnel_brief(&json!({ "funnel": "chat_funnel" })), None);
         assert_eq!(funnel_brief(&json!({ "userIssue": "  " })), None);
+    }
+
+    fn facts(
+        trial_end: Option<chrono::DateTime<chrono::Utc>>,
+        status: Option<&str>,
+    ) -> AccessFacts {
+        AccessFacts {
+            email: "ann@example.com".into(),
+            trial_started: trial_end.is_some(),
+            trial_start_date: None,
+            trial_end_date: trial_end,
+            payment_customer_id: None,
+            payment_session_id: None,
+            subscription_id: None,
+            has_password: true,
+            subscription: status.map(|status| store::billing::StoredSubscription {
+                id: "sub_1".into(),
+                customer_id: None,
+                status: status.into(),
+                price_id: None,
+                current_period_end: None,
+                trial_end: None,
+                cancel_at_period_end: false,
+            }),
+        }
+    }
+
+    #[test]
+    fn access_lasts_the_trials_time_left_or_while_a_subscription_grants_it() {
+        let now = chrono::Utc::now();
+        let hour = chrono::Duration::hours(1);
+        let std_hour = std::time::Duration::from_secs(3600);
+        assert_eq!(access_left(None, now), None, "no such user");
+        assert_eq!(access_left(Some(&facts(None, None)), now), None);
+        assert_eq!(access_left(Some(&facts(Some(now - hour), None)), now), None);
+        assert_eq!(
+            access_left(Some(&facts(Some(now + hour), None)), now),
+            Some(std_hour)
+        );
+        assert_eq!(
+            access_left(Some(&facts(Some(now + hour), Some("active"))), now),
+            Some(std::time::Duration::MAX),
+            "a subscription outlasts the trial"
+        );
+        assert_eq!(
+            access_left(Some(&facts(Some(now - hour), Some("trialing"))), now),
+            Some(std::time::Duration::MAX)
+        );
+        assert_eq!(
+            access_left(Some(&facts(Some(now + hour), Some("canceled"))), now),
+            Some(std_hour),
+            "an ended subscription leaves the trial"
+        );
+        assert_eq!(access_left(Some(&facts(None, Some("unpaid"))), now), None);
     }
 }

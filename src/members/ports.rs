@@ -10,7 +10,7 @@ use helpnow_actors::member::ports::{
 use helpnow_actors::ports::{AiMessage, Role, StoreError};
 use surrealdb::types::SurrealValue;
 
-use super::grants_access;
+use super::access_left;
 use crate::cluster::Cluster;
 use crate::domain::task::TaskId;
 use crate::store::batch::{Batcher, Outcome, Statement};
@@ -76,11 +76,14 @@ impl StoredChats {
 }
 
 impl MemberStore for StoredChats {
-    fn has_access(&self, user_id: &str) -> BoxFuture<'static, Result<bool, StoreError>> {
+    fn access_left(
+        &self,
+        user_id: &str,
+    ) -> BoxFuture<'static, Result<Option<std::time::Duration>, StoreError>> {
         let read = self.submit::<AccessFacts>(Statement::AccessFacts {
             user: user_id.to_owned(),
         });
-        async move { Ok(grants_access(read.await?.as_ref())) }.boxed()
+        async move { Ok(access_left(read.await?.as_ref(), chrono::Utc::now())) }.boxed()
     }
 
     fn create_chat(

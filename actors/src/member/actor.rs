@@ -111,6 +111,8 @@ struct Prepared {
     new_chat: bool,
     /// The chat as stored with this message, for the actor to keep ([`KnownChat`]).
     known: Option<StoredChat>,
+    /// The member's access time left, when it was read for this send (not trusted from before).
+    access_read: Option<std::time::Duration>,
 }
 
 /// The chat this member wrote in last, as this actor stored it: its title, last messages and
@@ -169,6 +171,9 @@ pub struct MemberActor {
     /// While `peer_writing` has any: the check that their processes are still alive.
     peer_check: Option<SpawnHandle>,
     known: Option<KnownChat>,
+    /// Until when the member's access, as last read, lets a send through without another read
+    /// (`MemberSettings::access_trusted_for`).
+    access_until: Option<tokio::time::Instant>,
     idle_timer: Option<SpawnHandle>,
 }
 
@@ -193,6 +198,7 @@ impl MemberActor {
             peer_writing: HashMap::new(),
             peer_check: None,
             known: None,
+            access_until: None,
             idle_timer: None,
         }
     }
@@ -345,6 +351,29 @@ impl MemberActor {
         json!({ "greeting": self.greeting(), "writing": writing })
     }
 
+    /// Whether the member's access was read recently enough to let a send through unread.
+    fn access_trusted(&self) -> bool {
+        self.access_until
+            .is_some_and(|until| tokio::time::Instant::now() < until)
+    }
+
+    /// Keeps what a send's or task help's access check learnt: access read now is trusted for
+    /// `access_trusted_for` (or for the trial's time left, when that is shorter); a refusal
+    /// forgets any access trusted before.
+    fn note_access(&mut self, prepared: &Result<Prepared, Refusal>) {
+        match prepared {
+            Ok(Prepared {
+                access_read: Some(left),
+                ..
+            }) => {
+                let trusted = (*left).min(self.deps.settings.access_trusted_for);
+                self.access_until = Some(tokio::time::Instant::now() + trusted);
+            }
+            Err(Refusal::UpgradeRequired) => self.access_until = None,
+            _ => {}
+        }
+    }
+
     fn is_taken(&self, chat_id: &str) -> bool {
         self.storing.contains(chat_id)
             || self.saving.contains(chat_id)
@@ -394,14 +423,18 @@ impl MemberActor {
         let prepare = prepare_chat_reply(
             self.deps.clone(),
             self.user_id.clone(),
-            chat_id.clone(),
-            known,
-            greeting,
-            text,
-            solution_for,
+            self.access_trusted(),
+            ChatSend {
+                chat_id: chat_id.clone(),
+                known,
+                greeting,
+                text,
+                solution_for,
+            },
         );
         ctx.spawn(prepare.into_actor(self).map(move |prepared, act, ctx| {
             act.preparing -= 1;
+            act.note_access(&prepared);
             if let Some(id) = &chat_id {
                 act.storing.remove(id);
             }
@@ -461,11 +494,10 @@ impl MemberActor {
         let funnel = self.take_funnel();
         let deps = self.deps.clone();
         let user_id = self.user_id.clone();
+        let trusted = self.access_trusted();
         let prepare = async move {
+            let access_read = check_access(&deps, &user_id, trusted).await?;
             let task = within(deps.settings.store_timeout, async {
-                if !deps.store.has_access(&user_id).await.map_err(unavailable)? {
-                    return Err(Refusal::UpgradeRequired);
-                }
                 deps.store
                     .task(&user_id, &task_id)
                     .await
@@ -499,10 +531,12 @@ impl MemberActor {
                 }),
                 new_chat: true,
                 known: None,
+                access_read,
             })
         };
         ctx.spawn(prepare.into_actor(self).map(move |prepared, act, ctx| {
             act.preparing -= 1;
+            act.note_access(&prepared);
             if prepared.is_err() {
                 act.give_back_funnel(funnel);
             }
@@ -833,8 +867,22 @@ impl MemberActor {
     }
 }
 
+/// A member's send, as [`prepare_chat_reply`] takes it.
+struct ChatSend {
+    /// `None`: a new chat.
+    chat_id: Option<String>,
+    /// The chat as this actor knows it ([`KnownChat`]), if it wrote in it last.
+    known: Option<StoredChat>,
+    /// A new chat's first message.
+    greeting: String,
+    text: String,
+    /// The funnel whose solution this send asks for, if it does.
+    solution_for: Option<FunnelBrief>,
+}
+
 /// Stores the member's message (creating the chat on its first send) and builds the AI request.
-/// A refusal means nothing was stored. The access and an existing chat's last messages are read
+/// A refusal means nothing was stored. The access (unless `access_trusted`: read within
+/// `MemberSettings::access_trusted_for`) and an existing chat's last messages are read
 /// together before the message is stored (two store calls in one round, not three in a row),
 /// and the chat only when the actor does not `known` it: a chat this actor wrote in last, whose
 /// revision nobody moved meanwhile, is not read at all (the append answers the revision it found;
@@ -844,20 +892,22 @@ impl MemberActor {
 fn prepare_chat_reply(
     deps: Arc<Deps>,
     user_id: String,
-    chat_id: Option<String>,
-    known: Option<StoredChat>,
-    greeting: String,
-    text: String,
-    solution_for: Option<FunnelBrief>,
+    access_trusted: bool,
+    send: ChatSend,
 ) -> BoxFuture<'static, Result<Prepared, Refusal>> {
+    let ChatSend {
+        chat_id,
+        known,
+        greeting,
+        text,
+        solution_for,
+    } = send;
     Box::pin(async move {
         let settings = &deps.settings;
         let keep = settings.context_messages;
         let message_id = new_message_id();
         let new_chat = chat_id.is_none();
-        let access = within(settings.store_timeout, async {
-            deps.store.has_access(&user_id).await.map_err(unavailable)
-        });
+        let access = check_access(&deps, &user_id, access_trusted);
         let earlier = async {
             match (&chat_id, known) {
                 (Some(id), None) => read_chat(&deps, &user_id, id).await,
@@ -865,9 +915,7 @@ fn prepare_chat_reply(
             }
         };
         let (access, earlier) = futures_util::future::join(access, earlier).await;
-        if !access? {
-            return Err(Refusal::UpgradeRequired);
-        }
+        let access_read = access?;
         let user_message = AiMessage::user(text.clone());
         let (chat_id, chat) = match chat_id {
             None => {
@@ -914,6 +962,7 @@ fn prepare_chat_reply(
                 request: None,
                 new_chat,
                 known: None,
+                access_read,
             });
         };
         let (purpose, messages) = match solution_for {
@@ -946,6 +995,7 @@ fn prepare_chat_reply(
             }),
             new_chat,
             known: Some(chat),
+            access_read,
         })
     })
 }
@@ -962,6 +1012,24 @@ async fn read_chat(deps: &Deps, user_id: &str, chat_id: &str) -> Option<StoredCh
     .await
     .ok()
     .flatten()
+}
+
+/// The member's access for a send or task help: `Ok(None)` when the actor trusts what it read
+/// before (`trusted`), `Ok(Some(time left))` when read now; without access, the upgrade refusal.
+async fn check_access(
+    deps: &Deps,
+    user_id: &str,
+    trusted: bool,
+) -> Result<Option<std::time::Duration>, Refusal> {
+    if trusted {
+        return Ok(None);
+    }
+    within(deps.settings.store_timeout, async {
+        deps.store.access_left(user_id).await.map_err(unavailable)
+    })
+    .await?
+    .map(Some)
+    .ok_or(Refusal::UpgradeRequired)
 }
 
 /// Store work bounded in time: past it, the member is asked to try again.

@@ -49,6 +49,11 @@ pub struct MemberSettings {
     pub store_timeout: Duration,
     /// How often a finished reply's save is tried, a second apart.
     pub reply_save_attempts: u32,
+    /// How long a member's access, once read, lets their sends and task help through without
+    /// another read (never past the end of a trial that alone grants it). A member whose access
+    /// ends keeps chatting for at most this long on a page already open; joining checks every
+    /// time, and a refusal is never kept.
+    pub access_trusted_for: Duration,
 }
 
 impl MemberSettings {
@@ -62,6 +67,7 @@ impl MemberSettings {
             context_messages: 20,
             store_timeout: Duration::from_secs(5),
             reply_save_attempts: 3,
+            access_trusted_for: Duration::from_secs(30),
         }
     }
 }

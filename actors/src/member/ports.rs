@@ -72,8 +72,13 @@ pub struct TaskItemBrief {
 /// Where members' chats live, and what decides their access (SurrealDB in the server). Every
 /// call names the member: another member's chat or task is simply not found.
 pub trait MemberStore: Send + Sync + 'static {
-    /// Whether the member has an active trial or subscription now.
-    fn has_access(&self, user_id: &str) -> BoxFuture<'static, Result<bool, StoreError>>;
+    /// How long the member's access lasts, as far as the store knows now: `None` without an
+    /// active trial or subscription; the trial's time left when only the trial grants it;
+    /// `Duration::MAX` when a subscription grants it (until a payment event changes it).
+    fn access_left(
+        &self,
+        user_id: &str,
+    ) -> BoxFuture<'static, Result<Option<std::time::Duration>, StoreError>>;
 
     /// A new chat titled `title`: the assistant's `greeting`, then the member's first message
     /// (`content`, under `message_id`), written together, at revision 0. Its id.

@@ -42,6 +42,10 @@ struct MemoryStore {
     chats: Arc<Mutex<HashMap<String, MemoryChat>>>,
     tasks: Mutex<HashMap<String, (String, TaskBrief)>>,
     access: AtomicBool,
+    /// With access: a trial with this time left (`None`: a subscription).
+    trial_left: Mutex<Option<Duration>>,
+    /// How many times the access was read.
+    access_reads: AtomicUsize,
     next_id: Mutex<u32>,
     /// Writes take this long (they happen when the future runs, as in a database).
     write_delay: Mutex<Duration>,
@@ -59,6 +63,8 @@ impl Default for MemoryStore {
             chats: Arc::default(),
             tasks: Mutex::default(),
             access: AtomicBool::new(true),
+            trial_left: Mutex::new(None),
+            access_reads: AtomicUsize::new(0),
             next_id: Mutex::new(0),
             write_delay: Mutex::new(Duration::ZERO),
             failing_replies: Mutex::new(0),
@@ -127,9 +133,18 @@ impl MemoryStore {
 }
 
 impl super::ports::MemberStore for MemoryStore {
-    fn has_access(&self, _user_id: &str) -> BoxFuture<'static, Result<bool, StoreError>> {
-        let access = self.access.load(Ordering::SeqCst);
-        async move { Ok(access) }.boxed()
+    fn access_left(
+        &self,
+        _user_id: &str,
+    ) -> BoxFuture<'static, Result<Option<Duration>, StoreError>> {
+        self.access_reads.fetch_add(1, Ordering::SeqCst);
+        let left = self.access.load(Ordering::SeqCst).then(|| {
+            self.trial_left
+                .lock()
+                .expect("lock")
+                .unwrap_or(Duration::MAX)
+        });
+        async move { Ok(left) }.boxed()
     }
 
     fn create_chat(
@@ -1383,4 +1398,74 @@ async fn a_reply_is_cut_at_twenty_thousand_characters_and_what_is_shown_is_what_
         call.dropped.load(Ordering::SeqCst),
         "the AI call was hung up"
     );
+}
+
+/// Sends to `chat_id` (a new chat: `None`) and lets the reply finish: the chat's id.
+async fn send_and_finish(harness: &Harness, tab: &mut Tab, chat_id: Option<&str>) -> String {
+    let chat_id = tab.send_stored(chat_id, "Is my printer on?").await;
+    let call = harness.ai.next_call().await;
+    call.piece("It is.");
+    call.end();
+    tab.next_named("chat:done").await;
+    chat_id
+}
+
+#[actix::test]
+async fn access_read_for_a_send_is_trusted_for_thirty_seconds_and_a_refusal_is_never_kept() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    let reads = || harness.store.access_reads.load(Ordering::SeqCst);
+    let chat_id = send_and_finish(&harness, &mut tab, None).await;
+    assert_eq!(reads(), 1);
+
+    // The access ends (a payment event): sends and task help go on while the read is trusted.
+    harness.store.access.store(false, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(29)).await;
+    send_and_finish(&harness, &mut tab, Some(&chat_id)).await;
+    let task_id = harness.store.add_task(
+        USER,
+        TaskBrief {
+            name: "Fix the printer".into(),
+            items: Vec::new(),
+        },
+    );
+    assert!(matches!(
+        tab.task_help(&task_id).await,
+        TaskHelpAck::Started { .. }
+    ));
+    harness.ai.next_call().await.end();
+    tab.next_named("chat:done").await;
+    assert_eq!(reads(), 1, "no read while trusted");
+
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        tab.send(Some(&chat_id), "And now?").await,
+        SendAck::Refused(Refusal::UpgradeRequired)
+    );
+    assert_eq!(reads(), 2);
+    assert_eq!(harness.store.messages(&chat_id).len(), 5, "nothing saved");
+
+    // Access back (a new subscription): the refusal was not kept.
+    harness.store.access.store(true, Ordering::SeqCst);
+    send_and_finish(&harness, &mut tab, Some(&chat_id)).await;
+    assert_eq!(reads(), 3);
+}
+
+#[actix::test]
+async fn access_a_trial_alone_grants_is_not_trusted_past_the_trials_end() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    *harness.store.trial_left.lock().expect("lock") = Some(Duration::from_secs(5));
+    let chat_id = send_and_finish(&harness, &mut tab, None).await;
+    // The trial ends 5 s after the read.
+    harness.store.access.store(false, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    send_and_finish(&harness, &mut tab, Some(&chat_id)).await;
+    assert_eq!(harness.store.access_reads.load(Ordering::SeqCst), 1);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        tab.send(Some(&chat_id), "Still there?").await,
+        SendAck::Refused(Refusal::UpgradeRequired)
+    );
+    assert_eq!(harness.store.access_reads.load(Ordering::SeqCst), 2);
 }
