@@ -14,9 +14,9 @@ use helpnow_actors::ports::{Ai, Telemetry};
 pub use namespace::MemberNamespace;
 
 use crate::adapters::analytics::BatchedAnalytics;
-use crate::billing::service::SubscriptionCheck;
 use crate::cluster::Cluster;
 use crate::config::Settings;
+use crate::domain::billing::Access;
 use crate::store::batch::Batcher;
 use crate::store::billing::AccessFacts;
 use crate::store::{self, Db};
@@ -57,26 +57,29 @@ pub async fn has_access(db: &Db, user_id: &str) -> Result<bool, surrealdb::Error
 
 /// Whether these access facts (none: no such user) give access now.
 pub(super) fn grants_access(facts: Option<&AccessFacts>) -> bool {
-    facts
-        .map(SubscriptionCheck::from_facts)
-        .is_some_and(|check| check.has_access())
+    access_left(facts, chrono::Utc::now()).is_some()
 }
 
-/// How long these access facts (none: no such user) give access from `now`: `None` without it;
-/// `Duration::MAX` while a subscription grants it (until a payment event changes it); else the
-/// trial's time left.
+/// How long these access facts (none: no such user) give access from `now`, by the access rule
+/// (`Access::compute`): `None` without it; `Duration::MAX` while a subscription grants it (until
+/// a payment event changes it); else the trial's time left.
 pub(super) fn access_left(
     facts: Option<&AccessFacts>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Option<std::time::Duration> {
-    let check = SubscriptionCheck::from_facts(facts?);
-    if check.has_active_subscription {
+    let facts = facts?;
+    let status = facts
+        .subscription
+        .as_ref()
+        .and_then(store::billing::StoredSubscription::status);
+    let access = Access::compute(facts.trial_end_date, status, now);
+    if access.subscription_active {
         return Some(std::time::Duration::MAX);
     }
-    if !check.trial_active {
+    if !access.trial_active {
         return None;
     }
-    check
+    facts
         .trial_end_date?
         .signed_duration_since(now)
         .to_std()
@@ -139,6 +142,7 @@ mod tests {
         assert_eq!(funnel_brief(&json!({ "userIssue": "  " })), None);
     }
 
+    /// The access facts of a member with this trial end and a subscription in this status.
     fn facts(
         trial_end: Option<chrono::DateTime<chrono::Utc>>,
         status: Option<&str>,
@@ -166,7 +170,8 @@ mod tests {
 
     #[test]
     fn access_lasts_the_trials_time_left_or_while_a_subscription_grants_it() {
-        let now = chrono::Utc::now();
+        // A moment other than the clock's: the rule is applied at `now`.
+        let now = chrono::Utc::now() + chrono::Duration::days(3);
         let hour = chrono::Duration::hours(1);
         let std_hour = std::time::Duration::from_secs(3600);
         assert_eq!(access_left(None, now), None, "no such user");

@@ -115,6 +115,14 @@ struct Prepared {
     access_read: Option<std::time::Duration>,
 }
 
+/// A read of the member's access that a send or task help makes: which of the actor's reads it
+/// is, and when it began (the trust it gives starts then, not when its send is stored).
+#[derive(Debug, Clone, Copy)]
+struct AccessRead {
+    number: u64,
+    began: tokio::time::Instant,
+}
+
 /// The chat this member wrote in last, as this actor stored it: its title, last messages and
 /// revision. The next send to it needs no read of the chat unless someone else (another tab
 /// served by another process, a retried write) moved its revision on meanwhile: each append
@@ -174,6 +182,11 @@ pub struct MemberActor {
     /// Until when the member's access, as last read, lets a send through without another read
     /// (`MemberSettings::access_trusted_for`).
     access_until: Option<tokio::time::Instant>,
+    /// How many reads of the access this actor has begun.
+    access_reads: u64,
+    /// The newest of them whose answer `access_until` holds: an older answer that arrives later
+    /// is not kept.
+    access_applied: u64,
     idle_timer: Option<SpawnHandle>,
 }
 
@@ -199,6 +212,8 @@ impl MemberActor {
             peer_check: None,
             known: None,
             access_until: None,
+            access_reads: 0,
+            access_applied: 0,
             idle_timer: None,
         }
     }
@@ -351,25 +366,40 @@ impl MemberActor {
         json!({ "greeting": self.greeting(), "writing": writing })
     }
 
-    /// Whether the member's access was read recently enough to let a send through unread.
-    fn access_trusted(&self) -> bool {
-        self.access_until
-            .is_some_and(|until| tokio::time::Instant::now() < until)
+    /// The read of the member's access a send or task help begins now; `None` when the access
+    /// read last is still trusted.
+    fn begin_access_read(&mut self) -> Option<AccessRead> {
+        let now = tokio::time::Instant::now();
+        if self.access_until.is_some_and(|until| now < until) {
+            return None;
+        }
+        self.access_reads += 1;
+        Some(AccessRead {
+            number: self.access_reads,
+            began: now,
+        })
     }
 
-    /// Keeps what a send's or task help's access check learnt: access read now is trusted for
-    /// `access_trusted_for` (or for the trial's time left, when that is shorter); a refusal
-    /// forgets any access trusted before.
-    fn note_access(&mut self, prepared: &Result<Prepared, Refusal>) {
+    /// Keeps what `read` found, unless the answer of a read begun later is kept already: access
+    /// is trusted from when its read began for `access_trusted_for` (or for the trial's time
+    /// left, when that is shorter); a refusal forgets any access trusted before.
+    fn note_access(&mut self, read: Option<AccessRead>, prepared: &Result<Prepared, Refusal>) {
+        let Some(read) = read.filter(|read| read.number > self.access_applied) else {
+            return;
+        };
         match prepared {
             Ok(Prepared {
                 access_read: Some(left),
                 ..
             }) => {
+                self.access_applied = read.number;
                 let trusted = (*left).min(self.deps.settings.access_trusted_for);
-                self.access_until = Some(tokio::time::Instant::now() + trusted);
+                self.access_until = read.began.checked_add(trusted);
             }
-            Err(Refusal::UpgradeRequired) => self.access_until = None,
+            Err(Refusal::UpgradeRequired) => {
+                self.access_applied = read.number;
+                self.access_until = None;
+            }
             _ => {}
         }
     }
@@ -420,10 +450,11 @@ impl MemberActor {
             .as_ref()
             .and_then(|id| self.known.take_if(|known| known.id == *id))
             .map(|known| known.chat);
+        let access_read = self.begin_access_read();
         let prepare = prepare_chat_reply(
             self.deps.clone(),
             self.user_id.clone(),
-            self.access_trusted(),
+            access_read.is_none(),
             ChatSend {
                 chat_id: chat_id.clone(),
                 known,
@@ -434,7 +465,7 @@ impl MemberActor {
         );
         ctx.spawn(prepare.into_actor(self).map(move |prepared, act, ctx| {
             act.preparing -= 1;
-            act.note_access(&prepared);
+            act.note_access(access_read, &prepared);
             if let Some(id) = &chat_id {
                 act.storing.remove(id);
             }
@@ -494,15 +525,18 @@ impl MemberActor {
         let funnel = self.take_funnel();
         let deps = self.deps.clone();
         let user_id = self.user_id.clone();
-        let trusted = self.access_trusted();
+        let access_check = self.begin_access_read();
+        let trusted = access_check.is_none();
         let prepare = async move {
-            let access_read = check_access(&deps, &user_id, trusted).await?;
-            let task = within(deps.settings.store_timeout, async {
-                deps.store
+            let (access_read, task) = within(deps.settings.store_timeout, async {
+                let access_read = check_access(&deps, &user_id, trusted).await?;
+                let task = deps
+                    .store
                     .task(&user_id, &task_id)
                     .await
                     .map_err(unavailable)?
-                    .ok_or(Refusal::TaskNotFound)
+                    .ok_or(Refusal::TaskNotFound)?;
+                Ok((access_read, task))
             })
             .await?;
             let request = prompts::task_request(&task);
@@ -536,7 +570,7 @@ impl MemberActor {
         };
         ctx.spawn(prepare.into_actor(self).map(move |prepared, act, ctx| {
             act.preparing -= 1;
-            act.note_access(&prepared);
+            act.note_access(access_check, &prepared);
             if prepared.is_err() {
                 act.give_back_funnel(funnel);
             }
@@ -875,6 +909,7 @@ struct ChatSend {
     known: Option<StoredChat>,
     /// A new chat's first message.
     greeting: String,
+    /// The member's message.
     text: String,
     /// The funnel whose solution this send asks for, if it does.
     solution_for: Option<FunnelBrief>,

@@ -1469,3 +1469,64 @@ async fn access_a_trial_alone_grants_is_not_trusted_past_the_trials_end() {
     );
     assert_eq!(harness.store.access_reads.load(Ordering::SeqCst), 2);
 }
+
+#[actix::test]
+async fn access_is_trusted_from_when_it_was_read_not_from_when_the_send_was_stored() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    let chat_id = send_and_finish(&harness, &mut tab, None).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    // The access is read again, then the message takes 4 s to store (within the store time-out).
+    let read_at = tokio::time::Instant::now();
+    *harness.store.write_delay.lock().expect("lock") = Duration::from_secs(4);
+    tab.send_stored(Some(&chat_id), "Is it plugged in?").await;
+    *harness.store.write_delay.lock().expect("lock") = Duration::ZERO;
+    let call = harness.ai.next_call().await;
+    call.piece("It is.");
+    call.end();
+    tab.next_named("chat:done").await;
+    assert_eq!(harness.store.access_reads.load(Ordering::SeqCst), 2);
+
+    harness.store.access.store(false, Ordering::SeqCst);
+    tokio::time::sleep_until(read_at + Duration::from_secs(29)).await;
+    send_and_finish(&harness, &mut tab, Some(&chat_id)).await;
+    tokio::time::sleep_until(read_at + Duration::from_secs(30)).await;
+    assert_eq!(
+        tab.send(Some(&chat_id), "And now?").await,
+        SendAck::Refused(Refusal::UpgradeRequired)
+    );
+}
+
+#[actix::test]
+async fn a_refusal_is_kept_over_a_grant_read_before_it_that_answers_after_it() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    let first_chat = send_and_finish(&harness, &mut tab, None).await;
+    let second_chat = send_and_finish(&harness, &mut tab, None).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    // The first send's access is read, then its message takes 4 s to store; meanwhile the
+    // access ends and a send to the other chat is refused.
+    *harness.store.write_delay.lock().expect("lock") = Duration::from_secs(4);
+    let first = tab.send(Some(&first_chat), "Is my printer on?");
+    let second = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        harness.store.access.store(false, Ordering::SeqCst);
+        tab.send(Some(&second_chat), "Hello?").await
+    };
+    let (first, second) = tokio::join!(first, second);
+    assert!(matches!(first, SendAck::Stored { .. }), "{first:?}");
+    assert_eq!(second, SendAck::Refused(Refusal::UpgradeRequired));
+    *harness.store.write_delay.lock().expect("lock") = Duration::ZERO;
+    let call = harness.ai.next_call().await;
+    call.piece("It is.");
+    call.end();
+    tab.next_named("chat:done").await;
+    assert_eq!(harness.store.access_reads.load(Ordering::SeqCst), 3);
+
+    // The grant answered last, but the refusal was read later: the access is read again.
+    assert_eq!(
+        tab.send(Some(&second_chat), "And now?").await,
+        SendAck::Refused(Refusal::UpgradeRequired)
+    );
+    assert_eq!(harness.store.access_reads.load(Ordering::SeqCst), 4);
+}
