@@ -50,14 +50,8 @@ pub fn registry(
 
 /// Whether the user has an active trial or subscription now (DESIGN.md section 6).
 pub async fn has_access(db: &Db, user_id: &str) -> Result<bool, surrealdb::Error> {
-    Ok(grants_access(
-        store::billing::access_facts(db, user_id).await?.as_ref(),
-    ))
-}
-
-/// Whether these access facts (none: no such user) give access now.
-pub(super) fn grants_access(facts: Option<&AccessFacts>) -> bool {
-    access_left(facts, chrono::Utc::now()).is_some()
+    let facts = store::billing::access_facts(db, user_id).await?;
+    Ok(access_left(facts.as_ref(), chrono::Utc::now()).is_some())
 }
 
 /// How long these access facts (none: no such user) give access from `now`, by the access rule

@@ -450,11 +450,11 @@ impl MemberActor {
             .as_ref()
             .and_then(|id| self.known.take_if(|known| known.id == *id))
             .map(|known| known.chat);
-        let access_read = self.begin_access_read();
+        let access_check = self.begin_access_read();
         let prepare = prepare_chat_reply(
             self.deps.clone(),
             self.user_id.clone(),
-            access_read.is_none(),
+            access_check.is_none(),
             ChatSend {
                 chat_id: chat_id.clone(),
                 known,
@@ -465,7 +465,7 @@ impl MemberActor {
         );
         ctx.spawn(prepare.into_actor(self).map(move |prepared, act, ctx| {
             act.preparing -= 1;
-            act.note_access(access_read, &prepared);
+            act.note_access(access_check, &prepared);
             if let Some(id) = &chat_id {
                 act.storing.remove(id);
             }

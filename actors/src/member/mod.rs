@@ -50,9 +50,9 @@ pub struct MemberSettings {
     /// How often a finished reply's save is tried, a second apart.
     pub reply_save_attempts: u32,
     /// How long a member's access, once read, lets their sends and task help through without
-    /// another read (from when the read began) (never past the end of a trial that alone grants it). A member whose access
-    /// ends keeps chatting for at most this long on a page already open; joining checks every
-    /// time, and a refusal is never kept.
+    /// another read, counted from when the read began and never past the end of a trial that
+    /// alone grants it. A member whose access ends keeps chatting for at most this long on a
+    /// page already open; joining checks every time, and a refusal is never kept.
     pub access_trusted_for: Duration,
 }
 
