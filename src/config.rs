@@ -399,7 +399,7 @@ impl Settings {
                 base.display()
             )));
         }
-        let layered = config::Config::builder()
+        let builder = config::Config::builder()
             .add_source(config::File::from(base))
             .add_source(
                 config::File::from(config_dir.join(format!("{}.toml", env.as_str())))
@@ -410,9 +410,29 @@ impl Settings {
                     .prefix_separator("__")
                     .separator("__")
                     .source(Some(env_vars)),
+            );
+        let load = |builder: config::ConfigBuilder<config::builder::DefaultState>| {
+            builder
+                .build()
+                .map_err(|err| ConfigError::Load(err.to_string()))
+        };
+        let mut layered = load(builder.clone())?;
+        // Unset, the public URL is where this server listens, so a server started on another
+        // port (or address) still accepts its own pages' origin and writes links back to itself.
+        // (A port that is not one is left for the deserializing below to name.)
+        if layered.get_string("server.public_url").is_err()
+            && let (Ok(host), Ok(port)) = (
+                layered.get_string("server.host"),
+                layered.get::<u16>("server.port"),
             )
-            .build()
-            .map_err(|err| ConfigError::Load(err.to_string()))?;
+        {
+            let default = listening_url(&host, port);
+            layered = load(
+                builder
+                    .set_default("server.public_url", default)
+                    .map_err(|err| ConfigError::Load(err.to_string()))?,
+            )?;
+        }
 
         let settings: Settings = serde_path_to_error::deserialize(layered).map_err(|err| {
             let key = err.path().to_string();
@@ -711,6 +731,17 @@ fn is_https_or_loopback(value: &str) -> bool {
     }
 }
 
+/// `http://host:port` for a server listening on `host` and `port`; an unspecified address
+/// (`0.0.0.0`, `::`) is reached locally at 127.0.0.1.
+fn listening_url(host: &str, port: u16) -> String {
+    let host = match host.parse::<std::net::IpAddr>() {
+        Ok(address) if address.is_unspecified() => "127.0.0.1".to_owned(),
+        Ok(std::net::IpAddr::V6(address)) => format!("[{address}]"),
+        _ => host.to_owned(),
+    };
+    format!("http://{host}:{port}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -740,6 +771,51 @@ mod tests {
         assert_eq!(settings.product.assistant_name, "Emma");
         assert!(settings.security.debug_tools, "debug tools are on locally");
         assert!((settings.ai.temperature - 0.7).abs() < f32::EPSILON);
+    }
+
+    #[test]
+    fn the_public_url_is_where_the_server_listens_unless_it_is_set() {
+        let url = |vars: &[(&str, &str)]| {
+            load(AppEnv::Local, vars)
+                .expect("loads")
+                .server
+                .public_url
+                .to_string()
+        };
+        assert_eq!(url(&[]), "http://127.0.0.1:8080/");
+        assert_eq!(
+            url(&[("APP__SERVER__PORT", "9000")]),
+            "http://127.0.0.1:9000/"
+        );
+        assert_eq!(
+            url(&[
+                ("APP__SERVER__HOST", "0.0.0.0"),
+                ("APP__SERVER__PORT", "9001")
+            ]),
+            "http://127.0.0.1:9001/"
+        );
+        assert_eq!(
+            url(&[("APP__SERVER__HOST", "::1"), ("APP__SERVER__PORT", "9002")]),
+            "http://[::1]:9002/"
+        );
+        assert_eq!(
+            url(&[("APP__SERVER__HOST", "helpnow.lan")]),
+            "http://helpnow.lan:8080/"
+        );
+        assert_eq!(
+            url(&[
+                ("APP__SERVER__PORT", "9000"),
+                ("APP__SERVER__PUBLIC_URL", "https://helpnow.example")
+            ]),
+            "https://helpnow.example/"
+        );
+        let unset: Vec<_> = PRODUCTION_KEYS
+            .iter()
+            .copied()
+            .filter(|(key, _)| *key != "APP__SERVER__PUBLIC_URL")
+            .collect();
+        let error = load(AppEnv::Production, &unset).expect_err("production needs its address");
+        assert!(error.to_string().contains("server.public_url"), "{error}");
     }
 
     const PRODUCTION_KEYS: &[(&str, &str)] = &[
