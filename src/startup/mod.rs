@@ -82,7 +82,7 @@ pub enum StartupError {
 }
 
 impl Application {
-    pub async fn build(settings: Settings) -> Result<Self, StartupError> {
+    pub async fn build(mut settings: Settings) -> Result<Self, StartupError> {
         // Two TLS crypto providers are compiled in (SurrealDB brings aws-lc, the HTTP clients ring),
         // so rustls cannot pick one by itself; without this the Stripe client panics. A second call
         // (tests build many applications in one process) finds it installed, which is fine.
@@ -95,6 +95,11 @@ impl Application {
             source,
         })?;
         let port = listener.local_addr().map_err(StartupError::Server)?.port();
+        // A public URL on port 0 (the one followed from `server.port = 0`, `Settings::load`) is
+        // this server on the port it got.
+        if settings.server.public_url.port() == Some(0) {
+            let _ = settings.server.public_url.set_port(Some(port));
+        }
         tracing::info!(
             address = %format!("http://{}:{port}", settings.server.host),
             database = %RedactedUrl(&settings.database.url),

@@ -139,6 +139,24 @@ async fn only_the_public_origin_and_the_allowed_ones_may_connect() {
 }
 
 #[tokio::test]
+async fn a_public_url_on_port_0_is_the_port_the_server_got() {
+    let app = spawn_app_with(|settings| {
+        settings.server.public_url = "http://127.0.0.1:0".parse().expect("url");
+    })
+    .await;
+    let with_origin = |origin: String| {
+        app.client
+            .get(app.url(HANDSHAKE))
+            .header("origin", origin)
+            .send()
+    };
+    let own = with_origin(app.address.clone()).await.expect("GET");
+    assert_eq!(own.status(), StatusCode::OK, "{}", app.address);
+    let port_0 = with_origin("http://127.0.0.1:0".into()).await.expect("GET");
+    assert_eq!(port_0.status(), StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
 async fn unknown_namespaces_are_refused_and_the_session_goes_on() {
     let app = spawn_app().await;
     let (sid, _) = open_session(&app).await;
