@@ -15,6 +15,7 @@ use actix_web::{FromRequest, HttpRequest, web};
 
 use super::token;
 use crate::error::{ApiError, Context};
+use crate::store::sessions::{SessionStart, SessionUser};
 use crate::store::{self, Db};
 
 /// The session cookie's name over plain http (local runs, tests); over https it is
@@ -105,10 +106,26 @@ pub async fn start(
     cookies: SessionCookies,
     user_id: &str,
 ) -> Result<Cookie<'static>, ApiError> {
+    start_as(db, cookies, user_id, SessionStart::default()).await
+}
+
+/// Starts a session that began as `how` says (with a proof of the address, say).
+pub async fn start_as(
+    db: &Db,
+    cookies: SessionCookies,
+    user_id: &str,
+    how: SessionStart,
+) -> Result<Cookie<'static>, ApiError> {
     let secret = token::new_secret();
-    store::sessions::create(db, user_id, token::hash_secret(&secret), SESSION_LIFETIME)
-        .await
-        .context("cannot store a session")?;
+    store::sessions::create(
+        db,
+        user_id,
+        token::hash_secret(&secret),
+        SESSION_LIFETIME,
+        how,
+    )
+    .await
+    .context("cannot store a session")?;
     Ok(cookies.signed_in(secret))
 }
 
@@ -134,14 +151,41 @@ pub fn session_secret(req: &HttpRequest) -> Option<String> {
         .filter(|value| token::looks_like_secret(value))
 }
 
-/// The signed-in user behind a request: its id (the record key) and email.
+/// The signed-in user behind a request: its id (the record key), email, and what the session's
+/// holder has proved of the address.
 #[derive(Debug, Clone)]
 pub struct CurrentUser {
     pub id: String,
     pub email: String,
+    /// The session's hash (to end it).
+    pub session: String,
+    session_user: SessionUser,
 }
 
-/// Looks up the session cookie of a request.
+impl CurrentUser {
+    /// The session began with the proof that took the account over and may do nothing but choose
+    /// a new password (or sign out) until it has.
+    pub fn password_pending(&self) -> bool {
+        self.session_user.password_pending
+    }
+
+    /// The session began with a mailed link or a reset link.
+    pub fn by_proof(&self) -> bool {
+        self.session_user.by_proof
+    }
+
+    /// The session's holder has proved the account's address ([`SessionUser::holds_proved_address`]).
+    pub fn holds_proved_address(&self) -> bool {
+        self.session_user.holds_proved_address()
+    }
+
+    /// An address proved by whoever holds the current password: what admin rights need.
+    pub fn proved_with_password(&self) -> bool {
+        self.session_user.proved_with_password()
+    }
+}
+
+/// Looks up the session cookie of a request (a pending session too: see [`SessionHolder`]).
 pub async fn current_user(db: &Db, req: &HttpRequest) -> Result<Option<CurrentUser>, ApiError> {
     match session_secret(req) {
         Some(secret) => user_of_session(db, &secret).await,
@@ -151,12 +195,15 @@ pub async fn current_user(db: &Db, req: &HttpRequest) -> Result<Option<CurrentUs
 
 /// The signed-in user of a session secret.
 pub async fn user_of_session(db: &Db, secret: &str) -> Result<Option<CurrentUser>, ApiError> {
-    let found = store::sessions::find_user(db, &token::hash_secret(secret))
+    let hash = token::hash_secret(secret);
+    let found = store::sessions::find_user(db, &hash)
         .await
         .context("cannot read a session")?;
     Ok(found.map(|user| CurrentUser {
-        id: user.user_id,
-        email: user.email,
+        id: user.user_id.clone(),
+        email: user.email.clone(),
+        session: hash,
+        session_user: user,
     }))
 }
 
@@ -174,7 +221,16 @@ pub fn sign_in_required() -> ApiError {
     )
 }
 
-/// A handler argument that answers 401 when nobody is signed in.
+pub fn password_required() -> ApiError {
+    ApiError::new(StatusCode::FORBIDDEN, "choose_password", CHOOSE_PASSWORD)
+}
+
+/// What a session that must choose a password is told by everything else.
+pub const CHOOSE_PASSWORD: &str =
+    "Your email address is confirmed. For your safety, please choose a new password to continue.";
+
+/// A handler argument that answers 401 when nobody is signed in, and 403 `choose_password` to a
+/// session that must choose a new password first.
 impl FromRequest for CurrentUser {
     type Error = ApiError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
@@ -183,12 +239,19 @@ impl FromRequest for CurrentUser {
         let req = req.clone();
         Box::pin(async move {
             let db = database(&req)?;
-            current_user(&db, &req).await?.ok_or_else(sign_in_required)
+            let user = current_user(&db, &req)
+                .await?
+                .ok_or_else(sign_in_required)?;
+            if user.password_pending() {
+                return Err(password_required());
+            }
+            Ok(user)
         })
     }
 }
 
-/// A handler argument for pages that serve visitors and members alike.
+/// A handler argument for pages that serve visitors and members alike. A session that must
+/// choose a new password counts as nobody here.
 pub struct MaybeUser(pub Option<CurrentUser>);
 
 impl FromRequest for MaybeUser {
@@ -199,7 +262,25 @@ impl FromRequest for MaybeUser {
         let req = req.clone();
         Box::pin(async move {
             let db = database(&req)?;
-            Ok(MaybeUser(current_user(&db, &req).await?))
+            let user = current_user(&db, &req).await?;
+            Ok(MaybeUser(user.filter(|user| !user.password_pending())))
+        })
+    }
+}
+
+/// The session's holder whatever it may do, a session that must choose a new password included:
+/// for the few endpoints such a session uses (who am I, and choosing the password).
+pub struct SessionHolder(pub Option<CurrentUser>);
+
+impl FromRequest for SessionHolder {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, _payload: &mut actix_web::dev::Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let db = database(&req)?;
+            Ok(SessionHolder(current_user(&db, &req).await?))
         })
     }
 }

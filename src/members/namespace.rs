@@ -15,12 +15,16 @@ use crate::adapters::socket::{SocketClient, reply};
 use crate::auth::SessionCookies;
 use crate::auth::token;
 use crate::client::AddressLimiter;
+use crate::cluster::Cluster;
 use crate::realtime::{ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
 use crate::store::{self, Db};
 
 pub struct MemberNamespace {
     registry: MemberRegistry,
     db: Db,
+    /// A mailed link in `auth.token` may take the account over: its other sessions' sockets close
+    /// on every process.
+    cluster: Cluster,
     /// Connections per address and minute (`realtime.member_joins_per_minute`): each is a session
     /// lookup (and, with a token, a write), so a script cannot spray them.
     joins: Option<AddressLimiter>,
@@ -32,12 +36,14 @@ impl MemberNamespace {
     pub fn new(
         registry: MemberRegistry,
         db: Db,
+        cluster: Cluster,
         joins_per_minute: u32,
         cookies: SessionCookies,
     ) -> Self {
         Self {
             registry,
             db,
+            cluster,
             cookies,
             joins: (joins_per_minute > 0)
                 .then(|| AddressLimiter::per_minute(joins_per_minute, joins_per_minute)),
@@ -45,10 +51,12 @@ impl MemberNamespace {
     }
 }
 
-/// Who a handshake signed in as: the user, and the session's hash when it came with a session.
+/// Who a handshake signed in as: the user, the session's hash when it came with a session, and
+/// whether the account waits for a new password (a mailed link took it over) before it may chat.
 struct Member {
     user_id: String,
     session: Option<String>,
+    password_pending: bool,
 }
 
 fn refusal(code: &str, message: &str) -> ConnectError {
@@ -67,6 +75,7 @@ fn unavailable(error: impl std::fmt::Display) -> ConnectError {
 /// one-time sign-in token, which this uses up).
 async fn member_of(
     db: &Db,
+    cluster: &Cluster,
     cookie: Option<String>,
     auth_token: Option<String>,
 ) -> Result<Option<Member>, surrealdb::Error> {
@@ -76,14 +85,17 @@ async fn member_of(
             return Ok(Some(Member {
                 user_id: user.user_id,
                 session: Some(hash),
+                password_pending: user.password_pending,
             }));
         }
     }
     if let Some(secret) = auth_token {
-        let owner = store::billing::redeem_sign_in_token(db, &token::hash_secret(&secret)).await?;
+        let hash = token::hash_secret(&secret);
+        let owner = crate::auth::proof::redeem_sign_in_token(db, cluster, &hash).await?;
         return Ok(owner.map(|owner| Member {
             user_id: owner.user_id,
             session: None,
+            password_pending: owner.password_pending,
         }));
     }
     Ok(None)
@@ -112,11 +124,22 @@ impl Namespace for MemberNamespace {
         }
         let registry = self.registry.clone();
         let db = self.db.clone();
+        let cluster = self.cluster.clone();
         async move {
-            let Member { user_id, session } = member_of(&db, cookie, auth_token)
+            let Member {
+                user_id,
+                session,
+                password_pending,
+            } = member_of(&db, &cluster, cookie, auth_token)
                 .await
                 .map_err(unavailable)?
                 .ok_or_else(|| refusal("sign_in_required", "Please sign in to chat."))?;
+            if password_pending {
+                return Err(refusal(
+                    "choose_password",
+                    crate::auth::session::CHOOSE_PASSWORD,
+                ));
+            }
             if !super::has_access(&db, &user_id)
                 .await
                 .map_err(unavailable)?

@@ -7,14 +7,16 @@ use actix_web::{HttpRequest, HttpResponse, get, post, put, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::{self, AuthThrottle, CurrentUser, MaybeUser, SessionCookies, token};
+use crate::auth::{self, AuthThrottle, CurrentUser, SessionCookies, SessionHolder, token};
 use crate::billing::service::SubscriptionCheck;
 use crate::client::client_key;
+use crate::cluster::Cluster;
 use crate::config::Settings;
 use crate::domain::analytics::EventName;
 use crate::domain::{Email, NewPassword, PasswordError};
 use crate::error::{ApiError, Context};
 use crate::routes::billing::clear_checkout_cookie;
+use crate::store::sessions::SessionStart;
 use crate::store::{self, Db};
 
 pub const NO_SESSION: &str = "No session information found. Please contact support.";
@@ -33,12 +35,15 @@ fn checkout_token_hash(req: &HttpRequest) -> Option<String> {
 }
 
 /// Whose account setup this request may do: the checkout cookie's (spent on success), or a
-/// signed-in member's whose account a checkout created without a password.
+/// signed-in member's whose account has no password (a checkout created it without one, or a
+/// mailed link that proved the address took the password set before the proof).
 struct SetupRight {
     user_id: String,
     email: String,
     /// The checkout cookie's token, to spend; `None` for a signed-in member.
     token_hash: Option<String>,
+    /// The signed-in member's session, when the right is theirs.
+    session: Option<CurrentUser>,
 }
 
 async fn setup_right(
@@ -47,7 +52,7 @@ async fn setup_right(
     user: Option<CurrentUser>,
 ) -> Result<SetupRight, ApiError> {
     if let Some(hash) = checkout_token_hash(req)
-        && let Some(owner) = store::billing::peek_sign_in_token(db, &hash)
+        && let Some(owner) = store::billing::peek_checkout_token(db, &hash)
             .await
             .context("cannot read a sign-in token")?
     {
@@ -55,6 +60,7 @@ async fn setup_right(
             user_id: owner.user_id,
             email: owner.email,
             token_hash: Some(hash),
+            session: None,
         });
     }
     if let Some(user) = user {
@@ -64,9 +70,10 @@ async fn setup_right(
             .is_none_or(|facts| facts.has_password);
         if !has_password {
             return Ok(SetupRight {
-                user_id: user.id,
-                email: user.email,
+                user_id: user.id.clone(),
+                email: user.email.clone(),
                 token_hash: None,
+                session: Some(user),
             });
         }
     }
@@ -74,12 +81,13 @@ async fn setup_right(
 }
 
 /// `GET /api/account/setup`: whose checkout this browser finished, and whether that account
-/// already has a password.
+/// already has a password (`mustChoosePassword`: a mailed link proved the address and took the
+/// password set before it; this session chooses a new one before going on).
 #[get("/account/setup")]
 pub async fn setup_status(
     req: HttpRequest,
     db: web::Data<Db>,
-    user: MaybeUser,
+    user: SessionHolder,
 ) -> Result<HttpResponse, ApiError> {
     let owner = setup_right(&req, &db, user.0).await?;
     let facts = store::billing::access_facts(&db, &owner.user_id)
@@ -87,9 +95,14 @@ pub async fn setup_status(
         .context("cannot read an account")?
         .ok_or_else(no_session)?;
     let check = SubscriptionCheck::from_facts(&facts);
+    let must_choose = owner
+        .session
+        .as_ref()
+        .is_some_and(CurrentUser::password_pending);
     Ok(HttpResponse::Ok().json(json!({
         "email": owner.email,
         "hasPassword": facts.has_password,
+        "mustChoosePassword": must_choose,
         "trialActive": check.trial_active,
         "trialEndDate": check.trial_end_date,
     })))
@@ -112,7 +125,7 @@ pub async fn setup(
     settings: web::Data<Settings>,
     throttle: web::Data<AuthThrottle>,
     cookies: web::Data<SessionCookies>,
-    user: MaybeUser,
+    user: SessionHolder,
     body: web::Json<SetupRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let db: &Db = &db;
@@ -144,6 +157,7 @@ pub async fn setup(
                 user_id: account.id,
                 email: account.email,
                 token_hash: None,
+                session: None,
             }
         }
     };
@@ -202,8 +216,10 @@ pub async fn setup(
             .context("cannot redeem a sign-in token")?
             .ok_or_else(no_session)?;
     }
+    // A session that began with a mailed link chooses a password as the address's prover.
+    let by_proof = owner.session.as_ref().is_some_and(CurrentUser::by_proof);
     if let Some(new_hash) = new_hash {
-        store::users::set_password(db, &account.id, new_hash)
+        store::users::set_password(db, &account.id, new_hash, by_proof)
             .await
             .context("cannot store a password")?;
     }
@@ -218,7 +234,17 @@ pub async fn setup(
         .await
         .context("cannot read access")?
         .is_some_and(|facts| SubscriptionCheck::from_facts(&facts).trial_active);
-    let session = auth::session::start(db, **cookies, &account.id).await?;
+    // The session that had to choose a password gives way to one that may go on.
+    if let Some(pending) = owner.session.as_ref().filter(|s| s.password_pending()) {
+        store::sessions::delete(db, &pending.session)
+            .await
+            .context("cannot end a session")?;
+    }
+    let start = SessionStart {
+        by_proof,
+        password_pending: false,
+    };
+    let session = auth::session::start_as(db, **cookies, &account.id, start).await?;
     Ok(HttpResponse::Ok()
         .cookie(session)
         .cookie(clear_checkout_cookie(**cookies))
@@ -236,11 +262,15 @@ pub struct TokenRequest {
 
 /// `POST /api/auth/token {token?}`: signs in with a one-time token, from the body (the welcome
 /// mail's link) or else from the checkout cookie. Works once; concurrent tries get one session.
+/// A mailed link proves the address, which may take the account over
+/// ([`auth::proof::redeem_sign_in_token`]): then `mustChoosePassword` says this session chooses
+/// a new password before anything else.
 #[post("/auth/token")]
 pub async fn redeem_token(
     req: HttpRequest,
     db: web::Data<Db>,
     cookies: web::Data<SessionCookies>,
+    cluster: web::Data<Cluster>,
     body: web::Json<TokenRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let invalid = || ApiError::new(StatusCode::UNAUTHORIZED, "invalid_token", TOKEN_INVALID);
@@ -249,7 +279,7 @@ pub async fn redeem_token(
         Some(_) => return Err(invalid()),
         None => checkout_token_hash(&req).ok_or_else(invalid)?,
     };
-    let owner = store::billing::redeem_sign_in_token(&db, &hash)
+    let owner = auth::proof::redeem_sign_in_token(&db, &cluster, &hash)
         .await
         .context("cannot redeem a sign-in token")?
         .ok_or_else(invalid)?;
@@ -260,11 +290,19 @@ pub async fn redeem_token(
         json!({"method": "token"}),
     )
     .await;
-    let session = auth::session::start(&db, **cookies, &owner.user_id).await?;
+    let start = SessionStart {
+        by_proof: owner.mailed,
+        password_pending: owner.password_pending,
+    };
+    let session = auth::session::start_as(&db, **cookies, &owner.user_id, start).await?;
     Ok(HttpResponse::Ok()
         .cookie(session)
         .cookie(clear_checkout_cookie(**cookies))
-        .json(json!({ "user": { "id": owner.user_id, "email": owner.email } })))
+        .json(json!({ "user": {
+            "id": owner.user_id,
+            "email": owner.email,
+            "mustChoosePassword": owner.password_pending,
+        } })))
 }
 
 #[derive(Deserialize)]

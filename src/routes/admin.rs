@@ -30,7 +30,7 @@ pub async fn overview(
     settings: web::Data<Settings>,
     user: MaybeUser,
 ) -> Result<HttpResponse, ApiError> {
-    require_debug_admin(&db, &settings, user.0.as_ref()).await?;
+    require_debug_admin(&settings, user.0.as_ref())?;
     let checkouts = store::billing::recent_checkouts(&db, LIST_LIMIT)
         .await
         .context("debug: checkouts")?;
@@ -93,7 +93,7 @@ pub async fn create_account(
     user: MaybeUser,
     body: web::Json<EmailRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    require_debug_admin(&db, &settings, user.0.as_ref()).await?;
+    require_debug_admin(&settings, user.0.as_ref())?;
     let email = body
         .into_inner()
         .email("Email is required to create an account")?;
@@ -134,7 +134,7 @@ pub async fn reset_account(
     user: MaybeUser,
     body: web::Json<EmailRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    require_debug_admin(&db, &settings, user.0.as_ref()).await?;
+    require_debug_admin(&settings, user.0.as_ref())?;
     let email = Email::parse(body.into_inner().email.as_deref().unwrap_or_default())
         .map_err(|error| ApiError::bad_request(error.code(), error.to_string()))?;
     let account = store::users::credentials_by_email(&db, &email)
@@ -166,7 +166,7 @@ pub async fn delete_account(
     user: MaybeUser,
     body: web::Json<EmailRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    require_admin(&db, &settings, user.0.as_ref()).await?;
+    require_admin(&settings, user.0.as_ref())?;
     let email = body
         .into_inner()
         .email("Enter the email address of the account to delete.")?;
@@ -291,7 +291,7 @@ pub async fn dashboard_report(
     user: MaybeUser,
     request: web::Query<DashboardRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    require_admin(&db, &settings, user.0.as_ref()).await?;
+    require_admin(&settings, user.0.as_ref())?;
     let query = dashboard_query(&request)?;
     let report = dashboard::report(&db, &query)
         .await
@@ -324,12 +324,11 @@ pub async fn dashboard_report(
 /// calls and failures), from the same metrics as `/metrics`.
 #[get("/admin/live")]
 pub async fn dashboard_live(
-    db: web::Data<Db>,
     settings: web::Data<Settings>,
     metrics: web::Data<std::sync::Arc<Metrics>>,
     user: MaybeUser,
 ) -> Result<HttpResponse, ApiError> {
-    require_admin(&db, &settings, user.0.as_ref()).await?;
+    require_admin(&settings, user.0.as_ref())?;
     Ok(HttpResponse::Ok().json(metrics.live()))
 }
 

@@ -8,7 +8,7 @@ use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::{self, AuthThrottle, MaybeUser, SessionCookies, token};
+use crate::auth::{self, AuthThrottle, SessionCookies, SessionHolder, token};
 use crate::billing::service::SubscriptionCheck;
 use crate::client::client_key;
 use crate::cluster::{Cluster, ClusterEvent};
@@ -17,6 +17,7 @@ use crate::domain::analytics::EventName;
 use crate::domain::{Email, EmailError, NewPassword, PasswordError};
 use crate::error::{ApiError, Context};
 use crate::mail::{MailKind, Mailer, OutgoingMail};
+use crate::store::sessions::SessionStart;
 use crate::store::{self, Db};
 
 /// How long a reset link works.
@@ -238,12 +239,14 @@ pub async fn logout(
         .finish())
 }
 
-/// Who is signed in, with what access: `{user: {id, email, hasPassword, access, pendingSetup,
-/// funnel, shortcuts}}`,
+/// Who is signed in, with what access: `{user: {id, email, hasPassword, mustChoosePassword,
+/// access, pendingSetup, funnel, shortcuts}}`,
 /// or `{user: null}` for a visitor. `pendingSetup` names the checkout of an account that a
 /// checkout created and that has no password yet (the page shows 'Complete Your Account Setup').
+/// `mustChoosePassword`: a mailed link proved the address and took the account over; this
+/// session chooses a new password (account setup) before anything else answers it.
 #[get("/auth/me")]
-pub async fn me(user: MaybeUser, db: web::Data<Db>) -> Result<HttpResponse, ApiError> {
+pub async fn me(user: SessionHolder, db: web::Data<Db>) -> Result<HttpResponse, ApiError> {
     let Some(user) = user.0 else {
         return Ok(HttpResponse::Ok().json(json!({ "user": null })));
     };
@@ -296,6 +299,7 @@ pub async fn me(user: MaybeUser, db: web::Data<Db>) -> Result<HttpResponse, ApiE
             "id": user.id,
             "email": user.email,
             "hasPassword": has_password,
+            "mustChoosePassword": user.password_pending(),
             "access": access.unwrap_or_else(|| json!({
                 "hasAccess": false, "trialActive": false, "hasActiveSubscription": false, "trialEndDate": null,
                 "feeRefundable": false
@@ -510,7 +514,8 @@ pub async fn confirm_reset(
         .await
         .context("cannot redeem a reset link")?
         .ok_or_else(reset_link_invalid)?;
-    store::users::set_password(&db, &user_id, password_hash)
+    // The link came by mail: whoever chose this password reads the account's mailbox.
+    store::users::set_password(&db, &user_id, password_hash, true)
         .await
         .context("cannot store a password")?;
     store::password_resets::end_other_links(&db, &user_id)
@@ -527,7 +532,11 @@ pub async fn confirm_reset(
         .await
         .context("cannot read an account")?
         .unwrap_or_default();
-    let cookie = auth::session::start(&db, **cookies, &user_id).await?;
+    let proved = SessionStart {
+        by_proof: true,
+        password_pending: false,
+    };
+    let cookie = auth::session::start_as(&db, **cookies, &user_id, proved).await?;
     Ok(signed_in(cookie, &user_id, &email))
 }
 

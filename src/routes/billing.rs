@@ -548,12 +548,13 @@ mod tests {
     }
 }
 
-/// Whether the signed-in user is an admin: the account listed in `admin.emails`, and its address
-/// proved by a mailed link (a password reset or a mail sign-in link), so a sign-up with an
-/// admin's address before the admin is no admin. Anyone else gets a plain 404, as if the page did
-/// not exist. The operator's dashboard needs this alone.
-pub async fn require_admin(
-    db: &Db,
+/// Whether the signed-in user is an admin: the account listed in `admin.emails`, its address
+/// proved by a mailed link (a password reset, or a mail sign-in link after which the prover chose
+/// the password), and the session holding that password. So a sign-up with an admin's address
+/// before the admin is no admin, and neither is its password once the admin has proved the
+/// address (the proof takes it away: docs/operations.md, "Accounts: who holds one"). Anyone else
+/// gets a plain 404, as if the page did not exist. The operator's dashboard needs this alone.
+pub fn require_admin(
     settings: &crate::config::Settings,
     user: Option<&crate::auth::CurrentUser>,
 ) -> Result<(), ApiError> {
@@ -566,15 +567,12 @@ pub async fn require_admin(
     }) else {
         return Err(ApiError::not_found());
     };
-    if store::users::email_verified(db, &user.id)
-        .await
-        .context("cannot read an account")?
-    {
+    if user.proved_with_password() {
         Ok(())
     } else {
         tracing::warn!(
             user = user.id,
-            "an admin address not yet verified by a mailed link"
+            "an admin address whose password was not chosen by the address's prover"
         );
         Err(ApiError::not_found())
     }
@@ -582,15 +580,14 @@ pub async fn require_admin(
 
 /// Whether the signed-in user may use the debug tools: an admin ([`require_admin`]), with the
 /// tools on (`security.debug_tools`, which production refuses).
-pub async fn require_debug_admin(
-    db: &Db,
+pub fn require_debug_admin(
     settings: &crate::config::Settings,
     user: Option<&crate::auth::CurrentUser>,
 ) -> Result<(), ApiError> {
     if !settings.security.debug_tools {
         return Err(ApiError::not_found());
     }
-    require_admin(db, settings, user).await
+    require_admin(settings, user)
 }
 
 #[derive(Deserialize)]
@@ -611,12 +608,11 @@ pub struct WebhookTest {
 #[post("/webhook-test.js")]
 pub async fn webhook_test(
     billing: web::Data<Billing>,
-    db: web::Data<Db>,
     settings: web::Data<crate::config::Settings>,
     user: MaybeUser,
     body: web::Json<WebhookTest>,
 ) -> Result<HttpResponse, ApiError> {
-    require_debug_admin(&db, &settings, user.0.as_ref()).await?;
+    require_debug_admin(&settings, user.0.as_ref())?;
     let body = body.into_inner();
     if body.event_type.as_deref() != Some("checkout.session.completed") {
         return Err(ApiError::bad_request(
@@ -791,13 +787,27 @@ pub async fn refund_fee(
     })))
 }
 
+/// The held payments of an account are its address's owner's: a session whose holder has not
+/// proved the address (a sign-up with someone's address, say) sees none and settles none. The
+/// owner proves it with the link mailed with the payment.
+fn held_for_prover(user: &CurrentUser) -> Result<(), HeldError> {
+    if user.holds_proved_address() {
+        Ok(())
+    } else {
+        Err(HeldError::NotHeld)
+    }
+}
+
 /// `GET /api/billing/held`: payments made signed out with the member's address, waiting for the
-/// member to add them to the account or decline them.
+/// member to add them to the account or decline them (none before the member proved the address).
 #[get("/billing/held")]
 pub async fn held_payments(
     billing: web::Data<Billing>,
     user: CurrentUser,
 ) -> Result<HttpResponse, ApiError> {
+    if !user.holds_proved_address() {
+        return Ok(HttpResponse::Ok().json(json!({ "held": [] })));
+    }
     let held = billing
         .held_payments(&user.id)
         .await
@@ -812,6 +822,7 @@ pub async fn claim_held_payment(
     user: CurrentUser,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
+    held_for_prover(&user).map_err(held_error)?;
     billing
         .claim_held(&user.id, &id)
         .await
@@ -834,6 +845,7 @@ pub async fn decline_held_payment(
     user: CurrentUser,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
+    held_for_prover(&user).map_err(held_error)?;
     billing
         .decline_held(&user.id, &id, "declined by the owner")
         .await

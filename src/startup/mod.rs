@@ -221,6 +221,7 @@ impl Application {
                 members::MemberNamespace::new(
                     member_registry.clone(),
                     db.clone(),
+                    cluster.clone(),
                     settings.realtime.member_joins_per_minute,
                     SessionCookies::for_public_url(&settings.server.public_url),
                 ),

@@ -6,11 +6,51 @@ use surrealdb::types::SurrealValue;
 
 use super::Db;
 
-/// Who a live session belongs to.
+/// Who a live session belongs to, and what its holder has proved of the account's address.
 #[derive(Debug, Clone, SurrealValue)]
 pub struct SessionUser {
     pub user_id: String,
     pub email: String,
+    /// The session began with the proof that took the account over: it may only choose a new
+    /// password (or sign out) until it has.
+    pub password_pending: bool,
+    /// The session began with a mailed link or a reset link.
+    pub by_proof: bool,
+    /// The account's address was proved by a mailed link.
+    pub email_verified: bool,
+    pub has_password: bool,
+    /// The current password was chosen by someone who had proved the address.
+    pub password_proved: bool,
+}
+
+impl SessionUser {
+    /// Whether this session's holder has proved the account's address: the address is proved,
+    /// and the session either holds a password its prover chose, or (an account without a
+    /// password) began with the proof. Held payments wait for this.
+    pub fn holds_proved_address(&self) -> bool {
+        self.email_verified
+            && !self.password_pending
+            && if self.has_password {
+                self.password_proved
+            } else {
+                self.by_proof
+            }
+    }
+
+    /// Admin rights (with `admin.emails`): an address proved by whoever holds the account's
+    /// current password.
+    pub fn proved_with_password(&self) -> bool {
+        self.email_verified && !self.password_pending && self.has_password && self.password_proved
+    }
+}
+
+/// How a session began.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionStart {
+    /// With a mailed link or a reset link.
+    pub by_proof: bool,
+    /// With the proof that took the account over, from an account that had a password.
+    pub password_pending: bool,
 }
 
 pub async fn create(
@@ -18,14 +58,18 @@ pub async fn create(
     user_id: &str,
     token_hash: String,
     lifetime: Duration,
+    start: SessionStart,
 ) -> Result<(), surrealdb::Error> {
     db.query(
         "CREATE session CONTENT { user: type::record('user', $user), token_hash: $hash, \
-         expires_at: time::now() + type::duration($lifetime) }",
+         expires_at: time::now() + type::duration($lifetime), proved: $proved, \
+         password_pending: $pending }",
     )
     .bind(("user", user_id.to_owned()))
     .bind(("hash", token_hash))
     .bind(("lifetime", format!("{}s", lifetime.as_secs())))
+    .bind(("proved", start.by_proof))
+    .bind(("pending", start.password_pending))
     .await?
     .check()?;
     Ok(())
@@ -35,8 +79,15 @@ pub async fn create(
 pub async fn find_user(db: &Db, token_hash: &str) -> Result<Option<SessionUser>, surrealdb::Error> {
     let mut response = db
         .query(
-            "SELECT record::id(user) AS user_id, user.email AS email FROM session \
-             WHERE token_hash = $hash AND expires_at > time::now() LIMIT 1",
+            "SELECT record::id(user) AS user_id, account.email AS email, \
+             password_pending ?? false AS password_pending, proved ?? false AS by_proof, \
+             account.verified AS email_verified, account.has_password AS has_password, \
+             account.password_proved AS password_proved \
+             FROM (SELECT user, password_pending, proved, (SELECT email, \
+                 email_verified_at != NONE AS verified, password_hash != NONE AS has_password, \
+                 password_proved ?? false AS password_proved FROM ONLY $parent.user) AS account \
+               FROM session WHERE token_hash = $hash AND expires_at > time::now() LIMIT 1) \
+             WHERE account != NONE",
         )
         .bind(("hash", token_hash.to_owned()))
         .await?

@@ -72,12 +72,23 @@ pub async fn email_of(db: &Db, user_id: &str) -> Result<Option<String>, surreald
     Ok(emails.into_iter().next())
 }
 
-pub async fn set_password(db: &Db, user_id: &str, hash: String) -> Result<(), surrealdb::Error> {
-    db.query("UPDATE type::record('user', $id) SET password_hash = $hash")
-        .bind(("id", user_id.to_owned()))
-        .bind(("hash", hash))
-        .await?
-        .check()?;
+/// Sets the account's password. `proved`: whoever chose it had proved the address (a reset link,
+/// or a session that began with a mailed link); only such a password carries admin rights.
+pub async fn set_password(
+    db: &Db,
+    user_id: &str,
+    hash: String,
+    proved: bool,
+) -> Result<(), surrealdb::Error> {
+    db.query(
+        "UPDATE type::record('user', $id) SET password_hash = $hash, password_proved = $proved \
+         RETURN NONE",
+    )
+    .bind(("id", user_id.to_owned()))
+    .bind(("hash", hash))
+    .bind(("proved", proved))
+    .await?
+    .check()?;
     Ok(())
 }
 
@@ -178,17 +189,6 @@ pub async fn mark_email_verified(db: &Db, user_id: &str) -> Result<(), surrealdb
     .await?
     .check()?;
     Ok(())
-}
-
-/// Whether the account's address was proved by a mailed link.
-pub async fn email_verified(db: &Db, user_id: &str) -> Result<bool, surrealdb::Error> {
-    let mut response = db
-        .query("SELECT VALUE email_verified_at != NONE FROM ONLY type::record('user', $user)")
-        .bind(("user", user_id.to_owned()))
-        .await?
-        .check()?;
-    let verified: Option<bool> = response.take(0)?;
-    Ok(verified.unwrap_or(false))
 }
 
 /// What deleting an account took with it (besides the account, its sessions and its links).

@@ -1305,7 +1305,11 @@ async fn paying_with_someone_elses_address_changes_nothing_of_their_account() {
         "the owner of the address is told"
     );
 
-    // The victim sees it waiting, and declines it: canceled at once, its fee refunded.
+    // The victim opens the link in that mail (proving the address: the victim chooses the
+    // password anew), sees the payment waiting, and declines it: canceled at once, its fee
+    // refunded.
+    let victim =
+        crate::takeover::prove_by_mailed_link(&app, "victim@example.com", "victims-own1").await;
     let held: Value = get_with_cookie(&app, "/api/billing/held", &victim)
         .await
         .json()
@@ -1387,6 +1391,19 @@ async fn the_owner_adds_a_payment_made_signed_out_to_the_account() {
         404,
         "only the owner of the address claims it"
     );
+    let unproved = post_with_cookie(
+        &app,
+        &format!("/api/billing/held/{id}/claim"),
+        &owner,
+        &json!({}),
+    )
+    .await;
+    assert_eq!(
+        unproved.status(),
+        404,
+        "only once the address is proved: a sign-up with it is not proof"
+    );
+    let owner = crate::takeover::prove_by_mailed_link(&app, "owner@example.com", "original1").await;
     let claimed = post_with_cookie(
         &app,
         &format!("/api/billing/held/{id}/claim"),

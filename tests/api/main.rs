@@ -27,5 +27,6 @@ mod static_files;
 mod stripe;
 mod stripe_mock;
 mod stripe_routes;
+mod takeover;
 mod tasks;
 mod web_app;

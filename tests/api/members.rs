@@ -870,27 +870,49 @@ async fn another_members_task_cannot_be_asked_about() {
     assert_eq!(theirs["chats"], json!([]), "no chat was made");
 }
 
-#[tokio::test]
-async fn a_one_time_sign_in_token_opens_the_chat_once() {
-    let app = spawn_app().await;
-    let (_, user_id) = member(&app, "token@example.com").await;
+/// A one-time sign-in token of `purpose` for the account: its secret.
+async fn sign_in_token(app: &TestApp, user_id: &str, email: &str, purpose: &str) -> String {
     let secret = helpnow::auth::token::new_secret();
     helpnow::store::billing::create_sign_in_token(
         &app.db,
-        &user_id,
-        "token@example.com",
+        user_id,
+        email,
         "cs_test_token",
         helpnow::auth::token::hash_secret(&secret),
-        "mail",
+        purpose,
         chrono::Utc::now() + chrono::Duration::hours(1),
     )
     .await
     .expect("token stored");
+    secret
+}
+
+#[tokio::test]
+async fn a_one_time_sign_in_token_opens_the_chat_once() {
+    let app = spawn_app().await;
+    let (_, user_id) = member(&app, "token@example.com").await;
+    let secret = sign_in_token(&app, &user_id, "token@example.com", "checkout").await;
     let (_, first) = MemberSocket::open(&app, None, json!({ "token": secret })).await;
     assert_eq!(first["joined"], true, "{first}");
     let (_, again) = MemberSocket::open(&app, None, json!({ "token": secret })).await;
     assert_eq!(again["joined"], false);
     assert_eq!(again["data"]["data"]["code"], "sign_in_required");
+}
+
+#[tokio::test]
+async fn a_mailed_link_that_takes_the_account_over_opens_no_chat_before_a_new_password() {
+    let app = spawn_app().await;
+    // A password set before the address was proved: the mailed link takes it away.
+    let (cookie, user_id) = member(&app, "mailed@example.com").await;
+    let secret = sign_in_token(&app, &user_id, "mailed@example.com", "mail").await;
+    let (_, joined) = MemberSocket::open(&app, None, json!({ "token": secret })).await;
+    assert_eq!(joined["joined"], false, "{joined}");
+    assert_eq!(joined["data"]["data"]["code"], "choose_password");
+    let (_, before) = MemberSocket::open(&app, Some(&cookie), json!({})).await;
+    assert_eq!(
+        before["data"]["data"]["code"], "sign_in_required",
+        "the session from before the proof ended: {before}"
+    );
 }
 
 #[tokio::test]

@@ -1,10 +1,11 @@
 import { useEffect, useRef } from 'react';
-import { Outlet, ScrollRestoration, useLocation, useMatches, type Location } from 'react-router';
+import { Outlet, ScrollRestoration, useLocation, useMatches, useNavigate, type Location } from 'react-router';
 import { readCampaignParams, rememberCampaignParams } from '../lib/campaign-params';
 import { recordPageView } from '../lib/analytics';
 import { Header } from '../components/Header';
 import { Footer } from '../components/Footer';
 import { usePublicConfig } from '../lib/public-config';
+import { useSession } from '../lib/session';
 
 export type RouteHandle = { title?: string; hideFooter?: boolean };
 
@@ -23,6 +24,8 @@ export function AppLayout() {
   const { productName } = usePublicConfig();
   const handle = currentHandle(useMatches());
   const { pathname, search } = useLocation();
+  const { user } = useSession();
+  const navigate = useNavigate();
   // The page the browser loaded, which the server counted as its page view.
   const viewed = useRef(pathname);
 
@@ -39,6 +42,13 @@ export function AppLayout() {
     viewed.current = pathname;
     recordPageView(pathname);
   }, [pathname]);
+
+  // A mailed link proved the address and took the account over: the server answers this session
+  // nothing else until it has chosen a new password, so every page leads there.
+  useEffect(() => {
+    if (!user?.mustChoosePassword || pathname === '/account-setup') return;
+    navigate(`/account-setup?${new URLSearchParams({ success: 'true', email: user.email })}`, { replace: true });
+  }, [user, pathname, navigate]);
 
   useEffect(() => {
     document.title = handle.title ? `${handle.title} | ${productName}` : productName;

@@ -37,6 +37,23 @@ describe('router', () => {
     expect(screen.queryByRole('link', { name: 'Login' })).toBeNull();
   });
 
+  it('leads a session that must choose a new password to account setup from any page', async () => {
+    mockApi({
+      'GET /api/auth/me': { body: { user: { id: 'u1', email: 'ann@example.com', mustChoosePassword: true } } },
+      'GET /api/account/setup': {
+        body: { email: 'ann@example.com', hasPassword: false, mustChoosePassword: true, trialActive: false, trialEndDate: null },
+      },
+    });
+    const router = await renderApp('/admin');
+    await waitFor(() => expect(router.state.location.pathname).toBe('/account-setup'));
+    expect(new URLSearchParams(router.state.location.search).get('email')).toBe('ann@example.com');
+    expect(
+      await screen.findByText(
+        'Your email address is confirmed. For your safety, choose a new password before you go on. Any other device signed in to this account has been signed out.',
+      ),
+    ).toBeTruthy();
+  });
+
   it('takes /members (where sign-in leads) to the members page', async () => {
     const router = await renderApp('/members');
     await waitFor(() => expect(router.state.location.pathname).toBe('/'));

@@ -21,6 +21,11 @@ export type User = {
   id: string;
   email: string;
   hasPassword?: boolean;
+  /**
+   * A mailed link proved the address and took the account over (the password set before the
+   * proof is gone): this session chooses a new password before anything else.
+   */
+  mustChoosePassword?: boolean;
   access?: Access;
   pendingSetup?: PendingSetup | null;
   /** The shortcut names kept with the account. */

@@ -207,7 +207,8 @@ export function MembersPage() {
           .redeemToken(action.jwt ?? undefined)
           .then(({ user: tokenUser }) => {
             signedIn(tokenUser);
-            setOverlay({ kind: 'welcome' });
+            // A link that took the account over leads to a new password first (AppLayout).
+            if (!tokenUser.mustChoosePassword) setOverlay({ kind: 'welcome' });
             if (action.jwt) cleanUrl();
             else cleanupTimer.current = setTimeout(cleanUrl, URL_CLEANUP_DELAY_MS);
           })

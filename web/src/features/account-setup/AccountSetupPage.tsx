@@ -53,6 +53,7 @@ function SetupForm({
   // would only add a chance to mistype, and a mistyped one is answered by the server anyway
   // ('Incorrect password for existing account'). So the confirmation is for new passwords only.
   const existingAccount = status?.hasPassword === true;
+  const afterProof = status?.mustChoosePassword === true;
   const [email, setEmail] = useState(knownEmail);
   const [password, setPassword] = useState('');
   const [confirm, setConfirm] = useState('');
@@ -89,13 +90,15 @@ function SetupForm({
       <p className="auth-card__lead">
         {existingAccount
           ? 'You already have an account with this email. Enter your existing password to continue.'
-          : 'Your payment went through. Choose a password so you can sign in to your account.'}
+          : afterProof
+            ? 'Your email address is confirmed. For your safety, choose a new password before you go on. Any other device signed in to this account has been signed out.'
+            : 'Your payment went through. Choose a password so you can sign in to your account.'}
       </p>
       <form className="form" onSubmit={handleSubmit} aria-busy={busy} noValidate>
         <Field
           id="setup-email"
           label="Email"
-          hint={locked ? 'The email you used at checkout.' : undefined}
+          hint={locked && !afterProof ? 'The email you used at checkout.' : undefined}
           type="email"
           autoComplete="email"
           readOnly={locked}

@@ -5,6 +5,8 @@ import type { User } from '../../lib/auth';
 export type AccountSetupStatus = {
   email: string;
   hasPassword: boolean;
+  /** A mailed link proved the address and took the password set before it: a new one, now. */
+  mustChoosePassword?: boolean;
   trialActive: boolean;
   trialEndDate: string | null;
 };

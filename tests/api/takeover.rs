@@ -1,0 +1,228 @@
+//! Proving an address takes the account (issue 46, item 1): the pre-hijack of Sudhodanan and
+//! Paverd ("Pre-hijacked accounts", USENIX Security 2022) against an admin address, end to end.
+
+use serde_json::{Value, json};
+
+use crate::auth::{error_of, me, session_cookie, sign_up};
+use crate::billing::{confirm, pay, start_checkout};
+use crate::helpers::{TestApp, get_with_cookie, post_with_cookie, spawn_app_with};
+
+const OWNER: &str = "boss@example.com";
+
+/// The one-time sign-in link in the newest mail to `recipient` that carries one.
+pub(crate) async fn mailed_sign_in_token(app: &TestApp, recipient: &str) -> String {
+    let mut response = app
+        .db
+        .query(
+            "SELECT VALUE body FROM mail_outbox WHERE recipient = $to AND body CONTAINS 'jwt=' \
+             ORDER BY created_at DESC LIMIT 1",
+        )
+        .bind(("to", recipient.to_owned()))
+        .await
+        .expect("query");
+    let bodies: Vec<String> = response.take(0).expect("bodies");
+    let body = bodies
+        .into_iter()
+        .next()
+        .expect("a mail with a sign-in link");
+    let start = body.find("jwt=").expect("a sign-in link") + 4;
+    body[start..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect()
+}
+
+/// The owner of `email` opens the link mailed to it and, where the proof took the account over,
+/// chooses `password` (account setup) before going on: the owner's session cookie.
+pub(crate) async fn prove_by_mailed_link(app: &TestApp, email: &str, password: &str) -> String {
+    let token = mailed_sign_in_token(app, email).await;
+    let response = app
+        .post_json("/api/auth/token", &json!({ "token": token }))
+        .await;
+    assert_eq!(response.status(), 200);
+    let (cookie, _) = session_cookie(&response);
+    let body: Value = response.json().await.expect("json");
+    if body["user"]["mustChoosePassword"] != true {
+        return cookie;
+    }
+    let response = post_with_cookie(
+        app,
+        "/api/account/setup",
+        &cookie,
+        &json!({ "email": email, "password": password }),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    session_cookie(&response).0
+}
+
+async fn status_of(app: &TestApp, path: &str, cookie: &str) -> u16 {
+    get_with_cookie(app, path, cookie).await.status().as_u16()
+}
+
+async fn login(app: &TestApp, email: &str, password: &str) -> reqwest::Response {
+    app.post_json(
+        "/api/auth/login",
+        &json!({ "email": email, "password": password }),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_stranger_who_signed_up_first_with_the_admins_address_loses_it_when_the_owner_proves_it()
+{
+    let app = spawn_app_with(|settings| settings.admin.emails = vec![OWNER.to_owned()]).await;
+
+    // Before the operator has an account, a stranger signs up with the admin address...
+    let stranger = sign_up(&app, OWNER, "strangers1").await;
+    assert_eq!(
+        status_of(&app, "/api/admin/dashboard", &stranger).await,
+        404
+    );
+    // ...and pays signed out with it: the payment is held and the owner is mailed a link.
+    let started = start_checkout(&app, json!({ "source": "chat_trial_prompt" })).await;
+    let redirect = pay(&app, started["sessionId"].as_str().expect("id"), OWNER).await;
+    let (answer, _) = confirm(&app, &started, &redirect).await;
+    assert_eq!(answer["next"], "sign-in");
+    assert_eq!(
+        get_with_cookie(&app, "/api/billing/held", &stranger)
+            .await
+            .json::<Value>()
+            .await
+            .expect("json")["held"],
+        json!([]),
+        "a session that has not proved the address sees no payment held for it"
+    );
+
+    // The owner clicks the link: the address is proved, and the proof takes the account.
+    let token = mailed_sign_in_token(&app, OWNER).await;
+    let response = app
+        .post_json("/api/auth/token", &json!({ "token": token }))
+        .await;
+    assert_eq!(response.status(), 200);
+    let (pending, _) = session_cookie(&response);
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(body["user"]["mustChoosePassword"], true, "{body}");
+
+    // The stranger's session is over, and the stranger's password with it.
+    assert_eq!(me(&app, &stranger).await["user"], Value::Null);
+    assert_eq!(
+        status_of(&app, "/api/admin/dashboard", &stranger).await,
+        404
+    );
+    assert_eq!(login(&app, OWNER, "strangers1").await.status(), 401);
+
+    // Until the owner has chosen a password, the new session does nothing else.
+    let who = me(&app, &pending).await;
+    assert_eq!(who["user"]["mustChoosePassword"], true, "{who}");
+    assert_eq!(status_of(&app, "/api/admin/dashboard", &pending).await, 404);
+    let (code, error) = error_of(get_with_cookie(&app, "/api/tasks", &pending).await).await;
+    assert_eq!(
+        (code, error["error"].as_str()),
+        (403, Some("choose_password"))
+    );
+    let (code, _) = error_of(get_with_cookie(&app, "/api/billing/held", &pending).await).await;
+    assert_eq!(code, 403);
+    let status: Value = get_with_cookie(&app, "/api/account/setup", &pending)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(status["email"], OWNER);
+    assert_eq!(status["hasPassword"], false);
+    assert_eq!(status["mustChoosePassword"], true);
+
+    // The owner chooses a password: now the owner is the admin, on this session and any other.
+    let response = post_with_cookie(
+        &app,
+        "/api/account/setup",
+        &pending,
+        &json!({ "email": OWNER, "password": "owners-own1" }),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    let (owner, _) = session_cookie(&response);
+    assert_eq!(me(&app, &pending).await["user"], Value::Null, "it gave way");
+    assert_eq!(status_of(&app, "/api/admin/dashboard", &owner).await, 200);
+    assert_eq!(me(&app, &owner).await["user"]["mustChoosePassword"], false);
+    let held: Value = get_with_cookie(&app, "/api/billing/held", &owner)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        held["held"][0]["id"], started["trackingSessionId"],
+        "the owner sees the payment held for the address: {held}"
+    );
+    let again = login(&app, OWNER, "owners-own1").await;
+    assert_eq!(again.status(), 200);
+    let (elsewhere, _) = session_cookie(&again);
+    assert_eq!(
+        status_of(&app, "/api/admin/dashboard", &elsewhere).await,
+        200
+    );
+
+    // The stranger is left with nothing: no password, no session, no admin rights.
+    assert_eq!(login(&app, OWNER, "strangers1").await.status(), 401);
+    assert_eq!(
+        status_of(&app, "/api/admin/dashboard", &stranger).await,
+        404
+    );
+}
+
+#[tokio::test]
+async fn an_address_proved_while_someone_elses_password_stays_carries_no_admin_rights() {
+    // The store of a build before the fix: the address proved, the password set before the proof
+    // (by whoever signed up first), no mark of who chose it.
+    let app = spawn_app_with(|settings| settings.admin.emails = vec![OWNER.to_owned()]).await;
+    let stranger = sign_up(&app, OWNER, "strangers1").await;
+    app.db
+        .query("UPDATE user SET email_verified_at = time::now(), password_proved = NONE")
+        .await
+        .expect("query");
+    assert_eq!(
+        status_of(&app, "/api/admin/dashboard", &stranger).await,
+        404
+    );
+    let again = login(&app, OWNER, "strangers1").await;
+    assert_eq!(
+        status_of(&app, "/api/admin/dashboard", &session_cookie(&again).0).await,
+        404
+    );
+}
+
+#[tokio::test]
+async fn a_session_made_with_the_address_alone_ends_when_the_owner_proves_it() {
+    // The access dialog's create mode: an account from an email alone, signed in at once.
+    let app = spawn_app_with(|_| {}).await;
+    let response = app
+        .post_json(
+            "/api/auth/signup",
+            &json!({ "email": "member@example.com", "setPasswordByMail": true }),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let (stranger, _) = session_cookie(&response);
+    // The owner later pays signed out, and opens the link of the mail that says so.
+    let started = start_checkout(&app, json!({ "source": "chat_trial_prompt" })).await;
+    let redirect = pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "member@example.com",
+    )
+    .await;
+    confirm(&app, &started, &redirect).await;
+    let owner = prove_by_mailed_link(&app, "member@example.com", "unused-here").await;
+    assert_eq!(me(&app, &stranger).await["user"], Value::Null);
+    let who = me(&app, &owner).await;
+    assert_eq!(
+        who["user"]["mustChoosePassword"], false,
+        "no password to take: {who}"
+    );
+    let held: Value = get_with_cookie(&app, "/api/billing/held", &owner)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(held["held"].as_array().map(Vec::len), Some(1), "{held}");
+}
