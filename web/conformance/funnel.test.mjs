@@ -243,14 +243,14 @@ describe('the /funnel namespace (socket.io-client)', { concurrency: true, skip: 
     server = await startProduct();
   });
   after(async () => {
-    for (const t of [...openedBy.keys()]) closeClients(t);
+    for (const t of Array.from(openedBy.keys())) closeClients(t);
     await server?.stop();
   });
   afterEach((t) => closeClients(t));
 
   describe('handshake', { concurrency: true }, () => {
     it('refuses a connection without a visitor (no vid cookie, no visitorId) in plain words', T, async (t) => {
-      for (const auth of [{ funnel: 'chat' }, { funnel: 'refundable', visitorId: '' }, { funnel: 'chat', visitorId: 12345678901234567890 }]) {
+      for (const auth of [{ funnel: 'chat' }, { funnel: 'refundable', visitorId: '' }, { funnel: 'chat', visitorId: 1234567890 }]) {
         const error = await connectError(open(t, server, auth));
         assertPlainWords(error);
         assert.match(error.message, /cookie|reload/i, error.message);
