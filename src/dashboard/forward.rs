@@ -210,10 +210,20 @@ pub async fn forward_once(
         return Ok(0);
     }
     for (address, body) in target.requests(&events) {
-        let response = client.post(&address).json(&body).send().await?;
+        let response = client
+            .post(&address)
+            .json(&body)
+            .send()
+            .await
+            .map_err(without_secrets)?;
         let status = response.status();
         if !status.is_success() {
-            let text = response.text().await.unwrap_or_default();
+            // An error page may quote the request's address, API secret and all.
+            let text = response
+                .text()
+                .await
+                .unwrap_or_default()
+                .replace(target.key.expose_secret(), "[redacted]");
             anyhow::bail!(
                 "the analytics service answered {status}: {}",
                 text.chars().take(200).collect::<String>()
@@ -222,6 +232,19 @@ pub async fn forward_once(
     }
     analytics::advance_forward(db, me, &cursor, &events).await?;
     Ok(events.len())
+}
+
+/// A failed request's error with its URL cut to the service's address and path: GA4's API secret
+/// travels in the query (`api_secret=`), and the error, which carries the URL, is logged.
+fn without_secrets(mut error: reqwest::Error) -> reqwest::Error {
+    if let Some(url) = error.url_mut() {
+        url.set_query(None);
+        url.set_fragment(None);
+        // Only fails for URLs that cannot have credentials, which then have none.
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+    }
+    error
 }
 
 /// Forwards for ever: a batch every `every` (at once while there are more), backing off after
@@ -258,6 +281,9 @@ pub fn spawn(
 
 #[cfg(test)]
 mod tests {
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+
     use super::*;
 
     fn event(id: &str, name: &str, visitor: Option<&str>, user: Option<&str>) -> ForwardedEvent {
@@ -324,5 +350,148 @@ mod tests {
             bodies[0]["events"][0]["timestamp_micros"],
             1_795_773_600_000_000_i64
         );
+    }
+
+    const SECRET: &str = "ga4SecretXy7pQ2";
+
+    /// A GA4 forwarder on a fresh database with one event waiting, sending to `url`: what it
+    /// logs until it says the forward failed (or 10 s passed).
+    async fn logs_of_a_ga4_forward_to(url: String) -> String {
+        #[derive(Clone, Default)]
+        struct Buffer(Arc<Mutex<Vec<u8>>>);
+        impl Write for Buffer {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                crate::sync::lock(&self.0).extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let db = crate::store::connect(&crate::config::DatabaseSettings {
+            url: "mem://".to_owned(),
+            namespace: "test".to_owned(),
+            database: "forward".to_owned(),
+            username: None,
+            password: None,
+        })
+        .await
+        .expect("an in-memory database");
+        // Forwarding starts from when it is first switched on: switch it on, then record.
+        analytics::take_forward_lease(&db, "earlier", Duration::ZERO)
+            .await
+            .expect("the cursor");
+        analytics::record(
+            &db,
+            analytics::NewAnalyticsEvent {
+                name: "page_view".to_owned(),
+                properties: json!({}),
+                visitor: Some("visitor-1".to_owned()),
+                path: Some("/".to_owned()),
+                user: None,
+                first_touch: None,
+            },
+        )
+        .await
+        .expect("an event");
+        let target = Target::from_settings(&ForwardSettings {
+            provider: Some(ForwardProvider::Ga4),
+            url: Some(url),
+            key: Some(SECRET.to_owned().into()),
+            measurement_id: Some("G-TEST123".to_owned()),
+            ..ForwardSettings::default()
+        })
+        .expect("a GA4 target");
+
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::TRACE)
+            .finish();
+        // The test's runtime has one thread, so the forwarding task logs here too.
+        let _logging = tracing::subscriber::set_default(subscriber);
+        let task = spawn(db, target, Duration::from_millis(10), Duration::ZERO).expect("a client");
+        let logs = || String::from_utf8_lossy(&crate::sync::lock(&buffer.0)).into_owned();
+        for _ in 0..200 {
+            if logs().contains("could not be forwarded") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        task.abort();
+        logs()
+    }
+
+    /// A local port nothing listens on.
+    fn closed_port() -> u16 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        listener.local_addr().expect("its address").port()
+    }
+
+    /// A local server that answers every request 500 with an error page quoting its request line.
+    fn quoting_server() -> u16 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        let port = listener.local_addr().expect("its address").port();
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().map_while(Result::ok) {
+                let mut request = Vec::new();
+                let mut chunk = [0u8; 4096];
+                // The head, then the JSON body (read whole, so closing does not reset).
+                while let Ok(read @ 1..) = stream.read(&mut chunk) {
+                    request.extend_from_slice(&chunk[..read]);
+                    let text = String::from_utf8_lossy(&request);
+                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                        let length = head
+                            .lines()
+                            .find_map(|line| {
+                                line.to_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|n| n.trim().parse().unwrap_or(0))
+                            })
+                            .unwrap_or(0);
+                        if body.len() >= length {
+                            break;
+                        }
+                    }
+                }
+                let text = String::from_utf8_lossy(&request);
+                let page = format!(
+                    "<h1>Internal error</h1>{}",
+                    text.lines().next().unwrap_or("")
+                );
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 500 Internal Server Error\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+                    page.len()
+                );
+            }
+        });
+        port
+    }
+
+    /// The lines of `logs` that name the secret or the failure (the database traces aside).
+    fn telling_lines(logs: &str) -> String {
+        logs.lines()
+            .filter(|line| line.contains(SECRET) || line.contains("could not be forwarded"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[tokio::test]
+    async fn a_failed_ga4_forward_is_logged_without_its_api_secret() {
+        let refused = logs_of_a_ga4_forward_to(format!("http://127.0.0.1:{}", closed_port())).await;
+        let answered_500 =
+            logs_of_a_ga4_forward_to(format!("http://127.0.0.1:{}", quoting_server())).await;
+        for (logs, failure) in [(refused, "/mp/collect"), (answered_500, "answered 500")] {
+            let lines = telling_lines(&logs);
+            assert!(
+                lines.contains("analytics events could not be forwarded")
+                    && lines.contains(failure),
+                "the failure is logged, saying what failed: {lines}"
+            );
+            assert!(!logs.contains(SECRET), "{lines}");
+        }
     }
 }
