@@ -54,6 +54,11 @@ pub struct Metrics {
     pub journey_steps: IntCounterVec,
     /// Journey steps waiting in the recorder's queue.
     pub journey_steps_queued: IntGauge,
+    /// Page views and browser events not recorded, by source (`page_view`, `event`) and reason
+    /// (`over_limit`: past the per-address limit; `queue_full`: too many waiting to be written).
+    pub analytics_dropped: IntCounterVec,
+    /// Page views waiting to be written.
+    pub analytics_queued: IntGauge,
 }
 
 impl Metrics {
@@ -137,6 +142,15 @@ impl Metrics {
             "journey_steps_queued",
             "Journey steps waiting in the recorder's queue",
         )?;
+        let analytics_dropped = IntCounterVec::new(
+            Opts::new(
+                "analytics_dropped_total",
+                "Page views and browser events not recorded, by source and reason (over_limit: past the per-address limit; queue_full: too many waiting to be written)",
+            ),
+            &["source", "reason"],
+        )?;
+        let analytics_queued =
+            IntGauge::new("analytics_queued", "Page views waiting to be written")?;
         let open_connections = IntGauge::new(
             "open_connections",
             "TCP connections open to the HTTP server",
@@ -158,6 +172,8 @@ impl Metrics {
         registry.register(Box::new(store_batch_duration.clone()))?;
         registry.register(Box::new(journey_steps.clone()))?;
         registry.register(Box::new(journey_steps_queued.clone()))?;
+        registry.register(Box::new(analytics_dropped.clone()))?;
+        registry.register(Box::new(analytics_queued.clone()))?;
         let process = Registry::new();
         #[cfg(target_os = "linux")]
         process.register(Box::new(
@@ -179,6 +195,8 @@ impl Metrics {
             store_batch_duration,
             journey_steps,
             journey_steps_queued,
+            analytics_dropped,
+            analytics_queued,
         })
     }
 

@@ -18,6 +18,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use crate::auth::{SessionCookies, token};
 use crate::domain::VisitorId;
 use crate::domain::journey;
+use crate::routes::events::BrowserAnalytics;
 use crate::store::Db;
 use crate::store::analytics::NewAnalyticsEvent;
 use crate::store::batch::{Batcher, Statement};
@@ -87,6 +88,7 @@ async fn index(
     cookies: web::Data<SessionCookies>,
     analytics: Option<web::Data<Batcher>>,
     journeys: Option<web::Data<JourneyRecorder>>,
+    browser: Option<web::Data<BrowserAnalytics>>,
 ) -> HttpResponse {
     let page = match req.match_pattern().and_then(|route| dir.page(&route)) {
         Some(page) => open_built_file(&req, &page).await.ok(),
@@ -111,9 +113,10 @@ async fn index(
                 .map(|visitor| visitor.as_str().to_owned())
                 .unwrap_or_else(token::new_secret);
             if req.method() == actix_web::http::Method::GET
-                && let (Some(analytics), Some(journeys)) = (analytics, journeys)
+                && let (Some(analytics), Some(journeys), Some(browser)) =
+                    (analytics, journeys, browser)
             {
-                record_page_view(&analytics, &journeys, &req, &visitor);
+                record_page_view(&analytics, &journeys, &browser, &req, &visitor);
             }
             if known.is_none() {
                 let cookie = Cookie::build(cookies.visitor(), visitor.clone())
@@ -140,25 +143,34 @@ async fn index(
 
 /// The page view of a page load (the app's own navigations after it are the app's to report),
 /// with the campaign its address names, in the analytics writes' group commit. A view of the help
-/// form's page is a visitor of that funnel on the dashboard.
+/// form's page is a visitor of that funnel on the dashboard. Within the client address's limit
+/// and the queue's room only ([`BrowserAnalytics`]); the page is served either way.
 fn record_page_view(
     analytics: &Batcher,
     journeys: &JourneyRecorder,
+    browser: &BrowserAnalytics,
     req: &HttpRequest,
     visitor: &str,
 ) {
+    let Some(queued) = browser.queue_page_view() else {
+        return;
+    };
+    let address = req
+        .app_data::<web::Data<crate::config::Settings>>()
+        .map_or_else(
+            || req.peer_addr().map(|peer| peer.ip()),
+            |settings| crate::client::client_key(req, &settings.server.forwarding()),
+        );
     let path = req.path().chars().take(512).collect::<String>();
     let query =
         web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
             .map(web::Query::into_inner)
             .unwrap_or_default();
     let campaign = journey::campaign(|field| query.get(field).map(String::as_str));
-    if let Some(funnel) = journey::funnel_viewed("page_view", Some(&path)) {
-        journeys.record(
-            JourneyStep::new(visitor, funnel, journey::Step::Visitors)
-                .attribution(Some(campaign.clone())),
-        );
-    }
+    let step = journey::funnel_viewed("page_view", Some(&path)).map(|funnel| {
+        JourneyStep::new(visitor, funnel, journey::Step::Visitors)
+            .attribution(Some(campaign.clone()))
+    });
     // An address that names a campaign is the visitor's first touch, unless one came before.
     let first_touch = campaign
         .as_object()
@@ -176,12 +188,21 @@ fn record_page_view(
         user: None,
     };
     let analytics = analytics.clone();
+    let journeys = journeys.clone();
+    let browser = browser.clone();
     // A member's page view names the account, looked up behind the page's answer.
     let session = crate::auth::session::session_secret(req);
     let db = req
         .app_data::<web::Data<Db>>()
         .map(|db| db.get_ref().clone());
     tokio::spawn(async move {
+        let _queued = queued;
+        if !browser.allow_page_view(address).await {
+            return;
+        }
+        if let Some(step) = step {
+            journeys.record(step);
+        }
         if let (Some(secret), Some(db)) = (session, db) {
             match crate::auth::session::user_of_session(&db, &secret).await {
                 Ok(user) => {

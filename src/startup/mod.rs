@@ -402,7 +402,10 @@ fn run(
     let settings = web::Data::new(settings);
     let content = web::Data::new(content);
     let metrics_data = web::Data::new(metrics.clone());
-    let event_limiter = web::Data::new(routes::events::EventLimiter::new());
+    let event_limiter = web::Data::new(routes::events::BrowserAnalytics::new(
+        cluster.clone(),
+        &metrics,
+    ));
     let session_cookies =
         web::Data::new(SessionCookies::for_public_url(&settings.server.public_url));
     let auth_throttle = web::Data::from(auth_throttle);

@@ -11,6 +11,7 @@ mod dashboard;
 mod durability;
 mod events;
 mod expiry;
+mod flood;
 mod forwarding;
 mod funnels;
 mod health;
