@@ -20,7 +20,7 @@ use super::payload::{ConnectError, DisconnectReason, Outgoing, Payload};
 use super::route::Route;
 use super::socket::{AckSender, ConnectFinished, Outbound, Resume, SocketEvent, SocketRef};
 use super::socketio::{self, PacketType};
-use super::state::ServerState;
+use super::state::{AddressPlace, ServerState};
 use actix::Recipient;
 use tokio::sync::oneshot;
 
@@ -38,6 +38,8 @@ pub(crate) trait Transport: Actor + Handler<Outbound> + Sized {
 
 pub(crate) struct Connection {
     server: ServerState,
+    /// Its place among its client address's connections, given back when the connection goes.
+    _place: AddressPlace,
     pub sid: Arc<str>,
     handshake: Arc<Handshake>,
     /// Where this connection's sockets send to; follows the connection across an upgrade.
@@ -87,16 +89,17 @@ static LIMITER_CLOCK: std::sync::LazyLock<DefaultClock> =
     std::sync::LazyLock::new(DefaultClock::default);
 
 impl Connection {
-    pub fn new(server: ServerState, handshake: Handshake) -> Self {
+    pub fn new(server: ServerState, handshake: Handshake, place: AddressPlace) -> Self {
         let limiter = server.config().rate_limit.map(|limit| {
             let quota = Quota::per_second(limit.per_second).allow_burst(limit.burst);
             RateLimiter::direct_with_clock(quota, LIMITER_CLOCK.clone())
         });
         let sid: Arc<str> = super::socket::random_id().into();
         let route = Arc::new(Route::default());
-        server.connection_opened(sid.clone(), route.clone(), handshake.address);
+        server.connection_opened(sid.clone(), route.clone());
         Self {
             server,
+            _place: place,
             sid,
             handshake: Arc::new(handshake),
             route,
@@ -181,8 +184,7 @@ impl Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         self.shut(DisconnectReason::TransportClose);
-        self.server
-            .connection_closed(&self.sid, self.handshake.address);
+        self.server.connection_closed(&self.sid);
     }
 }
 

@@ -16,6 +16,7 @@ use super::errors::{EngineError, Refusal};
 use super::payload::DisconnectReason;
 use super::polling;
 use super::session_messages::{Deliver, Fail, Poll, PollingHandle};
+use super::state::AddressPlace;
 
 impl RealtimeServer {
     /// The `/socket.io/` resource, to add to an actix-web `App`.
@@ -51,10 +52,11 @@ impl EngineQuery {
 /// What a request to `/socket.io/` asks for, once it passed the reference's checks.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Admitted {
-    OpenWebSocket,
+    /// A new connection, with its place among its address's.
+    OpenWebSocket(AddressPlace),
     /// A WebSocket that takes over the polling session `sid`.
     UpgradeWebSocket(String),
-    OpenPolling,
+    OpenPolling(AddressPlace),
     Poll(String),
     Post(String),
     /// Another method for the polling session `sid` (PUT, DELETE...).
@@ -92,12 +94,6 @@ impl RealtimeServer {
                     return Err(Refusal::Stopping);
                 }
                 if self
-                    .state()
-                    .address_is_full(self.state().client_address(headers, peer))
-                {
-                    return Err(Refusal::TooManyFromAddress);
-                }
-                if self
                     .config()
                     .max_connections
                     .is_some_and(|max| self.connection_count() >= max)
@@ -106,10 +102,14 @@ impl RealtimeServer {
                     // waiting unaccepted once it runs out of open files; clients retry later.
                     return Err(Refusal::AtCapacity);
                 }
+                let place = self
+                    .state()
+                    .take_address_place(self.state().client_address(headers, peer))
+                    .ok_or(Refusal::TooManyFromAddress)?;
                 Ok(if websocket {
-                    Admitted::OpenWebSocket
+                    Admitted::OpenWebSocket(place)
                 } else {
-                    Admitted::OpenPolling
+                    Admitted::OpenPolling(place)
                 })
             }
             Some(sid) if websocket => Ok(Admitted::UpgradeWebSocket(sid)),
@@ -149,7 +149,7 @@ async fn endpoint(
             req.peer_addr(),
         ) {
             Err(refused) => refused.response(),
-            Ok(Admitted::OpenPolling) => open_polling(&server, &req),
+            Ok(Admitted::OpenPolling(place)) => open_polling(&server, &req, place),
             Ok(Admitted::Poll(sid)) => poll(&server, &sid).await,
             Ok(Admitted::Post(sid)) => post(&server, &sid, body, req.headers()).await,
             // The reference's polling transport answers other methods 500, the session going on.
@@ -157,7 +157,7 @@ async fn endpoint(
                 Ok(_) => HttpResponse::InternalServerError().finish(),
                 Err(error) => error.response(),
             },
-            Ok(Admitted::OpenWebSocket | Admitted::UpgradeWebSocket(_)) => {
+            Ok(Admitted::OpenWebSocket(_) | Admitted::UpgradeWebSocket(_)) => {
                 EngineError::BadRequest.response()
             }
         }
@@ -182,11 +182,12 @@ fn payload_response(payload: String) -> HttpResponse {
 }
 
 /// The handshake GET: a new session, answered with its open packet.
-fn open_polling(server: &RealtimeServer, req: &HttpRequest) -> HttpResponse {
+fn open_polling(server: &RealtimeServer, req: &HttpRequest, place: AddressPlace) -> HttpResponse {
     let state = server.state();
     let conn = Connection::new(
         state.clone(),
         state.handshake(req.headers(), req.peer_addr()),
+        place,
     );
     let sid = conn.sid.clone();
     let open = conn.open_packet(&["websocket"]).encode_text();
@@ -276,6 +277,41 @@ async fn post(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::realtime::RealtimeConfig;
+
+    #[test]
+    fn an_address_place_is_counted_as_it_is_checked() {
+        let server = RealtimeServer::builder(RealtimeConfig {
+            max_connections_per_address: Some(3),
+            ..RealtimeConfig::default()
+        })
+        .build();
+        let peer: SocketAddr = "192.0.2.7:4000".parse().expect("address");
+        let handshake = "EIO=4&transport=websocket";
+        let admit = || {
+            server.admit(
+                &Method::GET,
+                handshake,
+                &header::HeaderMap::new(),
+                Some(peer),
+            )
+        };
+        // A burst: each handshake admitted before any of them has opened its connection.
+        let admitted: Vec<Admitted> = (0..10).filter_map(|_| admit().ok()).collect();
+        assert_eq!(admitted.len(), 3, "{admitted:?}");
+        assert!(matches!(admit(), Err(Refusal::TooManyFromAddress)));
+        // A handshake that never became a connection gives its place back.
+        drop(admitted);
+        assert!(admit().is_ok());
+        let other: SocketAddr = "192.0.2.8:4000".parse().expect("address");
+        let admit_other = server.admit(
+            &Method::GET,
+            handshake,
+            &header::HeaderMap::new(),
+            Some(other),
+        );
+        assert!(admit_other.is_ok(), "another address has its own places");
+    }
 
     #[test]
     fn the_query_gives_version_transport_and_sid() {

@@ -57,6 +57,44 @@ struct Parked {
 /// One open WebSocket socket, counted while this lives.
 pub(crate) struct OpenWebSocket(ServerState);
 
+/// A connection's place among its client address's (`max_connections_per_address`), taken
+/// before the connection opens and given back when this is dropped: with the connection, or
+/// with a handshake that never became one. Empty where addresses are not counted.
+pub(crate) struct AddressPlace(Option<(ServerState, IpAddr)>);
+
+impl Drop for AddressPlace {
+    fn drop(&mut self) {
+        let Some((state, address)) = self.0.take() else {
+            return;
+        };
+        let mut live = lock(&state.0.live);
+        // The last connection of an address takes its entry along.
+        if let Entry::Occupied(mut count) = live.by_address.entry(address) {
+            *count.get_mut() = count.get().saturating_sub(1);
+            if *count.get() == 0 {
+                count.remove();
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for AddressPlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("AddressPlace")
+            .field(&self.0.as_ref().map(|(_, address)| address))
+            .finish()
+    }
+}
+
+/// Places are alike when they are for the same address (what tests of admission compare).
+impl PartialEq for AddressPlace {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.as_ref().map(|(_, address)| address) == other.0.as_ref().map(|(_, address)| address)
+    }
+}
+
+impl Eq for AddressPlace {}
+
 impl Drop for OpenWebSocket {
     fn drop(&mut self) {
         self.0.0.websockets.fetch_sub(1, Ordering::SeqCst);
@@ -91,61 +129,39 @@ impl ServerState {
         self.0.namespaces.get(path).cloned()
     }
 
-    /// Counts a new connection of the client at `address`.
-    pub(crate) fn connection_opened(
-        &self,
-        sid: Arc<str>,
-        route: Arc<Route<Outbound>>,
-        address: Option<IpAddr>,
-    ) {
-        let mut live = lock(&self.0.live);
-        live.routes.insert(sid, route);
-        if let Some(address) = address.filter(|_| self.counts_addresses()) {
-            *live.by_address.entry(address).or_default() += 1;
-        }
-        drop(live);
+    /// Counts a new connection (its client's address was counted by [`Self::take_address_place`]).
+    pub(crate) fn connection_opened(&self, sid: Arc<str>, route: Arc<Route<Outbound>>) {
+        lock(&self.0.live).routes.insert(sid, route);
         if let Some(gauge) = &self.0.connections {
             gauge.inc();
         }
     }
 
-    /// Counts off the connection `sid` of the client at `address`.
-    pub(crate) fn connection_closed(&self, sid: &str, address: Option<IpAddr>) {
-        let mut live = lock(&self.0.live);
-        live.routes.remove(sid);
-        if let Some(address) = address.filter(|_| self.counts_addresses()) {
-            // The last connection of an address takes its entry along.
-            if let Entry::Occupied(mut count) = live.by_address.entry(address) {
-                *count.get_mut() -= 1;
-                if *count.get() == 0 {
-                    count.remove();
-                }
-            }
-        }
-        drop(live);
+    /// Counts off the connection `sid` (its address place goes with the connection).
+    pub(crate) fn connection_closed(&self, sid: &str) {
+        lock(&self.0.live).routes.remove(sid);
         if let Some(gauge) = &self.0.connections {
             gauge.dec();
         }
     }
 
-    fn counts_addresses(&self) -> bool {
-        self.0.config.max_connections_per_address.is_some()
-    }
-
-    /// Whether the client at `address` holds as many connections as one address may. A client
-    /// whose address is unknown is let through, as by the other per-address limits.
-    pub(crate) fn address_is_full(&self, address: Option<IpAddr>) -> bool {
-        match (self.0.config.max_connections_per_address, address) {
-            (Some(max), Some(address)) => {
-                lock(&self.0.live)
-                    .by_address
-                    .get(&address)
-                    .copied()
-                    .unwrap_or(0)
-                    >= max
-            }
-            _ => false,
+    /// A place for one more connection of the client at `address`, counted at once, or `None`
+    /// when that client holds as many as one address may. Checking and counting are one step
+    /// under one lock, so a burst of handshakes from one address cannot all pass the check
+    /// before any is counted. A client whose address is unknown is let through, as by the other
+    /// per-address limits.
+    pub(crate) fn take_address_place(&self, address: Option<IpAddr>) -> Option<AddressPlace> {
+        let (Some(max), Some(address)) = (self.0.config.max_connections_per_address, address)
+        else {
+            return Some(AddressPlace(None));
+        };
+        let mut live = lock(&self.0.live);
+        let count = live.by_address.entry(address).or_default();
+        if *count >= max {
+            return None;
         }
+        *count += 1;
+        Some(AddressPlace(Some((self.clone(), address))))
     }
 
     pub(crate) fn is_live(&self, sid: &str) -> bool {

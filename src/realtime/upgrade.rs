@@ -182,11 +182,12 @@ fn admit(server: &RealtimeServer, req: &Request) -> Result<websocket::WebSocketT
         return Err(EngineError::BadRequest.into());
     }
     match admitted {
-        Admitted::OpenWebSocket => Ok(websocket::open(
+        Admitted::OpenWebSocket(place) => Ok(websocket::open(
             server,
             server
                 .state()
                 .handshake(&req.head().headers, req.peer_addr()),
+            place,
         )),
         Admitted::UpgradeWebSocket(sid) => match websocket::upgrade(server, &sid) {
             Ok(transport) => Ok(transport),
@@ -207,7 +208,7 @@ fn admit(server: &RealtimeServer, req: &Request) -> Result<websocket::WebSocketT
         {
             Err(EngineError::UnknownSid.into())
         }
-        Admitted::OpenPolling
+        Admitted::OpenPolling(_)
         | Admitted::Poll(_)
         | Admitted::Post(_)
         | Admitted::OtherMethod(_) => Ok(websocket::closed_at_once()),

@@ -21,6 +21,7 @@ use super::namespace::Handshake;
 use super::payload::DisconnectReason;
 use super::session_messages::{Discard, HandOver, PollingHandle, Probing, SessionEnded, Undiscard};
 use super::socket::Outbound;
+use super::state::AddressPlace;
 use super::wire::{FrameReader, FrameWriter};
 
 pub(crate) struct WebSocketTransport {
@@ -343,9 +344,13 @@ impl WebSocketTransport {
 }
 
 /// A new connection that starts on WebSocket.
-pub(crate) fn open(server: &RealtimeServer, handshake: Handshake) -> WebSocketTransport {
+pub(crate) fn open(
+    server: &RealtimeServer,
+    handshake: Handshake,
+    place: AddressPlace,
+) -> WebSocketTransport {
     WebSocketTransport {
-        state: State::Open(Connection::new(server.state().clone(), handshake)),
+        state: State::Open(Connection::new(server.state().clone(), handshake, place)),
         writer: None,
         fragments: None,
         max_payload: server.config().max_payload,

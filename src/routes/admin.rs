@@ -2,14 +2,19 @@
 //! address), and the checkout debug page's data and actions (admins, with `security.debug_tools`
 //! on). Everyone else gets 404.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
 use actix_web::http::StatusCode;
-use actix_web::{HttpResponse, get, post, web};
+use actix_web::{FromRequest, HttpRequest, HttpResponse, get, post, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::MaybeUser;
+use crate::auth::{AuthThrottle, CurrentUser};
 use crate::billing::Billing;
-use crate::cluster::{Cluster, ClusterEvent};
+use crate::client::client_key;
+use crate::cluster::{Cluster, ClusterEvent, Limit};
 use crate::config::Settings;
 use crate::dashboard;
 use crate::domain::Email;
@@ -18,19 +23,96 @@ use crate::error::{ApiError, Context};
 use crate::mail::Mailer;
 use crate::metrics::Metrics;
 use crate::routes::auth::send_reset_mail;
-use crate::routes::billing::{require_admin, require_debug_admin};
 use crate::store::{self, Db};
 
 const LIST_LIMIT: usize = 25;
 
+/// Requests to the admin endpoints from one address, whoever makes them: the dashboard's page
+/// asks a few at a time and its live panel every few seconds; a script probing or scraping the
+/// admin API gets 429 past it. Counted for all processes where they share Redis.
+pub const ADMIN_PER_ADDRESS: Limit = Limit {
+    name: "admin-address",
+    burst: 60,
+    period: Duration::from_millis(500),
+};
+
+/// A handler argument for the admin endpoints: the signed-in admin (an account listed in
+/// `admin.emails`, its address proved by a mailed link, and the session holding the password
+/// the prover chose: docs/operations.md, "Accounts: who holds one"), within
+/// [`ADMIN_PER_ADDRESS`]. Anyone else gets a plain 404, as if the page did not exist, and a
+/// client past the limit 429.
+pub struct Admin(pub CurrentUser);
+
+/// [`Admin`], on a server with `security.debug_tools` on (the checkout debug page and the
+/// webhook simulation; production refuses the setting). 404 otherwise.
+pub struct DebugAdmin(pub CurrentUser);
+
+fn app_data<T: 'static>(req: &HttpRequest) -> Result<web::Data<T>, ApiError> {
+    req.app_data::<web::Data<T>>()
+        .cloned()
+        .ok_or_else(|| ApiError::internal("admin", "the app's state is not registered"))
+}
+
+/// The admin behind a request, or the error to answer; `debug`: the debug tools are asked for.
+async fn admin_of(req: HttpRequest, debug: bool) -> Result<CurrentUser, ApiError> {
+    let settings = app_data::<Settings>(&req)?;
+    let cluster = app_data::<Cluster>(&req)?;
+    let db = app_data::<Db>(&req)?;
+    let address = client_key(&req, &settings.server.forwarding());
+    if !cluster.allow_address(ADMIN_PER_ADDRESS, address).await {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            "Too many requests. Please try again later.",
+        ));
+    }
+    if debug && !settings.security.debug_tools {
+        return Err(ApiError::not_found());
+    }
+    let user = crate::auth::session::current_user(&db, &req)
+        .await?
+        .filter(|user| {
+            settings
+                .admin
+                .emails
+                .iter()
+                .any(|email| email.trim().eq_ignore_ascii_case(&user.email))
+        })
+        .ok_or_else(ApiError::not_found)?;
+    if user.proved_with_password() {
+        Ok(user)
+    } else {
+        tracing::warn!(
+            user = user.id,
+            "an admin address whose password was not chosen by the address's prover"
+        );
+        Err(ApiError::not_found())
+    }
+}
+
+impl FromRequest for Admin {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, _payload: &mut actix_web::dev::Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move { admin_of(req, false).await.map(Admin) })
+    }
+}
+
+impl FromRequest for DebugAdmin {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, _payload: &mut actix_web::dev::Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move { admin_of(req, true).await.map(DebugAdmin) })
+    }
+}
+
 /// Recent checkouts, accounts, and the last hour's payment events.
 #[get("/admin/checkout-debug")]
-pub async fn overview(
-    db: web::Data<Db>,
-    settings: web::Data<Settings>,
-    user: MaybeUser,
-) -> Result<HttpResponse, ApiError> {
-    require_debug_admin(&settings, user.0.as_ref())?;
+pub async fn overview(db: web::Data<Db>, _admin: DebugAdmin) -> Result<HttpResponse, ApiError> {
     let checkouts = store::billing::recent_checkouts(&db, LIST_LIMIT)
         .await
         .context("debug: checkouts")?;
@@ -83,6 +165,56 @@ impl EmailRequest {
     }
 }
 
+/// What deleting an account takes: its address, and the admin's own password.
+#[derive(Deserialize)]
+pub struct DeleteRequest {
+    #[serde(default)]
+    email: Option<String>,
+    #[serde(default)]
+    password: Option<String>,
+}
+
+/// Checks the signed-in admin's own password, under the sign-in limits (a guess here is a guess
+/// at the admin's password): 401 `wrong_password` when it is not theirs.
+async fn confirm_admin_password(
+    req: &HttpRequest,
+    admin: &CurrentUser,
+    password: String,
+) -> Result<(), ApiError> {
+    let settings = app_data::<Settings>(req)?;
+    let throttle = app_data::<AuthThrottle>(req)?;
+    let db = app_data::<Db>(req)?;
+    let email = Email::parse(&admin.email)
+        .map_err(|error| ApiError::internal("an admin's address", error.to_string()))?;
+    if !throttle
+        .allow_login(&email, client_key(req, &settings.server.forwarding()))
+        .await
+    {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            crate::routes::auth::TOO_MANY_ATTEMPTS,
+        ));
+    }
+    let hash = store::users::credentials_by_email(&db, &email)
+        .await
+        .context("an admin's password")?
+        .and_then(|account| account.password_hash);
+    let matches = password.len() <= crate::domain::password::MAX_BYTES
+        && crate::auth::password::verify_password(hash, password)
+            .await
+            .map_err(|error| error.into_api("cannot verify a password"))?;
+    if matches {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "wrong_password",
+            "Incorrect password. Please try again.",
+        ))
+    }
+}
+
 /// Creates an account without a password and mails it a link to choose one; an address that
 /// already has an account gets the reset mail instead.
 #[post("/admin/checkout-debug/accounts")]
@@ -90,10 +222,9 @@ pub async fn create_account(
     db: web::Data<Db>,
     settings: web::Data<Settings>,
     mailer: web::Data<Mailer>,
-    user: MaybeUser,
+    _admin: DebugAdmin,
     body: web::Json<EmailRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    require_debug_admin(&settings, user.0.as_ref())?;
     let email = body
         .into_inner()
         .email("Email is required to create an account")?;
@@ -131,10 +262,9 @@ pub async fn reset_account(
     db: web::Data<Db>,
     settings: web::Data<Settings>,
     mailer: web::Data<Mailer>,
-    user: MaybeUser,
+    _admin: DebugAdmin,
     body: web::Json<EmailRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    require_debug_admin(&settings, user.0.as_ref())?;
     let email = Email::parse(body.into_inner().email.as_deref().unwrap_or_default())
         .map_err(|error| ApiError::bad_request(error.code(), error.to_string()))?;
     let account = store::users::credentials_by_email(&db, &email)
@@ -144,7 +274,8 @@ pub async fn reset_account(
             ApiError::new(
                 StatusCode::NOT_FOUND,
                 "user_not_found",
-                crate::routes::auth::NO_ACCOUNT_FOR_RESET,
+                // An admin may know which addresses have accounts.
+                "No account found with this email address.",
             )
         })?;
     send_reset_mail(&db, &settings, &mailer, &account.id, &email).await?;
@@ -156,20 +287,30 @@ pub async fn reset_account(
 /// answer to "delete my data"): its running subscription is canceled at the provider first, so
 /// nothing more is charged; then the account goes, with its chats, tasks, sessions, mails and the
 /// visitors it was, with their funnel conversations and analytics events (`store::users::erase`);
-/// its chat sockets close. Nothing is deleted when the cancellation fails.
+/// its chat sockets close. Nothing is deleted when the cancellation fails. The admin types their
+/// own password again: a session left open on a shared computer cannot delete anyone, and the
+/// tries count against the admin's sign-in limits.
 #[post("/admin/accounts/delete")]
 pub async fn delete_account(
+    req: HttpRequest,
     db: web::Data<Db>,
-    settings: web::Data<Settings>,
     billing: web::Data<Billing>,
     cluster: web::Data<Cluster>,
-    user: MaybeUser,
-    body: web::Json<EmailRequest>,
+    admin: Admin,
+    body: web::Json<DeleteRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    require_admin(&settings, user.0.as_ref())?;
-    let email = body
-        .into_inner()
-        .email("Enter the email address of the account to delete.")?;
+    let Admin(admin) = admin;
+    let DeleteRequest { email, password } = body.into_inner();
+    let email =
+        EmailRequest { email }.email("Enter the email address of the account to delete.")?;
+    let password = password.unwrap_or_default();
+    if password.is_empty() {
+        return Err(ApiError::bad_request(
+            "password_required",
+            "Enter your own password to delete an account.",
+        ));
+    }
+    confirm_admin_password(&req, &admin, password).await?;
     let no_account = || {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -181,7 +322,7 @@ pub async fn delete_account(
         .await
         .context("delete: account")?
         .ok_or_else(no_account)?;
-    let admin = user.0.as_ref().map(|admin| admin.id.as_str());
+    let admin = Some(admin.id.as_str());
     if admin == Some(account.id.as_str()) {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -287,11 +428,9 @@ fn dashboard_query(request: &DashboardRequest) -> Result<dashboard::Query, ApiEr
 #[get("/admin/dashboard")]
 pub async fn dashboard_report(
     db: web::Data<Db>,
-    settings: web::Data<Settings>,
-    user: MaybeUser,
+    _admin: Admin,
     request: web::Query<DashboardRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    require_admin(&settings, user.0.as_ref())?;
     let query = dashboard_query(&request)?;
     let report = dashboard::report(&db, &query)
         .await
@@ -324,11 +463,9 @@ pub async fn dashboard_report(
 /// calls and failures), from the same metrics as `/metrics`.
 #[get("/admin/live")]
 pub async fn dashboard_live(
-    settings: web::Data<Settings>,
     metrics: web::Data<std::sync::Arc<Metrics>>,
-    user: MaybeUser,
+    _admin: Admin,
 ) -> Result<HttpResponse, ApiError> {
-    require_admin(&settings, user.0.as_ref())?;
     Ok(HttpResponse::Ok().json(metrics.live()))
 }
 

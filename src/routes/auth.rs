@@ -28,8 +28,6 @@ pub const TOO_MANY_ATTEMPTS: &str =
     "Too many failed login attempts. Please try again later or reset your password.";
 pub const EMAIL_IN_USE: &str = "An account with this email already exists. Please sign in instead.";
 pub const RESET_SENT: &str = "Password reset email sent! Check your inbox for instructions to reset your password. If you don't see it, check your spam folder.";
-pub const NO_ACCOUNT_FOR_RESET: &str =
-    "No account found with this email address. Please check the email or sign up.";
 pub const RESET_LINK_INVALID: &str =
     "This password reset link has expired or was already used. Please request a new one.";
 
@@ -317,7 +315,9 @@ pub struct ResetRequest {
     email: Option<String>,
 }
 
-/// Mails a reset link. The spec tells a person when no account has the address.
+/// Mails a reset link when the address has an account, and answers the same either way: nobody
+/// learns from this form which addresses have accounts (docs/operations.md, "Which forms tell
+/// whether an address has an account"; the spec's 'No account found...' is not said, docs/spec.md).
 #[post("/auth/reset")]
 pub async fn request_reset(
     req: HttpRequest,
@@ -348,14 +348,12 @@ pub async fn request_reset(
     let account = store::users::credentials_by_email(&db, &email)
         .await
         .context("cannot read an account")?;
-    let Some(account) = account else {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "user_not_found",
-            NO_ACCOUNT_FOR_RESET,
-        ));
-    };
-    send_reset_mail(&db, &settings, &mailer, &account.id, &email).await?;
+    // Queued before the answer, so "sent" is true when it is said. An account's answer takes one
+    // write longer than a stranger's; the reset limits (ten a minute from one address) bound
+    // what timing could tell.
+    if let Some(account) = account {
+        send_reset_mail(&db, &settings, &mailer, &account.id, &email).await?;
+    }
     Ok(HttpResponse::Ok().json(json!({ "message": RESET_SENT })))
 }
 

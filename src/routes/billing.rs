@@ -548,48 +548,6 @@ mod tests {
     }
 }
 
-/// Whether the signed-in user is an admin: the account listed in `admin.emails`, its address
-/// proved by a mailed link (a password reset, or a mail sign-in link after which the prover chose
-/// the password), and the session holding that password. So a sign-up with an admin's address
-/// before the admin is no admin, and neither is its password once the admin has proved the
-/// address (the proof takes it away: docs/operations.md, "Accounts: who holds one"). Anyone else
-/// gets a plain 404, as if the page did not exist. The operator's dashboard needs this alone.
-pub fn require_admin(
-    settings: &crate::config::Settings,
-    user: Option<&crate::auth::CurrentUser>,
-) -> Result<(), ApiError> {
-    let Some(user) = user.filter(|user| {
-        settings
-            .admin
-            .emails
-            .iter()
-            .any(|email| email.trim().eq_ignore_ascii_case(&user.email))
-    }) else {
-        return Err(ApiError::not_found());
-    };
-    if user.proved_with_password() {
-        Ok(())
-    } else {
-        tracing::warn!(
-            user = user.id,
-            "an admin address whose password was not chosen by the address's prover"
-        );
-        Err(ApiError::not_found())
-    }
-}
-
-/// Whether the signed-in user may use the debug tools: an admin ([`require_admin`]), with the
-/// tools on (`security.debug_tools`, which production refuses).
-pub fn require_debug_admin(
-    settings: &crate::config::Settings,
-    user: Option<&crate::auth::CurrentUser>,
-) -> Result<(), ApiError> {
-    if !settings.security.debug_tools {
-        return Err(ApiError::not_found());
-    }
-    require_admin(settings, user)
-}
-
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WebhookTest {
@@ -608,11 +566,9 @@ pub struct WebhookTest {
 #[post("/webhook-test.js")]
 pub async fn webhook_test(
     billing: web::Data<Billing>,
-    settings: web::Data<crate::config::Settings>,
-    user: MaybeUser,
+    _admin: crate::routes::admin::DebugAdmin,
     body: web::Json<WebhookTest>,
 ) -> Result<HttpResponse, ApiError> {
-    require_debug_admin(&settings, user.0.as_ref())?;
     let body = body.into_inner();
     if body.event_type.as_deref() != Some("checkout.session.completed") {
         return Err(ApiError::bad_request(

@@ -952,21 +952,43 @@ async fn deleting_an_account_cancels_its_subscription_and_takes_its_visitors_eve
     assert_eq!(joined["joined"], true, "{joined}");
     socket.event("chat:ready").await;
 
-    // Only a proved admin may, and not their own account; the address must name an account.
-    let delete = |cookie: String, email: &'static str| {
+    // Only a proved admin may, with their own password typed again, and not their own account;
+    // the address must name an account.
+    let delete_with = |cookie: String, email: &'static str, password: &'static str| {
         let app = &app;
         async move {
             post_with_cookie(
                 app,
                 "/api/admin/accounts/delete",
                 &cookie,
-                &json!({ "email": email }),
+                &json!({ "email": email, "password": password }),
             )
             .await
         }
     };
+    // verified_admin's password.
+    let delete = |cookie: String, email: &'static str| delete_with(cookie, email, "secret2-new");
     assert_eq!(delete(other.clone(), "ann@example.com").await.status(), 404);
     let admin = verified_admin(&app, ADMIN).await;
+    let (status, body) =
+        crate::auth::error_of(delete_with(admin.clone(), "ann@example.com", "").await).await;
+    assert_eq!((status, &body["error"]), (400, &json!("password_required")));
+    let (status, body) =
+        crate::auth::error_of(delete_with(admin.clone(), "ann@example.com", "secret1").await).await;
+    assert_eq!(
+        (status, body["message"].as_str()),
+        (401, Some("Incorrect password. Please try again.")),
+        "a session left open is not enough: the admin's own password"
+    );
+    assert_eq!(
+        count(
+            &app,
+            "RETURN count((SELECT id FROM user WHERE email = 'ann@example.com'))"
+        )
+        .await,
+        1,
+        "nothing deleted"
+    );
     let (status, body) = crate::auth::error_of(delete(admin.clone(), ADMIN).await).await;
     assert_eq!((status, &body["error"]), (409, &json!("own_account")));
     let (status, body) =
@@ -1063,4 +1085,28 @@ async fn deleting_an_account_cancels_its_subscription_and_takes_its_visitors_eve
         1
     );
     sign_up(&app, "ann@example.com", "secret1").await;
+}
+
+#[tokio::test]
+async fn the_admin_endpoints_are_rate_limited_per_address_for_admins_and_strangers_alike() {
+    let app = crate::helpers::spawn_app_with(|settings| {
+        settings.admin.emails = vec![ADMIN.to_owned()];
+    })
+    .await;
+    let admin = verified_admin(&app, ADMIN).await;
+    let mut statuses = Vec::new();
+    for _ in 0..70 {
+        statuses.push(
+            get_with_cookie(&app, "/api/admin/live", &admin)
+                .await
+                .status()
+                .as_u16(),
+        );
+    }
+    // 60 at once, then two a second (routes::admin::ADMIN_PER_ADDRESS).
+    let served = statuses.iter().filter(|status| **status == 200).count();
+    // (verified_admin asked once already.)
+    assert!((55..=64).contains(&served), "{statuses:?}");
+    assert_eq!(statuses.last(), Some(&429));
+    assert_eq!(app.get("/api/admin/dashboard").await.status(), 429);
 }

@@ -169,3 +169,28 @@ async fn events_with_made_up_visitor_ids_are_limited_and_keep_no_id_that_is_not_
     .await;
     assert_eq!(dropped as usize, REQUESTS - accepted);
 }
+
+#[tokio::test]
+async fn a_burst_of_handshakes_from_one_address_opens_no_more_than_its_places() {
+    let app = crate::helpers::spawn_app_with(|settings| {
+        settings.realtime.max_connections_per_address = 5;
+    })
+    .await;
+    let upgrades = (0..100).map(|_| {
+        crate::helpers::websocket_upgrade(
+            &app.address,
+            "/socket.io/?EIO=4&transport=websocket",
+            &[],
+        )
+    });
+    let results = futures_util::future::join_all(upgrades).await;
+    let (open, refused): (Vec<_>, Vec<_>) = results
+        .into_iter()
+        .partition(|upgrade| matches!(upgrade, crate::helpers::Upgrade::Open(_)));
+    assert_eq!(open.len(), 5, "one address holds five connections at most");
+    assert!(
+        refused
+            .iter()
+            .all(|upgrade| matches!(upgrade, crate::helpers::Upgrade::Refused(429, _)))
+    );
+}

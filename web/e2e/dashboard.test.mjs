@@ -217,6 +217,8 @@ describe('the operator dashboard', () => {
     await section.getByRole('button', { name: 'Delete account' }).click();
     const dialog = page.getByRole('dialog', { name: 'Delete account' });
     await dialog.getByText('Are you sure you want to delete the account ann@example.com?', { exact: false }).waitFor();
+    // The admin's own password again: a session left open is not enough.
+    await dialog.getByLabel('Your password').fill('admin-secret-2');
     await page.screenshot({ path: path.join(resultsDir, 'admin-delete-account.png') });
     await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
     const done = section.getByRole('status');

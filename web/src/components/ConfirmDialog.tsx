@@ -6,6 +6,8 @@ type ConfirmDialogProps = {
   title: string;
   /** The question, in the spec's words. */
   children: ReactNode;
+  /** Fields the answer needs besides the click (the admin's password, say). */
+  fields?: ReactNode;
   /** Why the last attempt failed, if it did. */
   error?: string | null;
   busy: boolean;
@@ -20,6 +22,7 @@ type ConfirmDialogProps = {
 export function ConfirmDialog({
   title,
   children,
+  fields,
   error,
   busy,
   onConfirm,
@@ -29,6 +32,7 @@ export function ConfirmDialog({
   return (
     <Modal title={title} onClose={onCancel} initialFocusRef={cancelRef}>
       <p className="confirm-dialog__text">{children}</p>
+      {fields}
       {error && (
         <p className="form__error" role="alert">
           {error}

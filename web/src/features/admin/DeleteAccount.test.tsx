@@ -8,6 +8,10 @@ const DELETED = {
   message: 'The account ann@example.com and everything it held were deleted. Its subscription was canceled.',
 };
 
+function typePassword(password: string) {
+  fireEvent.change(within(screen.getByRole('dialog')).getByLabelText('Your password'), { target: { value: password } });
+}
+
 function typeAndAsk(email: string) {
   fireEvent.change(screen.getByLabelText('Email address'), { target: { value: email } });
   fireEvent.click(screen.getByRole('button', { name: 'Delete account' }));
@@ -22,6 +26,11 @@ describe('DeleteAccount', () => {
     expect(within(dialog).getByText(/Are you sure you want to delete the account ann@example.com\?/)).toBeTruthy();
     expect(fetchMock).not.toHaveBeenCalled();
 
+    // The admin's own password first.
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Delete' }));
+    expect(within(dialog).getByRole('alert').textContent).toBe('Enter your own password to delete an account.');
+    expect(fetchMock).not.toHaveBeenCalled();
+    typePassword('admin-secret');
     fireEvent.click(within(dialog).getByRole('button', { name: 'Delete' }));
     const done = await screen.findByRole('status');
     expect(done.textContent).toBe(
@@ -29,7 +38,7 @@ describe('DeleteAccount', () => {
     );
     expect(screen.queryByRole('dialog')).toBeNull();
     const [, init] = fetchMock.mock.calls[0];
-    expect(JSON.parse(String(init?.body))).toEqual({ email: 'ann@example.com' });
+    expect(JSON.parse(String(init?.body))).toEqual({ email: 'ann@example.com', password: 'admin-secret' });
     expect((screen.getByLabelText('Email address') as HTMLInputElement).value).toBe('');
   });
 
@@ -53,9 +62,28 @@ describe('DeleteAccount', () => {
     });
     render(<DeleteAccount />);
     typeAndAsk('bob@example.com');
+    typePassword('admin-secret');
     fireEvent.click(within(screen.getByRole('dialog')).getByRole('button', { name: 'Delete' }));
     await waitFor(() =>
       expect(screen.getByRole('alert').textContent).toBe('No account found with the address bob@example.com.'),
     );
+  });
+
+  it('keeps asking while the password is wrong, and deletes nothing', async () => {
+    mockApi({
+      'POST /api/admin/accounts/delete': {
+        status: 401,
+        body: { error: 'wrong_password', message: 'Incorrect password. Please try again.' },
+      },
+    });
+    render(<DeleteAccount />);
+    typeAndAsk('ann@example.com');
+    typePassword('not-mine');
+    const dialog = screen.getByRole('dialog', { name: 'Delete account' });
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Delete' }));
+    await waitFor(() =>
+      expect(within(dialog).getByRole('alert').textContent).toBe('Incorrect password. Please try again.'),
+    );
+    expect(screen.queryByRole('status')).toBeNull();
   });
 });

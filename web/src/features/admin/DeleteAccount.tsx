@@ -11,6 +11,8 @@ function some(count: number, thing: string): string {
 }
 
 export const DELETE_FAILED = 'The account could not be deleted. Please try again.';
+/** Answers about the admin's own password: the dialog stays open for another try. */
+const PASSWORD_ERRORS = new Set(['password_required', 'wrong_password', 'too_many_requests']);
 
 /**
  * Deletes an account when its owner asks for their data to go: the server cancels the running
@@ -20,6 +22,8 @@ export const DELETE_FAILED = 'The account could not be deleted. Please try again
 export function DeleteAccount() {
   const [email, setEmail] = useState('');
   const [confirming, setConfirming] = useState<string | null>(null);
+  const [password, setPassword] = useState('');
+  const [passwordError, setPasswordError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [done, setDone] = useState<string | null>(null);
@@ -33,25 +37,43 @@ export function DeleteAccount() {
       setError('Enter the email address of the account to delete.');
       return;
     }
+    setPassword('');
+    setPasswordError(null);
     setConfirming(address);
   }
 
+  function cancel() {
+    setConfirming(null);
+    setPassword('');
+    setPasswordError(null);
+  }
+
   async function confirm(address: string) {
+    if (password === '') {
+      setPasswordError('Enter your own password to delete an account.');
+      return;
+    }
     setBusy(true);
     setError(null);
+    setPasswordError(null);
     try {
-      const answer = await adminApi.deleteAccount(address);
+      const answer = await adminApi.deleteAccount(address, password);
       const { deleted } = answer;
       setDone(
         `${answer.message} Gone with it: ${some(deleted.chats, 'chat')}, ${some(deleted.tasks, 'task')}, ` +
           `${some(deleted.funnelConversations, 'funnel conversation')} and ${some(deleted.events, 'analytics event')}.`,
       );
       setEmail('');
+      cancel();
     } catch (cause) {
-      setError(cause instanceof ApiError && cause.status !== 500 ? cause.message : DELETE_FAILED);
+      if (cause instanceof ApiError && PASSWORD_ERRORS.has(cause.code)) {
+        setPasswordError(cause.message);
+      } else {
+        setError(cause instanceof ApiError && cause.status !== 500 ? cause.message : DELETE_FAILED);
+        cancel();
+      }
     } finally {
       setBusy(false);
-      setConfirming(null);
     }
   }
 
@@ -93,8 +115,21 @@ export function DeleteAccount() {
         <ConfirmDialog
           title="Delete account"
           busy={busy}
+          error={passwordError}
           onConfirm={() => void confirm(confirming)}
-          onCancel={() => setConfirming(null)}
+          onCancel={cancel}
+          fields={
+            <label className="admin-field admin-delete__password">
+              <span className="admin-field__label">Your password</span>
+              <input
+                type="password"
+                className="admin-field__control"
+                value={password}
+                autoComplete="current-password"
+                onChange={(event) => setPassword(event.target.value)}
+              />
+            </label>
+          }
         >
           Are you sure you want to delete the account {confirming}? Any running subscription is canceled at once, and this
           cannot be undone.

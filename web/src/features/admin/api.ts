@@ -75,8 +75,12 @@ export const adminApi = {
   report: (query: ReportQuery, signal?: AbortSignal) =>
     api.get<Report>(`/api/admin/dashboard?${queryString(query)}`, signal),
   live: (signal?: AbortSignal) => api.get<Live>('/api/admin/live', signal),
-  /** Deletes an account on its owner's request (its subscription is canceled first). */
-  deleteAccount: (email: string) => api.post<Deleted>('/api/admin/accounts/delete', { email }),
+  /**
+   * Deletes an account on its owner's request (its subscription is canceled first); the admin
+   * types their own password again.
+   */
+  deleteAccount: (email: string, password: string) =>
+    api.post<Deleted>('/api/admin/accounts/delete', { email, password }),
   /** The CSV of the breakdown table, or of the funnels' table. */
   csvHref: (query: ReportQuery, table: 'rows' | 'funnels') =>
     `/api/admin/dashboard?${queryString(query, table === 'funnels' ? { format: 'csv', table: 'funnels' } : { format: 'csv' })}`,

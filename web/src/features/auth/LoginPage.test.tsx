@@ -53,8 +53,8 @@ describe('LoginPage', () => {
 
   it('opens the reset section and reports what the server says', async () => {
     let reply: { status: number; body: unknown } = {
-      status: 404,
-      body: { error: 'user_not_found', message: 'No account found with this email address. Please check the email or sign up.' },
+      status: 400,
+      body: { error: 'invalid_email', message: 'Invalid email format. Please enter a valid email address.' },
     };
     mockApi({ 'POST /api/auth/reset': () => reply });
     renderLogin();
@@ -68,9 +68,7 @@ describe('LoginPage', () => {
     fireEvent.change(form.querySelector('input') as HTMLInputElement, { target: { value: 'ann@example.com' } });
     fireEvent.click(send);
     await waitFor(() =>
-      expect(screen.getByRole('alert').textContent).toBe(
-        'No account found with this email address. Please check the email or sign up.',
-      ),
+      expect(screen.getByRole('alert').textContent).toBe('Invalid email format. Please enter a valid email address.'),
     );
 
     reply = { status: 200, body: { message: 'Password reset email sent! Check your inbox.' } };

@@ -12,7 +12,9 @@ const RESET_PROBLEM = 'There was a problem sending the password reset email. Ple
 
 function resetError(cause: unknown): string {
   if (cause instanceof ApiError) {
-    if (['user_not_found', 'invalid_email', 'email_required', 'too_many_requests'].includes(cause.code)) {
+    // (No 'No account found...': the server answers an address without an account as any other,
+    // so the form tells nobody which addresses have accounts; docs/spec.md.)
+    if (['invalid_email', 'email_required', 'too_many_requests'].includes(cause.code)) {
       return cause.message;
     }
     if (cause.code === 'network' || cause.code === 'timeout') return NETWORK_ERROR;
