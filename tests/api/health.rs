@@ -24,6 +24,45 @@ async fn liveness_and_readiness_answer_apart() {
 }
 
 #[tokio::test]
+async fn without_its_database_the_process_is_live_but_not_ready_and_ready_again_once_it_is_back() {
+    let mut database = crate::processes::SurrealServer::start();
+    let app = crate::helpers::spawn_app_with(|settings| {
+        settings.database.url = database.url.clone();
+        settings.database.username = Some(database.username.clone());
+        settings.database.password = Some(database.password.clone().into());
+    })
+    .await;
+    assert_eq!(app.get("/health/ready").await.status(), 200);
+
+    database.kill_hard();
+    let ready = app.get("/health/ready").await;
+    assert_eq!(ready.status(), 503, "not ready without its database");
+    let body: serde_json::Value = ready.json().await.expect("json");
+    assert_eq!(body["database"], "unavailable");
+    assert_eq!(
+        app.get("/health").await.status(),
+        503,
+        "the balancer's check too"
+    );
+    assert_eq!(
+        app.get("/health/live").await.status(),
+        200,
+        "still live: a restart would not bring the database back"
+    );
+
+    database.restart();
+    let mut back = false;
+    for _ in 0..100 {
+        if app.get("/health/ready").await.status() == 200 {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(back, "ready again once the database answers");
+}
+
+#[tokio::test]
 async fn every_answer_names_its_request_id() {
     let app = spawn_app().await;
     let mut ids = std::collections::HashSet::new();
