@@ -1,4 +1,35 @@
-import { api } from './api';
+import { ApiError, api } from './api';
+
+/**
+ * The codes of the account forms' own answers, each in the spec's words or ours (a wrong or weak
+ * password, an address in use, a form field missing, a spent link, too many tries): shown as the
+ * server says them.
+ */
+const ACCOUNT_FORM_CODES = new Set([
+  'email_required',
+  'invalid_email',
+  'email_in_use',
+  'email_mismatch',
+  'password_required',
+  'weak_password',
+  'password_too_long',
+  'wrong_password',
+  'invalid_credentials',
+  'no_session',
+  'reset_link_invalid',
+  'invalid_token',
+  'too_many_requests',
+]);
+
+/**
+ * What an account form says when it fails: its own answers as they are, any other error (the
+ * server's fault, the network) as the spec's 'Error: {message}'.
+ */
+export function accountFormError(cause: unknown): string {
+  if (cause instanceof ApiError && ACCOUNT_FORM_CODES.has(cause.code)) return cause.message;
+  const message = cause instanceof Error ? cause.message : String(cause);
+  return `Error: ${message}`;
+}
 
 /** What the server decides about access (DESIGN 6): the client only shows it. */
 export type Access = {

@@ -103,6 +103,25 @@ describe('AccountSetupPage', () => {
     expect(screen.getByRole('alert').textContent).toBe('Email is required');
   });
 
+  it("says the server's own answers as they are and any other error as 'Error: {message}'", async () => {
+    let reply: { status: number; body: unknown } = {
+      status: 401,
+      body: { error: 'wrong_password', message: 'Incorrect password for existing account' },
+    };
+    mockApi({ 'GET /api/account/setup': { body: NEW_ACCOUNT }, 'POST /api/account/setup': () => reply });
+    renderSetup();
+    await screen.findByLabelText('Confirm Password');
+    fill({ password: 'secret1', confirm: 'secret1' });
+    submit();
+    await waitFor(() => expect(screen.getByRole('alert').textContent).toBe('Incorrect password for existing account'));
+
+    reply = { status: 500, body: { error: 'internal', message: 'Something went wrong on our side.' } };
+    submit();
+    await waitFor(() =>
+      expect(screen.getByRole('alert').textContent).toBe('Error: Something went wrong on our side.'),
+    );
+  });
+
   it('checks the password and its confirmation in the spec words', async () => {
     const fetchMock = mockApi({ 'GET /api/account/setup': { body: NEW_ACCOUNT } });
     renderSetup();

@@ -5,6 +5,7 @@ import { Field } from '../../components/Field';
 import { usePublicConfig } from '../../lib/public-config';
 import { useSession } from '../../lib/session';
 import { ApiError } from '../../lib/api';
+import { accountFormError } from '../../lib/auth';
 import { accountSetupApi, type AccountSetupStatus } from './api';
 
 const INVALID_ACCESS = 'Invalid access. This page is for checkout completion only.';
@@ -78,7 +79,7 @@ function SetupForm({
       onDone(answer.trialActive);
     } catch (cause) {
       setFailure({
-        text: cause instanceof Error ? cause.message : String(cause),
+        text: accountFormError(cause),
         noSession: cause instanceof ApiError && cause.code === 'no_session',
       });
       setBusy(false);

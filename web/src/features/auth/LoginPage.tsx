@@ -5,7 +5,7 @@ import { Field } from '../../components/Field';
 import { SignInForm } from '../../components/SignInForm';
 import { useSession } from '../../lib/session';
 import { ApiError } from '../../lib/api';
-import { authApi } from '../../lib/auth';
+import { accountFormError, authApi } from '../../lib/auth';
 
 const NETWORK_ERROR = 'Network error. Please check your internet connection and try again.';
 const RESET_PROBLEM = 'There was a problem sending the password reset email. Please try again later.';
@@ -105,7 +105,7 @@ function ChooseNewPassword({ token, onInvalid }: { token: string; onInvalid: (me
       navigate('/members');
     } catch (cause) {
       if (cause instanceof ApiError && cause.code === 'reset_link_invalid') return onInvalid(cause.message);
-      setError(cause instanceof Error ? cause.message : String(cause));
+      setError(accountFormError(cause));
       setBusy(false);
     }
   }
