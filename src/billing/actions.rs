@@ -66,11 +66,21 @@ pub struct CheckoutReturn {
     pub email: String,
     pub tracking_id: String,
     pub provider_session_id: String,
+    /// The account that got the payment, for a browser signed in to it or for the account this
+    /// checkout made. `None` for 'Welcome Back!' ([`ReturnTo::SignIn`]): anyone may pay with an
+    /// address, so that answer says nothing of the account behind it (a held payment's success
+    /// page reads the same whoever owns the address).
+    pub account: Option<ReturnedAccount>,
+    /// The one-time sign-in token's secret, for this browser's cookie, when one is issued.
+    pub sign_in_secret: Option<String>,
+}
+
+/// The paid account as the success page shows it.
+#[derive(Debug, Clone)]
+pub struct ReturnedAccount {
     pub has_password: bool,
     pub trial_active: bool,
     pub trial_end_date: Option<chrono::DateTime<Utc>>,
-    /// The one-time sign-in token's secret, for this browser's cookie, when one is issued.
-    pub sign_in_secret: Option<String>,
 }
 
 /// A subscription canceled at the end of its period.
@@ -237,14 +247,17 @@ impl Billing {
         } else {
             ReturnTo::SignIn
         };
+        let account = (next != ReturnTo::SignIn).then(|| ReturnedAccount {
+            has_password,
+            trial_active: check.as_ref().is_some_and(|c| c.trial_active),
+            trial_end_date: check.and_then(|c| c.trial_end_date),
+        });
         Ok(CheckoutReturn {
             next,
             email: confirmed.email,
             tracking_id: confirmed.tracking_id,
             provider_session_id: confirmed.provider_session_id,
-            has_password,
-            trial_active: check.as_ref().is_some_and(|c| c.trial_active),
-            trial_end_date: check.and_then(|c| c.trial_end_date),
+            account,
             sign_in_secret,
         })
     }

@@ -7,7 +7,9 @@ use chrono::Utc;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 
-use super::{BillingError, CheckoutRequest, CheckoutStatus, CreatedCheckout, PaymentProvider};
+use super::{
+    BillingError, CheckoutRequest, CheckoutStatus, CreatedCheckout, PayingCard, PaymentProvider,
+};
 use crate::domain::billing::{CompletedCheckout, SubscriptionSnapshot, SubscriptionStatus};
 use crate::store::billing::StoredCheckout;
 use crate::store::{self, Db};
@@ -245,12 +247,17 @@ impl PaymentProvider for DemoProvider {
         .boxed()
     }
 
-    /// The demo payment recorded the card's fingerprint with the checkout.
-    fn card_fingerprint<'a>(
+    /// The demo payment recorded the card's fingerprint with the checkout; every number but the
+    /// published test card has one ([`card_fingerprint`]), so a demo card is never unidentified.
+    fn paying_card<'a>(
         &'a self,
-        _subscription_id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<String>, BillingError>> {
-        async move { Ok(None) }.boxed()
+        completed: &'a CompletedCheckout,
+    ) -> BoxFuture<'a, Result<PayingCard, BillingError>> {
+        let card = match &completed.card_fingerprint {
+            Some(fingerprint) => PayingCard::Identified(fingerprint.clone()),
+            None => PayingCard::PublishedTestCard,
+        };
+        async move { Ok(card) }.boxed()
     }
 
     fn refund_fee<'a>(

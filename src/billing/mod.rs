@@ -14,7 +14,7 @@ use futures_util::future::BoxFuture;
 
 use crate::domain::billing::{CheckoutSource, CompletedCheckout, SubscriptionSnapshot};
 use crate::store::billing::StoredCheckout;
-pub use actions::{Canceled, CheckoutReturn, DemoPayError, RefundError, ReturnTo};
+pub use actions::{Canceled, CheckoutReturn, DemoPayError, RefundError, ReturnTo, ReturnedAccount};
 pub use service::Billing;
 
 /// What the provider needs to open a hosted checkout. Prices are the server's: the request only
@@ -34,6 +34,33 @@ pub struct CheckoutRequest {
     /// Absolute; for Stripe it contains the literal `{CHECKOUT_SESSION_ID}` placeholder.
     pub success_url: String,
     pub cancel_url: String,
+}
+
+/// What a trial checkout says before paying (Stripe: beside its pay button; the demo page too):
+/// a card that cannot be told apart from one that had its trial gets none.
+pub const UNIDENTIFIED_CARD_NOTICE: &str = "The free trial is once per card: a card that cannot \
+     be identified gets no free trial, and the first month is charged at once.";
+
+/// The card that paid, as the provider tells cards apart: one trial per card needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PayingCard {
+    /// The provider's fingerprint: the same card gives the same one, whoever pays.
+    Identified(String),
+    /// The demo's published test card, which every demo buyer pays with: not counted, or the
+    /// demo would have a single trial.
+    PublishedTestCard,
+    /// Not a card, or a card without a fingerprint (or the provider could not be asked): it may
+    /// be one that had its trial, so it gets none.
+    Unidentified,
+}
+
+impl PayingCard {
+    pub fn fingerprint(&self) -> Option<&str> {
+        match self {
+            Self::Identified(fingerprint) => Some(fingerprint),
+            Self::PublishedTestCard | Self::Unidentified => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,11 +146,11 @@ pub trait PaymentProvider: Send + Sync + 'static {
         subscription_id: &'a str,
     ) -> BoxFuture<'a, Result<SubscriptionSnapshot, BillingError>>;
 
-    /// The fingerprint of the card a subscription charges, when the provider knows one.
-    fn card_fingerprint<'a>(
+    /// The card that paid a completed checkout, as far as the provider can tell it apart.
+    fn paying_card<'a>(
         &'a self,
-        subscription_id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<String>, BillingError>>;
+        completed: &'a CompletedCheckout,
+    ) -> BoxFuture<'a, Result<PayingCard, BillingError>>;
 
     /// Pays back today's refundable fee of a checkout.
     fn refund_fee<'a>(

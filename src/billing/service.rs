@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::{BillingError, CheckoutRequest, CheckoutStatus, PaymentProvider};
+use super::{BillingError, CheckoutRequest, CheckoutStatus, PayingCard, PaymentProvider};
 use crate::auth::token;
 use crate::domain::analytics::EventName;
 use crate::domain::billing::{
@@ -536,7 +536,8 @@ impl Billing {
         );
         let paid_text = format!(
             "Welcome back to {product}!\n\nYour subscription has started: $20/month, charged from \
-             today, as this account (or this card) has had its free trial. Cancel anytime.\n\n\
+             today. The free trial is once per account and per card, and this account or this card \
+             has had it (or the card could not be identified). Cancel anytime.\n\n\
              {sign_in}\n\nThe {product} team\n",
         );
         let held_text = format!(
@@ -548,19 +549,26 @@ impl Billing {
             completed.completed_at.format("%B %-d, %Y"),
             super::held::HOLD_DAYS,
         );
-        let card_fingerprint = match (&completed.card_fingerprint, &completed.subscription_id) {
-            (Some(fingerprint), _) => Some(fingerprint.clone()),
-            (None, Some(subscription)) => self
-                .provider
-                .card_fingerprint(subscription)
-                .await
-                .unwrap_or_else(|error| {
-                    // The trial is still once per account; only the card check is skipped.
-                    tracing::warn!(%error, subscription, "cannot read the paying card");
-                    None
-                }),
-            (None, None) => None,
-        };
+        // No trial without a card told apart from the cards that had one (docs/billing.md, "One
+        // trial per account and per card"): an unreadable card is charged as a returning one.
+        let card = self
+            .provider
+            .paying_card(&completed)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(
+                    %error,
+                    checkout = completed.provider_session_id,
+                    "cannot read the paying card"
+                );
+                PayingCard::Unidentified
+            });
+        if card == PayingCard::Unidentified {
+            tracing::info!(
+                checkout = completed.provider_session_id,
+                "the paying card cannot be identified: no trial"
+            );
+        }
         let expires = Utc::now()
             + chrono::Duration::from_std(SIGN_IN_TOKEN_LIFETIME)
                 .unwrap_or(chrono::Duration::hours(1));
@@ -573,7 +581,8 @@ impl Billing {
                 customer_id: completed.customer_id,
                 subscription_id: completed.subscription_id,
                 payment_intent_id: completed.payment_intent_id,
-                card_fingerprint,
+                card_fingerprint: card.fingerprint().map(str::to_owned),
+                card_unidentified: card == PayingCard::Unidentified,
                 completed_at: completed.completed_at,
                 trial_end,
                 mail_token_hash: token::hash_secret(&secret),

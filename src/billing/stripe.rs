@@ -31,8 +31,9 @@ use stripe_billing::subscription::{
 };
 use stripe_billing::{Invoice, InvoiceBillingReason, Subscription};
 use stripe_checkout::checkout_session::{
-    CreateCheckoutSession, CreateCheckoutSessionLineItems, CreateCheckoutSessionSubscriptionData,
-    RetrieveCheckoutSession,
+    CreateCheckoutSession, CreateCheckoutSessionAllowedPaymentMethodTypes,
+    CreateCheckoutSessionCustomText, CreateCheckoutSessionLineItems,
+    CreateCheckoutSessionSubscriptionData, CustomTextPositionParam, RetrieveCheckoutSession,
 };
 use stripe_checkout::{
     CheckoutSession, CheckoutSessionMode, CheckoutSessionPaymentStatus, CheckoutSessionStatus,
@@ -40,7 +41,10 @@ use stripe_checkout::{
 use stripe_core::charge::ListCharge;
 use stripe_core::refund::{CreateRefund, CreateRefundReason};
 
-use super::{BillingError, CheckoutRequest, CheckoutStatus, CreatedCheckout, PaymentProvider};
+use super::{
+    BillingError, CheckoutRequest, CheckoutStatus, CreatedCheckout, PayingCard, PaymentProvider,
+    UNIDENTIFIED_CARD_NOTICE,
+};
 use crate::config::StripeSettings;
 use crate::domain::billing::{
     CompletedCheckout, REFUNDABLE_FEE_CENTS, SubscriptionSnapshot, SubscriptionStatus, TRIAL_DAYS,
@@ -160,6 +164,18 @@ impl StripeProvider {
             .filter(|email| !email.is_empty())
         {
             session = session.customer_email(email);
+        }
+        if request.trial {
+            // One trial per card needs a card's fingerprint: a trial is paid by card only (no
+            // Link, no bank debit), and the page says beside its button what a card without one
+            // gets. (API 2026-09-30 replaced `payment_method_types` with this filter.)
+            let mut custom_text = CreateCheckoutSessionCustomText::new();
+            custom_text.submit = Some(CustomTextPositionParam::new(UNIDENTIFIED_CARD_NOTICE));
+            session = session
+                .allowed_payment_method_types(vec![
+                    CreateCheckoutSessionAllowedPaymentMethodTypes::Card,
+                ])
+                .custom_text(custom_text);
         }
 
         let created = session
@@ -324,17 +340,27 @@ impl StripeProvider {
         snapshot(&subscription, Utc::now().timestamp())
     }
 
-    /// The fingerprint of the card the subscription charges.
-    async fn subscription_card(
+    /// The card the checkout's subscription charges: its fingerprint, read from the subscription
+    /// (one read), unless the checkout carried it.
+    async fn checkout_card(
         &self,
-        subscription_id: &str,
-    ) -> Result<Option<String>, BillingError> {
+        completed: &CompletedCheckout,
+    ) -> Result<PayingCard, BillingError> {
+        if let Some(fingerprint) = &completed.card_fingerprint {
+            return Ok(PayingCard::Identified(fingerprint.clone()));
+        }
+        let Some(subscription_id) = completed.subscription_id.as_deref() else {
+            return Ok(PayingCard::Unidentified);
+        };
         let subscription = RetrieveSubscription::new(subscription_id)
             .expand(vec!["default_payment_method".to_owned()])
             .send(&self.client)
             .await
             .map_err(|error| not_found_or(&error, subscription_id, "retrieve subscription card"))?;
-        Ok(card_fingerprint(&subscription))
+        Ok(
+            card_fingerprint(&subscription)
+                .map_or(PayingCard::Unidentified, PayingCard::Identified),
+        )
     }
 
     async fn portal(&self, customer_id: &str, return_url: &str) -> Result<String, BillingError> {
@@ -567,11 +593,11 @@ impl PaymentProvider for StripeProvider {
         Box::pin(self.cancel_at_once(subscription_id))
     }
 
-    fn card_fingerprint<'a>(
+    fn paying_card<'a>(
         &'a self,
-        subscription_id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<String>, BillingError>> {
-        Box::pin(self.subscription_card(subscription_id))
+        completed: &'a CompletedCheckout,
+    ) -> BoxFuture<'a, Result<PayingCard, BillingError>> {
+        Box::pin(self.checkout_card(completed))
     }
 
     fn refund_fee<'a>(
@@ -603,7 +629,8 @@ impl FeePayment {
     }
 }
 
-/// The fingerprint of the card a subscription charges, when its payment method was expanded.
+/// The fingerprint of the card a subscription charges, when its payment method was expanded and
+/// is a card Stripe gives one (not Link, not a bank debit, not a card without a fingerprint).
 fn card_fingerprint(subscription: &Subscription) -> Option<String> {
     subscription
         .default_payment_method

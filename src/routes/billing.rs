@@ -14,7 +14,7 @@ use crate::auth::{CurrentUser, MaybeUser, SessionCookies};
 use crate::billing::demo;
 use crate::billing::held::HeldError;
 use crate::billing::service::{ConfirmError, SIGN_IN_TOKEN_LIFETIME, StartCheckout};
-use crate::billing::{Billing, BillingError, DemoPayError, RefundError};
+use crate::billing::{Billing, BillingError, DemoPayError, RefundError, UNIDENTIFIED_CARD_NOTICE};
 use crate::domain::billing::{
     Attribution, CheckoutSource, MONTHLY_PRICE_CENTS, REFUNDABLE_FEE_CENTS, TRIAL_DAYS,
 };
@@ -259,13 +259,17 @@ pub async fn checkout_success(
     let Some(checkout) = session_id.as_deref().or(tracking.as_deref()) else {
         return Err(ApiError::bad_request("missing_session", MISSING_SESSION));
     };
-    // A hit on a checkout not yet fulfilled may ask the provider: neither one client nor one
-    // checkout may spray them.
+    // A hit on a checkout not yet fulfilled may ask the provider: no client may spray them (the
+    // provider's "not paid" is kept a few seconds per checkout besides). The checkout's own count
+    // is per client address too, as the sign-in limits are per account and address: its ids are
+    // in the success URL, which others may see, and their hits must not lock the buyer out.
+    let address = crate::client::client_key(&req, &settings.server.forwarding());
+    let checkout_from_address = match address {
+        Some(address) => format!("{checkout} {address}"),
+        None => format!("{checkout} unknown"),
+    };
     if !throttle
-        .allow_checkout_success(
-            checkout,
-            crate::client::client_key(&req, &settings.server.forwarding()),
-        )
+        .allow_checkout_success(&checkout_from_address, address)
         .await
     {
         return Err(ApiError::new(
@@ -308,15 +312,18 @@ pub async fn checkout_success(
     if let Some(secret) = paid.sign_in_secret {
         response.cookie(checkout_cookie(**cookies, secret));
     }
-    Ok(response.json(json!({
+    let mut answer = json!({
         "next": paid.next.as_str(),
         "email": paid.email,
         "sessionId": paid.tracking_id,
         "paymentSessionId": paid.provider_session_id,
-        "hasPassword": paid.has_password,
-        "trialActive": paid.trial_active,
-        "trialEndDate": paid.trial_end_date,
-    })))
+    });
+    if let Some(account) = paid.account {
+        answer["hasPassword"] = json!(account.has_password);
+        answer["trialActive"] = json!(account.trial_active);
+        answer["trialEndDate"] = json!(account.trial_end_date);
+    }
+    Ok(response.json(answer))
 }
 
 #[derive(Deserialize)]
@@ -408,6 +415,8 @@ pub async fn demo_checkout(
         },
         "trialDays": if checkout.trial_offered { TRIAL_DAYS } else { 0 },
         "monthlyCents": MONTHLY_PRICE_CENTS,
+        // Beside the pay button of a trial checkout, as on Stripe's page.
+        "cardNotice": checkout.trial_offered.then_some(UNIDENTIFIED_CARD_NOTICE),
         "cancelUrl": as_path(&checkout.cancel_url),
     })))
 }

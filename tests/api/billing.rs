@@ -332,11 +332,11 @@ async fn an_existing_account_must_give_its_own_password() {
     let app = spawn_app().await;
     sign_up(&app, "ann@example.com", "original1").await;
     let (answer, cookie) = buy_trial_signed_out(&app, "ann@example.com").await;
-    assert_eq!(answer["hasPassword"], true);
     assert_eq!(
         answer["next"], "sign-in",
         "a signed-out buyer of an existing account is welcomed back to sign in"
     );
+    assert_eq!(answer.get("hasPassword"), None, "{answer}");
     assert_eq!(
         cookie, None,
         "paying with an address signs nobody into its existing account"
@@ -1460,4 +1460,125 @@ async fn a_hold_nobody_answers_is_canceled_and_refunded_before_the_trial_would_c
     assert_eq!(checkout["status"], "declined", "{checkout}");
     assert_eq!(checkout["declined_because"], "expired");
     assert_eq!(checkout["refunded"], true);
+}
+
+/// The keys of a JSON object, sorted.
+fn keys_of(answer: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = answer
+        .as_object()
+        .expect("an object")
+        .keys()
+        .cloned()
+        .collect();
+    keys.sort();
+    keys
+}
+
+#[tokio::test]
+async fn a_held_payments_success_page_says_nothing_of_the_account_behind_the_address() {
+    let app = spawn_app().await;
+    // Three accounts as different as they come: a password and a running trial; a password and
+    // no trial; no password (made by a checkout) and a running trial.
+    let trialing = sign_up(&app, "trialing@example.com", "original1").await;
+    let own = start_checkout_signed_in(&app, &trialing, json!({"source": "direct_signup"})).await;
+    pay(
+        &app,
+        own["sessionId"].as_str().expect("id"),
+        "trialing@example.com",
+    )
+    .await;
+    sign_up(&app, "no-trial@example.com", "original1").await;
+    let (made, _) = buy_trial_signed_out(&app, "no-password@example.com").await;
+    assert_eq!(made["next"], "setup");
+
+    // What a payer learns of a brand-new address: the account the checkout made for them.
+    let (fresh, _) = buy_trial_signed_out(&app, "fresh@example.com").await;
+    assert_eq!(
+        keys_of(&fresh),
+        [
+            "email",
+            "hasPassword",
+            "next",
+            "paymentSessionId",
+            "sessionId",
+            "trialActive",
+            "trialEndDate"
+        ]
+    );
+
+    // A stranger pays signed out with each address: the same answer every time, beyond 'Welcome
+    // Back!' only what the stranger brought (the address typed, the checkout's own ids).
+    for email in [
+        "trialing@example.com",
+        "no-trial@example.com",
+        "no-password@example.com",
+    ] {
+        let started = start_checkout(&app, json!({"source": "chat_trial_prompt"})).await;
+        let redirect = pay(&app, started["sessionId"].as_str().expect("id"), email).await;
+        let (held, cookie) = confirm(&app, &started, &redirect).await;
+        assert_eq!(cookie, None);
+        assert_eq!(
+            held,
+            json!({
+                "next": "sign-in",
+                "email": email,
+                "sessionId": started["trackingSessionId"],
+                "paymentSessionId": started["sessionId"],
+            }),
+            "{email}"
+        );
+        assert!(
+            keys_of(&held)
+                .iter()
+                .all(|key| keys_of(&fresh).contains(key)),
+            "nothing a new address's answer lacks: {held}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn strangers_hammering_a_success_url_do_not_lock_its_buyer_out() {
+    // Clients told apart as behind the load balancer on loopback (tests/api/limits.rs).
+    let app = spawn_app().await;
+    let started = start_checkout(&app, json!({"source": "chat_trial_prompt"})).await;
+    let redirect = pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "buyer@example.com",
+    )
+    .await;
+    let (_, query) = redirect.split_once('?').expect("a query");
+    let path = format!("/api/checkout-success?{query}");
+    let success_from = |address: &'static str, cookie: String| {
+        app.client
+            .get(app.url(&path))
+            .header("x-forwarded-for", address)
+            .header("cookie", cookie)
+            .send()
+    };
+
+    // Someone who saw the success URL hits it past the checkout's limit, without the buyer's
+    // start cookie.
+    let mut statuses = Vec::new();
+    for _ in 0..24 {
+        let response = success_from("203.0.113.66", String::new())
+            .await
+            .expect("sent");
+        statuses.push(response.status().as_u16());
+    }
+    assert!(
+        statuses.contains(&429),
+        "the stranger is limited: {statuses:?}"
+    );
+
+    // The buyer's own success call still gets its answer and its one-time sign-in.
+    let started_cookie = started["startCookie"].as_str().expect("cookie").to_owned();
+    let response = success_from("198.51.100.7", started_cookie)
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), 200);
+    assert!(
+        cookie_named(&response, "helpnow_checkout").is_some(),
+        "the buyer's browser is signed in to set up the account"
+    );
 }

@@ -6,15 +6,18 @@ use chrono::{DateTime, Duration, Utc};
 use helpnow::billing::stripe::{
     StripeProvider, WebhookError, parse_event, sign_payload, verify_signature,
 };
-use helpnow::billing::{BillingError, CheckoutRequest, CheckoutStatus, PaymentProvider};
+use helpnow::billing::{
+    BillingError, CheckoutRequest, CheckoutStatus, PayingCard, PaymentProvider,
+    UNIDENTIFIED_CARD_NOTICE,
+};
 use helpnow::domain::billing::{BillingEvent, CheckoutSource, SubscriptionStatus};
 use helpnow::store::billing::StoredCheckout;
 use serde_json::json;
 use stripe_webhook::{EventObject, Webhook};
 
 use crate::stripe_mock::{
-    API_VERSION, Completed, FEE_PRICE_ID, MockStripe, RecordedRequest, SUBSCRIPTION_PRICE_ID,
-    WEBHOOK_SECRET,
+    API_VERSION, Completed, FEE_PRICE_ID, MockStripe, PaidWith, RecordedRequest,
+    SUBSCRIPTION_PRICE_ID, WEBHOOK_SECRET,
 };
 
 const SUCCESS_URL: &str =
@@ -192,6 +195,97 @@ async fn a_plain_signup_checkout_charges_only_the_subscription_and_prefills_no_e
         Some("7")
     );
     assert_eq!(sent.param("customer_email"), None);
+}
+
+#[tokio::test]
+async fn a_trial_checkout_takes_cards_only_and_says_what_an_unidentified_card_gets() {
+    let mock = MockStripe::start().await;
+    let provider = provider(&mock);
+    let trial = provider
+        .create_checkout(&checkout_request(
+            CheckoutSource::ChatFunnel,
+            "t-card",
+            None,
+        ))
+        .await
+        .expect("checkout");
+    let sent = the_only(mock.requests_to("POST", "/v1/checkout/sessions"));
+    assert_eq!(
+        sent.params_starting_with("allowed_payment_method_types"),
+        vec![(
+            "allowed_payment_method_types[0]".to_owned(),
+            "card".to_owned()
+        )]
+    );
+    assert_eq!(
+        sent.param("custom_text[submit][message]"),
+        Some(UNIDENTIFIED_CARD_NOTICE)
+    );
+    assert!(UNIDENTIFIED_CARD_NOTICE.contains("cannot be identified gets no free trial"));
+    let page = mock.session_object(&trial.provider_session_id);
+    assert_eq!(page["payment_method_types"], json!(["card"]));
+    assert_eq!(
+        page["custom_text"]["submit"]["message"],
+        UNIDENTIFIED_CARD_NOTICE
+    );
+
+    // A checkout with no trial (the account had its own) has nothing to protect: any method.
+    let mut paid_now = checkout_request(CheckoutSource::ChatFunnel, "t-paid-now", None);
+    paid_now.trial = false;
+    paid_now.refundable_fee = false;
+    provider.create_checkout(&paid_now).await.expect("checkout");
+    let sent = mock.requests_to("POST", "/v1/checkout/sessions");
+    let sent = sent.last().expect("a second checkout");
+    assert_eq!(
+        sent.params_starting_with("allowed_payment_method_types"),
+        vec![]
+    );
+    assert_eq!(sent.params_starting_with("custom_text"), vec![]);
+}
+
+#[tokio::test]
+async fn the_paying_card_is_identified_by_its_fingerprint_only() {
+    let mock = MockStripe::start().await;
+    let provider = provider(&mock);
+    for (n, (paid_with, expected)) in [
+        (
+            PaidWith::Card("fp_ann".to_owned()),
+            PayingCard::Identified("fp_ann".to_owned()),
+        ),
+        (PaidWith::CardWithoutFingerprint, PayingCard::Unidentified),
+        (PaidWith::NoPaymentMethod, PayingCard::Unidentified),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let created = provider
+            .create_checkout(&checkout_request(
+                CheckoutSource::ChatTrialPrompt,
+                &format!("t-{n}"),
+                None,
+            ))
+            .await
+            .expect("checkout");
+        let paid = mock.pay_with(&created.provider_session_id, "ann@example.com", paid_with);
+        let CheckoutStatus::Complete(completed) = provider
+            .checkout_status(&created.provider_session_id)
+            .await
+            .expect("status")
+        else {
+            panic!("a paid checkout is complete");
+        };
+        assert_eq!(
+            provider.paying_card(&completed).await.expect("card"),
+            expected,
+            "{n}"
+        );
+        let read = mock.requests_to(
+            "GET",
+            &format!("/v1/subscriptions/{}", paid.subscription_id),
+        );
+        assert_eq!(read.len(), 1, "one subscription read");
+        assert_eq!(read[0].param("expand[0]"), Some("default_payment_method"));
+    }
 }
 
 #[tokio::test]

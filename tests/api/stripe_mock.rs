@@ -9,7 +9,8 @@
 //!
 //! Test controls stand in for the customer and for time: `pay` completes a checkout as Stripe's
 //! page would (customer, card, trialing subscription, first invoice, and the $1 payment when the
-//! checkout carries the fee; `pay_with_card` with a chosen card), `renew` bills the first month,
+//! checkout carries the fee; `pay_with_card` with a chosen card, `pay_with` with a card Stripe
+//! gives no fingerprint or with no payment method at all), `renew` bills the first month,
 //! `set_subscription_status` and `expire` change state, and the `*_event` helpers build webhook
 //! bodies from the current state.
 //!
@@ -108,6 +109,10 @@ struct Session {
     metadata: BTreeMap<String, String>,
     subscription_metadata: BTreeMap<String, String>,
     trial_period_days: Option<i64>,
+    /// `allowed_payment_method_types`, when the checkout narrowed them.
+    allowed_payment_method_types: Option<Vec<String>>,
+    /// `custom_text[submit][message]`: shown beside the pay button.
+    submit_message: Option<String>,
     client_reference_id: Option<String>,
     customer_email: Option<String>,
     success_url: String,
@@ -145,13 +150,40 @@ struct Subscription {
     default_payment_method: Option<String>,
 }
 
-/// A card as a payment method. Stripe gives the same card the same fingerprint, whoever pays.
+/// A card as a payment method. Stripe gives the same card the same fingerprint, whoever pays,
+/// and some cards none (`card.fingerprint` is nullable).
 struct PaymentMethod {
     id: String,
     customer: String,
-    fingerprint: String,
+    fingerprint: Option<String>,
     created: i64,
 }
+
+/// How the customer paid on Stripe's page.
+#[derive(Debug, Clone)]
+pub enum PaidWith {
+    /// A card with this fingerprint.
+    Card(String),
+    /// A card Stripe reports without a fingerprint.
+    CardWithoutFingerprint,
+    /// Nothing the subscription keeps: it has no default payment method.
+    NoPaymentMethod,
+}
+
+/// The payment method types a checkout offers when it does not narrow them (an account with
+/// cards and Link turned on in its dashboard).
+const DYNAMIC_PAYMENT_METHOD_TYPES: [&str; 2] = ["card", "link"];
+/// The types the mock knows for `allowed_payment_method_types` (a few of Stripe's many).
+const KNOWN_PAYMENT_METHOD_TYPES: [&str; 6] = [
+    "card",
+    "link",
+    "us_bank_account",
+    "cashapp",
+    "amazon_pay",
+    "klarna",
+];
+/// Stripe's limit for each custom text.
+const CUSTOM_TEXT_MAX_CHARS: usize = 1200;
 
 struct InvoiceLine {
     id: String,
@@ -355,10 +387,26 @@ impl MockStripe {
         email: &str,
         card_fingerprint: &str,
     ) -> Completed {
+        self.pay_with(
+            session_id,
+            email,
+            PaidWith::Card(card_fingerprint.to_owned()),
+        )
+    }
+
+    /// `pay`, paid as `paid_with` says. The page offers only the checkout's payment method types.
+    pub fn pay_with(&self, session_id: &str, email: &str, paid_with: PaidWith) -> Completed {
         let mut state = self.state();
         let now = now();
         let session = state.sessions.get(session_id).expect("a checkout session");
         assert_eq!(session.status, "open", "only an open checkout can be paid");
+        if !matches!(paid_with, PaidWith::NoPaymentMethod) {
+            assert!(
+                session_payment_method_types(session).contains(&"card".to_owned()),
+                "this checkout offers no card: {:?}",
+                session.allowed_payment_method_types
+            );
+        }
         let (recurring, one_time): (Vec<_>, Vec<_>) = session
             .line_items
             .iter()
@@ -385,16 +433,23 @@ impl MockStripe {
             },
         );
 
-        let payment_method_id = new_id("pm");
-        state.payment_methods.insert(
-            payment_method_id.clone(),
-            PaymentMethod {
-                id: payment_method_id.clone(),
-                customer: customer_id.clone(),
-                fingerprint: card_fingerprint.to_owned(),
-                created: now,
-            },
-        );
+        let fingerprint = match &paid_with {
+            PaidWith::Card(fingerprint) => Some(fingerprint.clone()),
+            PaidWith::CardWithoutFingerprint | PaidWith::NoPaymentMethod => None,
+        };
+        let payment_method_id = (!matches!(paid_with, PaidWith::NoPaymentMethod)).then(|| {
+            let id = new_id("pm");
+            state.payment_methods.insert(
+                id.clone(),
+                PaymentMethod {
+                    id: id.clone(),
+                    customer: customer_id.clone(),
+                    fingerprint,
+                    created: now,
+                },
+            );
+            id
+        });
 
         let subscription_id = new_id("sub");
         let invoice_id = new_id("in");
@@ -422,7 +477,7 @@ impl MockStripe {
                 canceled_at: None,
                 metadata: subscription_metadata,
                 latest_invoice: Some(invoice_id.clone()),
-                default_payment_method: Some(payment_method_id),
+                default_payment_method: payment_method_id,
             },
         );
 
@@ -755,6 +810,35 @@ fn indexed_list(params: &[(String, String)], name: &str) -> Vec<BTreeMap<String,
     items.into_values().collect()
 }
 
+/// `name[0]=value` pairs as a list (an array of strings).
+fn indexed_values(params: &[(String, String)], name: &str) -> Vec<String> {
+    let prefix = format!("{name}[");
+    let mut values: BTreeMap<usize, String> = BTreeMap::new();
+    for (key, value) in params {
+        if let Some(index) = key
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(']'))
+            .and_then(|index| index.parse::<usize>().ok())
+        {
+            values.insert(index, value.clone());
+        }
+    }
+    values.into_values().collect()
+}
+
+/// What a checkout's page offers: its allowed types, else the account's dynamic ones.
+fn session_payment_method_types(session: &Session) -> Vec<String> {
+    session
+        .allowed_payment_method_types
+        .clone()
+        .unwrap_or_else(|| {
+            DYNAMIC_PAYMENT_METHOD_TYPES
+                .iter()
+                .map(|kind| (*kind).to_owned())
+                .collect()
+        })
+}
+
 fn param<'a>(params: &'a [(String, String)], key: &str) -> Option<&'a str> {
     params
         .iter()
@@ -956,6 +1040,42 @@ impl State {
                     })?,
             ),
         };
+        // API 2026-09-30 removed `payment_method_types` from this call for the filter below.
+        if let Some((key, _)) = params
+            .iter()
+            .find(|(key, _)| key.starts_with("payment_method_types"))
+        {
+            return Err(ApiError::with_code(
+                400,
+                Some("parameter_unknown"),
+                format!("Received unknown parameter: {key}"),
+                Some(key),
+            ));
+        }
+        let allowed = indexed_values(params, "allowed_payment_method_types");
+        if let Some(unknown) = allowed
+            .iter()
+            .find(|kind| !KNOWN_PAYMENT_METHOD_TYPES.contains(&kind.as_str()))
+        {
+            return Err(ApiError::invalid(
+                400,
+                format!(
+                    "Invalid allowed_payment_method_types: `{unknown}` is not a payment method type."
+                ),
+                Some("allowed_payment_method_types"),
+            ));
+        }
+        let submit_message = param(params, "custom_text[submit][message]").map(str::to_owned);
+        if submit_message
+            .as_ref()
+            .is_some_and(|message| message.chars().count() > CUSTOM_TEXT_MAX_CHARS)
+        {
+            return Err(ApiError::invalid(
+                400,
+                format!("Custom text can be up to {CUSTOM_TEXT_MAX_CHARS} characters long."),
+                Some("custom_text[submit][message]"),
+            ));
+        }
         let metadata = bracket_map(params, "metadata");
         let subscription_metadata = bracket_map(params, "subscription_data[metadata]");
         for (key, value) in metadata.iter().chain(&subscription_metadata) {
@@ -983,6 +1103,8 @@ impl State {
             metadata,
             subscription_metadata,
             trial_period_days,
+            allowed_payment_method_types: (!allowed.is_empty()).then_some(allowed),
+            submit_message,
             client_reference_id: param(params, "client_reference_id").map(str::to_owned),
             customer_email: param(params, "customer_email").map(str::to_owned),
             success_url,
@@ -1306,7 +1428,8 @@ impl State {
                 "currency": "usd",
                 "custom_fields": [],
                 "custom_text": {
-                    "after_submit": null, "shipping_address": null, "submit": null,
+                    "after_submit": null, "shipping_address": null,
+                    "submit": session.submit_message.as_ref().map(|message| json!({"message": message})),
                     "terms_of_service_acceptance": null
                 },
                 "customer": customer,
@@ -1329,7 +1452,7 @@ impl State {
                 "payment_intent": null,
                 "payment_link": null,
                 "payment_method_collection": "always",
-                "payment_method_types": ["card"],
+                "payment_method_types": session_payment_method_types(session),
                 "payment_status": session.payment_status,
                 "phone_number_collection": {"enabled": false},
                 "recovered_from": null,

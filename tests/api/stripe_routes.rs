@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::auth::{error_of, me, session_cookie, sign_up};
 use crate::helpers::{TestApp, cookie_named, get_with_cookie, post_with_cookie, spawn_app_with};
 use crate::mail::{ParsedMail, SmtpServer};
-use crate::stripe_mock::{MockStripe, WEBHOOK_SECRET};
+use crate::stripe_mock::{MockStripe, PaidWith, WEBHOOK_SECRET};
 
 async fn stripe_app(mock: &MockStripe) -> TestApp {
     let stripe = mock.settings();
@@ -790,4 +790,84 @@ async fn on_stripe_a_card_gets_one_trial_and_a_member_who_had_one_is_charged_at_
         created[0].params_starting_with("line_items[").len() - 2,
         "the subscription alone, without the fee: {last:?}"
     );
+}
+
+#[tokio::test]
+async fn on_stripe_a_card_that_cannot_be_identified_gets_no_trial_and_is_charged_at_once() {
+    let mock = MockStripe::start().await;
+    let app = stripe_app(&mock).await;
+    // A card Stripe gives no fingerprint, confirmed by the webhook; a subscription with no
+    // payment method at all, confirmed by the success page.
+    for (n, paid_with) in [PaidWith::CardWithoutFingerprint, PaidWith::NoPaymentMethod]
+        .into_iter()
+        .enumerate()
+    {
+        let email = format!("unknown-card-{n}@example.com");
+        let response = app
+            .post_json(
+                "/api/create-checkout.js",
+                &json!({"source": "chat_trial_prompt"}),
+            )
+            .await;
+        assert_eq!(response.status(), 200);
+        let start_cookie = cookie_named(&response, "helpnow_checkout_start").expect("cookie");
+        let started: Value = response.json().await.expect("json");
+        let id = started["sessionId"].as_str().expect("id").to_owned();
+        let created = mock.requests_to("POST", "/v1/checkout/sessions");
+        let created = created.last().expect("the checkout");
+        assert_eq!(
+            created.param("allowed_payment_method_types[0]"),
+            Some("card")
+        );
+        assert_eq!(
+            created.param("custom_text[submit][message]"),
+            Some(helpnow::billing::UNIDENTIFIED_CARD_NOTICE)
+        );
+
+        mock.pay_with(&id, &email, paid_with);
+        if n == 0 {
+            assert_eq!(deliver_signed(&app, &mock.session_event(&id)).await, 200);
+        } else {
+            let answer: Value = get_with_cookie(
+                &app,
+                &format!("/api/checkout-success?session_id={id}"),
+                &start_cookie,
+            )
+            .await
+            .json()
+            .await
+            .expect("json");
+            assert_eq!(answer["next"], "setup", "{answer}");
+            assert_eq!(answer["trialActive"], false, "{answer}");
+            assert_eq!(answer["trialEndDate"], Value::Null, "{answer}");
+        }
+
+        let subscription = subscription_of(&mock, &id);
+        let ended = mock
+            .requests_to("POST", &format!("/v1/subscriptions/{subscription}"))
+            .iter()
+            .filter(|request| request.param("trial_end") == Some("now"))
+            .count();
+        assert_eq!(
+            ended, 1,
+            "{email}: Stripe's trial is ended, the month charged"
+        );
+        let mut response = app
+            .db
+            .query(
+                "SELECT trial_end_date, (SELECT VALUE trial_to_end FROM checkout_session \
+                 WHERE provider_session_id = $id)[0] AS trial_to_end FROM user WHERE email = $email",
+            )
+            .bind(("id", id.clone()))
+            .bind(("email", email.clone()))
+            .await
+            .expect("query");
+        let rows: Vec<Value> = response.take(0).expect("rows");
+        assert_eq!(rows[0]["trial_end_date"], Value::Null, "{email}: no trial");
+        assert_eq!(rows[0]["trial_to_end"], true, "{email}");
+        assert!(
+            has_access(&app, &email).await,
+            "{email}: a paying subscriber"
+        );
+    }
 }

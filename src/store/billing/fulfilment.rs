@@ -18,6 +18,9 @@ pub struct Fulfilment {
     pub payment_intent_id: Option<String>,
     /// The paying card's fingerprint, when the provider gives one: a card has one trial.
     pub card_fingerprint: Option<String>,
+    /// The provider cannot tell the paying card apart (not a card, no fingerprint): no trial, as
+    /// it may be a card that had one.
+    pub card_unidentified: bool,
     pub completed_at: DateTime<Utc>,
     pub trial_end: DateTime<Utc>,
     /// The hash of the sign-in link's token in the mail.
@@ -55,8 +58,9 @@ pub enum FulfilError {
 /// What a checkout grants the account `$uid` (`$cs` the checkout, `$f` the payment), shared by
 /// fulfilment and by the claim of a held payment. The trial is granted once per account and once
 /// per card: `$first_trial` is false for an account that had one, for a card that paid for one
-/// before, and for a checkout that asked for none; the checkout then says `trial_to_end`, and the
-/// service ends the provider's trial, so the first month is charged at once.
+/// before or that the provider cannot identify, and for a checkout that asked for none; the
+/// checkout then says `trial_to_end`, and the service ends the provider's trial, so the first
+/// month is charged at once.
 macro_rules! grant {
     () => {
         r"
@@ -72,7 +76,8 @@ LET $history = {
 };
 LET $card = IF $f.card_fingerprint != NONE { type::record('trial_card', $f.card_fingerprint) } ELSE { NONE };
 LET $card_had_trial = $card != NONE AND record::exists($card);
-LET $first_trial = ($cs.trial_offered ?? true) AND !((SELECT VALUE trial_used FROM ONLY $uid) ?? false) AND !$card_had_trial;
+LET $first_trial = ($cs.trial_offered ?? true) AND !((SELECT VALUE trial_used FROM ONLY $uid) ?? false)
+    AND !$card_had_trial AND !($f.card_unidentified ?? false);
 IF $first_trial AND $card != NONE { CREATE $card CONTENT { user: $uid }; };
 -- isSubscribed: the subscription's status when its events came first, else running (it begins here).
 LET $sub = IF $f.subscription_id != NONE { type::record('subscription', $f.subscription_id).* } ELSE { NONE };
@@ -106,6 +111,7 @@ UPDATE $cs.id SET
     status = 'complete', email = $f.email, user = $uid, held_for = NONE,
     customer_id = $f.customer_id, subscription_id = $f.subscription_id,
     payment_intent_id = $f.payment_intent_id, card_fingerprint = $f.card_fingerprint,
+    card_unidentified = $f.card_unidentified ?? false,
     completed_at = $f.completed_at, fulfilled_at = $cs.fulfilled_at ?? time::now(),
     trial_granted = $first_trial,
     trial_to_end = !$first_trial AND ($cs.trial_offered ?? true) AND $f.subscription_id != NONE;
@@ -155,6 +161,7 @@ IF $starter = NONE AND $owner != NONE {
         status = 'held', held_for = $owner, email = $f.email,
         customer_id = $f.customer_id, subscription_id = $f.subscription_id,
         payment_intent_id = $f.payment_intent_id, card_fingerprint = $f.card_fingerprint,
+        card_unidentified = $f.card_unidentified,
         completed_at = $f.completed_at, trial_end = $f.trial_end, fulfilled_at = time::now();
     CREATE sign_in_token CONTENT {
         token_hash: $f.mail_token_hash, user: $owner, email: $f.email, purpose: 'mail',
@@ -196,6 +203,7 @@ LET $f = {
     provider_session_id: $cs.provider_session_id, email: $cs.email,
     customer_id: $cs.customer_id, subscription_id: $cs.subscription_id,
     payment_intent_id: $cs.payment_intent_id, card_fingerprint: $cs.card_fingerprint,
+    card_unidentified: $cs.card_unidentified ?? false,
     completed_at: $cs.completed_at, trial_end: $cs.trial_end
 };
 ",

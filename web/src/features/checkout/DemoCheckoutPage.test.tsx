@@ -3,6 +3,8 @@ import { createMemoryRouter, RouterProvider } from 'react-router';
 import { mockApi } from '../../test/fetch-mock';
 import { DemoCheckoutPage } from './DemoCheckoutPage';
 
+const CARD_NOTICE =
+  'The free trial is once per card: a card that cannot be identified gets no free trial, and the first month is charged at once.';
 const FEE_CHECKOUT = {
   sessionId: 'demo_1',
   status: 'open',
@@ -13,6 +15,7 @@ const FEE_CHECKOUT = {
   trialDays: 7,
   monthlyCents: 2000,
   cancelUrl: '/?canceled=true',
+  cardNotice: CARD_NOTICE,
 };
 const FREE_CHECKOUT = { ...FEE_CHECKOUT, source: 'direct_signup', refundableFee: false, todayCents: 0, email: null };
 const FEE_TEXT = 'The $1 setup fee is refundable at any time (paid back in 5-7 business days).';
@@ -51,6 +54,14 @@ describe('DemoCheckoutPage', () => {
     expect(screen.getByText('Test card: 4242 4242 4242 4242')).toBeTruthy();
   });
 
+  it('says by the pay button of a trial that a card it cannot identify gets no trial', async () => {
+    mockApi({ 'GET /api/demo-checkout/demo_1': { body: FEE_CHECKOUT } });
+    renderCheckout();
+    const notice = await screen.findByText(CARD_NOTICE);
+    const pay = screen.getByRole('button', { name: 'Pay $1.00 and start trial' });
+    expect(notice.nextElementSibling).toBe(pay);
+  });
+
   it('charges nothing today without the fee and leaves the email empty', async () => {
     mockApi({ 'GET /api/demo-checkout/demo_1': { body: FREE_CHECKOUT } });
     renderCheckout();
@@ -66,7 +77,7 @@ describe('DemoCheckoutPage', () => {
   it('charges the first month today for an account that had its trial', async () => {
     mockApi({
       'GET /api/demo-checkout/demo_1': {
-        body: { ...FEE_CHECKOUT, refundableFee: false, todayCents: 2000, trialDays: 0 },
+        body: { ...FEE_CHECKOUT, refundableFee: false, todayCents: 2000, trialDays: 0, cardNotice: null },
       },
     });
     renderCheckout();
@@ -77,6 +88,7 @@ describe('DemoCheckoutPage', () => {
     expect(screen.getByRole('button', { name: 'Pay $20.00 and subscribe' })).toBeTruthy();
     expect(screen.queryByText(/trial, then/)).toBeNull();
     expect(screen.queryByText(FEE_TEXT)).toBeNull();
+    expect(screen.queryByText(CARD_NOTICE)).toBeNull();
   });
 
   it('formats the card number in groups of four for a numeric keypad', async () => {

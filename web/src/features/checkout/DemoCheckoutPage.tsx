@@ -162,6 +162,7 @@ function PaymentForm({ id, checkout }: { id: string; checkout: DemoCheckout }) {
           {error}
         </p>
       )}
+      {checkout.cardNotice && <p className="form__hint">{checkout.cardNotice}</p>}
       <Button type="submit" className="form__submit checkout__pay" disabled={busy !== null}>
         {busy === 'paying'
           ? 'Processing...'

@@ -10,6 +10,8 @@ export type DemoCheckout = {
   trialDays: number;
   monthlyCents: number;
   cancelUrl: string;
+  /** A trial checkout's word on cards that cannot be identified (no trial for them), shown by the pay button. */
+  cardNotice: string | null;
 };
 
 /** Where the browser goes next: a same-origin path. */
