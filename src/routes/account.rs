@@ -143,16 +143,44 @@ pub async fn setup(
             "Password is required",
         ));
     }
+    let address = client_key(&req, &settings.server.forwarding());
+    let too_many = || {
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            crate::routes::auth::TOO_MANY_ATTEMPTS,
+        )
+    };
     // Without a checkout cookie (another device, or an account that existed before the
-    // checkout), setup is a sign-in: an account with a password may enter it here.
+    // checkout), setup is a sign-in: an account with a password may enter it here. It answers as
+    // the sign-in does, the same for an address without an account as for a wrong password, and
+    // counts against the sign-in limits before anything is looked up: this form tells nobody
+    // which addresses have accounts (docs/operations.md).
+    let mut password_checked = false;
     let owner = match setup_right(&req, db, user.0).await {
         Ok(owner) => owner,
-        Err(no_right) => {
+        Err(_) => {
+            if !throttle.allow_login(&email, address).await {
+                return Err(too_many());
+            }
             let account = store::users::credentials_by_email(db, &email)
                 .await
-                .context("cannot read an account")?
-                .filter(|account| account.password_hash.is_some())
-                .ok_or(no_right)?;
+                .context("cannot read an account")?;
+            let stored = account
+                .as_ref()
+                .and_then(|account| account.password_hash.clone());
+            let matches = password.len() <= crate::domain::password::MAX_BYTES
+                && auth::password::verify_password(stored, password.clone())
+                    .await
+                    .map_err(|error| error.into_api("cannot verify a password"))?;
+            let Some(account) = account.filter(|_| matches) else {
+                return Err(ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "invalid_credentials",
+                    crate::routes::auth::INVALID_CREDENTIALS,
+                ));
+            };
+            password_checked = true;
             SetupRight {
                 user_id: account.id,
                 email: account.email,
@@ -175,16 +203,10 @@ pub async fn setup(
         .context("cannot read an account")?
         .ok_or_else(no_session)?;
     let new_hash = match account.password_hash {
+        Some(_) if password_checked => None,
         Some(existing) => {
-            if !throttle
-                .allow_login(&email, client_key(&req, &settings.server.forwarding()))
-                .await
-            {
-                return Err(ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "too_many_requests",
-                    crate::routes::auth::TOO_MANY_ATTEMPTS,
-                ));
+            if !throttle.allow_login(&email, address).await {
+                return Err(too_many());
             }
             let matches = auth::password::verify_password(Some(existing), password)
                 .await

@@ -200,7 +200,7 @@ async fn guessing_through_account_setup_is_throttled_with_the_sign_in_limits() {
     for n in 0..9 {
         let (status, error) = error_of(setup_from("203.0.113.1", "guess").await).await;
         assert_eq!(status, 401, "guess {n}");
-        assert_eq!(error["error"], "wrong_password");
+        assert_eq!(error["error"], "invalid_credentials");
     }
     let login = post_from(
         &app,

@@ -212,8 +212,6 @@ describe('AccessDialog: signing in', () => {
 
   it.each([
     [401, 'invalid_credentials', 'Login failed. Please check your email and password.'],
-    [404, 'user_not_found', 'No account found with this email. Please check your email address.'],
-    [401, 'wrong_password', 'Incorrect password. Please try again.'],
     [500, 'internal', 'Login failed. Please check your email and password.'],
   ])('maps a %i %s to the catalogue', async (status, code, shown) => {
     mockApi({ ...found, 'POST /api/auth/login': { status, body: { error: code, message: 'server words' } } });
@@ -333,8 +331,8 @@ describe('AccessDialog: forgot password', () => {
     mockApi({
       ...found,
       'POST /api/auth/reset': {
-        status: 404,
-        body: { error: 'user_not_found', message: 'No account found with this email address.' },
+        status: 500,
+        body: { error: 'internal', message: 'Something went wrong on our side.' },
       },
     });
     renderDialog();

@@ -8,8 +8,6 @@ export const BOTH_REQUIRED = 'Please enter both email and password';
 export const EMAIL_FOR_ACCOUNT = 'Please enter your email address to create an account';
 export const EMAIL_FOR_RESET = 'Please enter your email address first';
 export const LOGIN_FAILED = 'Login failed. Please check your email and password.';
-export const NO_ACCOUNT = 'No account found with this email. Please check your email address.';
-export const WRONG_PASSWORD = 'Incorrect password. Please try again.';
 export const EMAIL_IN_USE = 'An account with this email already exists. Please sign in instead.';
 export const RESET_FAILED = 'Error sending password reset email. Please try again.';
 export const LOGIN_SUCCESS = 'Login successful! Redirecting to your account...';
@@ -19,16 +17,12 @@ export const ACCOUNT_CREATED =
 /**
  * The spec tells an unknown email ('No account found...') from a wrong password ('Incorrect
  * password...'). Our sign-in answers both with one 401 `invalid_credentials`, so that nobody can
- * learn which emails have accounts; that answer gets the spec's default text. The two other codes
- * are the server's names for those cases where it does tell them apart (reset, account setup).
+ * learn which emails have accounts (docs/operations.md, "Which forms tell whether an address has
+ * an account"; docs/spec.md); that answer gets the spec's default text.
  */
 export function signInFailure(cause: unknown): string {
-  if (cause instanceof ApiError) {
-    if (cause.code === 'user_not_found') return NO_ACCOUNT;
-    if (cause.code === 'wrong_password') return WRONG_PASSWORD;
-    // 'Too many failed login attempts...' says what to do, which the default text would not.
-    if (cause.code === 'too_many_requests') return cause.message;
-  }
+  // 'Too many failed login attempts...' says what to do, which the default text would not.
+  if (cause instanceof ApiError && cause.code === 'too_many_requests') return cause.message;
   return LOGIN_FAILED;
 }
 
