@@ -200,15 +200,16 @@ impl Billing {
 
     /// The success page: the checkout the provider's session id names (or, without one, the
     /// tracking id), confirmed with the provider and fulfilled if the webhook has not been yet,
-    /// and this browser's one-time sign-in when `started_here` (its start cookie names this
-    /// checkout), and where the buyer goes next, `viewer` being the signed-in user's id. A tracking
+    /// and this browser's one-time sign-in when `started_here` (given the hash the checkout keeps
+    /// of its starting browser's secret, it says whether this browser's start cookie holds that
+    /// secret), and where the buyer goes next, `viewer` being the signed-in user's id. A tracking
     /// id that is not this checkout's is an unknown checkout (the confirmation's own errors:
     /// unknown, not paid, or the store's or provider's failure).
     pub async fn checkout_return(
         &self,
         provider_session_id: Option<String>,
         tracking: Option<&str>,
-        started_here: impl FnOnce(&str) -> bool,
+        started_here: impl FnOnce(Option<&str>) -> bool,
         viewer: Option<&str>,
     ) -> Result<CheckoutReturn, ConfirmError> {
         let provider_session_id = match (provider_session_id, tracking) {
@@ -236,7 +237,7 @@ impl Billing {
                 &stored,
                 &confirmed.user_id,
                 &confirmed.email,
-                started_here(&stored.tracking_id),
+                started_here(stored.start_hash.as_deref()),
                 has_password,
             )
             .await?;

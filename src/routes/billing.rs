@@ -24,17 +24,26 @@ use crate::store::{self, Db};
 
 pub const MISSING_SESSION: &str = "Missing required session parameters";
 
-/// Set by create-checkout (`SessionCookies::checkout_start`): which checkout this browser started,
-/// HttpOnly, for a day. Only that browser gets the checkout's sign-in cookie on the success page,
-/// so a success URL seen elsewhere signs nobody in.
-pub fn checkout_start_cookie(cookies: &SessionCookies, tracking_id: String) -> Cookie<'static> {
-    Cookie::build(cookies.checkout_start(), tracking_id)
+/// Set by create-checkout (and a funnel's checkout link): that this browser started the checkout,
+/// HttpOnly, for a day. It holds a random secret whose SHA-256 the checkout keeps: only that
+/// browser gets the checkout's sign-in cookie on the success page, so a success URL seen
+/// elsewhere signs nobody in (its ids are no secret: a cookie holding one could be forged).
+pub async fn checkout_start_cookie(
+    db: &Db,
+    cookies: &SessionCookies,
+    tracking_id: &str,
+) -> Result<Cookie<'static>, ApiError> {
+    let secret = crate::auth::token::new_secret();
+    store::billing::mark_started_by(db, tracking_id, crate::auth::token::hash_secret(&secret))
+        .await
+        .context("cannot mark a checkout's browser")?;
+    Ok(Cookie::build(cookies.checkout_start(), secret)
         .path("/")
         .http_only(true)
         .same_site(SameSite::Lax)
         .secure(cookies.secure)
         .max_age(time::Duration::days(1))
-        .finish()
+        .finish())
 }
 
 fn billing_error(context: &str, error: BillingError) -> ApiError {
@@ -202,7 +211,7 @@ pub async fn create_checkout(
         })
         .await
         .context("cannot start a checkout")?;
-    let start_cookie = checkout_start_cookie(&cookies, started.tracking_id.clone());
+    let start_cookie = checkout_start_cookie(&db, &cookies, &started.tracking_id).await?;
     Ok(HttpResponse::Ok().cookie(start_cookie).json(json!({
         "sessionId": started.provider_session_id,
         "trackingSessionId": started.tracking_id,
@@ -278,8 +287,13 @@ pub async fn checkout_success(
             "Too many requests. Please try again later.",
         ));
     }
-    let start_cookie = req.cookie(cookies.checkout_start());
-    let started_here = |tracking_id: &str| start_cookie.is_some_and(|c| c.value() == tracking_id);
+    let start_secret = SessionCookies::read(&req, SessionCookies::checkout_start)
+        .filter(|value| crate::auth::token::looks_like_secret(value));
+    let started_here = |start_hash: Option<&str>| {
+        start_secret
+            .zip(start_hash)
+            .is_some_and(|(secret, hash)| crate::auth::token::hash_secret(&secret) == hash)
+    };
     let paid = match billing
         .checkout_return(
             session_id,

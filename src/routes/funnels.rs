@@ -202,7 +202,13 @@ pub async fn checkout_handoff(
     };
     let mut response = see_other(&url);
     if checkout.first_use {
-        response.cookie(checkout_start_cookie(&cookies, checkout.tracking_id));
+        match checkout_start_cookie(&db, &cookies, &checkout.tracking_id).await {
+            Ok(cookie) => {
+                response.cookie(cookie);
+            }
+            // The buyer still pays; the sign-in link in the welcome mail stands in.
+            Err(error) => tracing::error!(?error, "cannot mark a checkout's browser"),
+        }
     }
     Ok(response.finish())
 }

@@ -1599,3 +1599,25 @@ async fn strangers_hammering_a_success_url_do_not_lock_its_buyer_out() {
         "the buyer's browser is signed in to set up the account"
     );
 }
+
+#[tokio::test]
+async fn a_start_cookie_forged_from_the_success_url_signs_nobody_in() {
+    let app = spawn_app().await;
+    let started = start_checkout(&app, json!({"source": "chat_trial_prompt"})).await;
+    let redirect = pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "new@example.com",
+    )
+    .await;
+    // Someone who saw the success URL, and so the checkout's ids, calls it first with a start
+    // cookie made of them.
+    let tracking = started["trackingSessionId"].as_str().expect("tracking");
+    let forged = json!({ "startCookie": format!("helpnow_checkout_start={tracking}") });
+    let (answer, cookie) = confirm(&app, &forged, &redirect).await;
+    assert_eq!(answer["next"], "setup", "{answer}");
+    assert_eq!(cookie, None, "no sign-in for a forged start cookie");
+    // The buyer's own browser still gets its one-time sign-in.
+    let (_, cookie) = confirm(&app, &started, &redirect).await;
+    assert!(cookie.is_some(), "the buyer's browser gets its sign-in");
+}

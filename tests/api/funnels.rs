@@ -478,10 +478,21 @@ async fn a_checkout_link_redirects_and_marks_the_starting_browser_once() {
     let first = app.get(&format!("/api/funnels/checkout/{secret}")).await;
     assert_eq!(first.status(), 303);
     assert_eq!(first.headers()["location"], "/demo-checkout/demo_cs_link");
-    assert_eq!(
-        cookie_named(&first, "helpnow_checkout_start").as_deref(),
-        Some("helpnow_checkout_start=hn_link")
+    // The cookie holds a secret of its own (not the checkout's id, which the success URL shows),
+    // whose hash the checkout keeps.
+    let start = cookie_named(&first, "helpnow_checkout_start").expect("the start cookie");
+    let start = start.trim_start_matches("helpnow_checkout_start=");
+    assert!(
+        token::looks_like_secret(start) && start != "hn_link",
+        "{start}"
     );
+    let mut kept = app
+        .db
+        .query("SELECT VALUE start_hash FROM checkout_session WHERE tracking_id = 'hn_link'")
+        .await
+        .expect("query");
+    let kept: Vec<Option<String>> = kept.take(0).expect("hash");
+    assert_eq!(kept, vec![Some(token::hash_secret(start))]);
     let again = app.get(&format!("/api/funnels/checkout/{secret}")).await;
     assert_eq!(again.status(), 303);
     assert_eq!(again.headers()["location"], "/demo-checkout/demo_cs_link");

@@ -75,6 +75,7 @@ fn stored_checkout(session_id: &str, refundable_fee: bool) -> StoredCheckout {
         fulfilled_at: None,
         fee_refunded_at: None,
         created_account: true,
+        start_hash: None,
     }
 }
 

@@ -89,6 +89,8 @@ pub struct StoredCheckout {
     pub fee_refunded_at: Option<DateTime<Utc>>,
     /// Whether fulfilling this checkout created the account.
     pub created_account: bool,
+    /// The SHA-256 of the secret in the start cookie of the browser that started the checkout.
+    pub start_hash: Option<String>,
 }
 
 const CHECKOUT_FIELDS: &str = "provider, provider_session_id, tracking_id, source, status, refundable_fee, \
@@ -96,7 +98,26 @@ const CHECKOUT_FIELDS: &str = "provider, provider_session_id, tracking_id, sourc
      IF user THEN record::id(user) ELSE NONE END AS user_id, \
      IF held_for THEN record::id(held_for) ELSE NONE END AS held_for_id, customer_id, subscription_id, \
      payment_intent_id, card_fingerprint, created_at, completed_at, fulfilled_at, fee_refunded_at, \
-     created_account ?? false AS created_account";
+     created_account ?? false AS created_account, start_hash";
+
+/// Records which browser started the checkout: the hash of the secret its start cookie holds.
+/// The first browser to start it keeps it (a second use of a funnel's checkout link changes
+/// nothing).
+pub async fn mark_started_by(
+    db: &Db,
+    tracking_id: &str,
+    start_hash: String,
+) -> Result<(), surrealdb::Error> {
+    db.query(
+        "UPDATE checkout_session SET start_hash = $hash \
+         WHERE tracking_id = $id AND start_hash = NONE RETURN NONE",
+    )
+    .bind(("id", tracking_id.to_owned()))
+    .bind(("hash", start_hash))
+    .await?
+    .check()?;
+    Ok(())
+}
 
 pub async fn checkout(
     db: &Db,
