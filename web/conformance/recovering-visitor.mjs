@@ -7,6 +7,9 @@
 // after the reply was sent. Each time the connection must be recovered (the same socket id, so the
 // same process: the balancer's cookie took it back there) and the conversation, as the funnel page
 // builds it from `conversation` and `message` events, must hold the missed reply exactly once.
+// Exactly once over the whole run, too: every event is kept as it came, and the page's view is
+// checked after each one, so a message the server sends twice is caught even when a later
+// `conversation` (which the page takes as the whole conversation) would cover it up.
 // `polling` is a client that cannot upgrade. Exits non-zero with the reason on failure.
 import assert from 'node:assert/strict';
 import { io } from 'socket.io-client';
@@ -36,17 +39,42 @@ const socket = io(`${baseUrl}/funnel`, {
   randomizationFactor: 0,
 });
 
+// Messages carry no id: a message is its role and text (the run's are all different).
+const said = (message) => `${message.role}: ${message.text}`;
+// Every `conversation` and `message` event, as it came: none replaced, merged or dropped.
+const received = [];
+// What the page shows, built as the funnel page builds it (chat-state.ts): the last `conversation`,
+// each `message` after it, and the visitor's own message once the server acknowledged it.
+let shown = null;
+// Each time the page's view held a message twice, or a `conversation` took back a message the
+// page showed (what a duplicate `message` before it would look like).
+const repeats = [];
+function check(event) {
+  const seen = new Set();
+  for (const message of shown) {
+    if (seen.has(said(message))) repeats.push(`${event}: "${said(message)}" shown twice`);
+    seen.add(said(message));
+  }
+}
+socket.on('conversation', (conversation) => {
+  received.push({ conversation: conversation.messages.map(said) });
+  const event = `event ${received.length} (conversation)`;
+  // The conversation as the server holds it: what the page showed, then what it missed.
+  const taken = (shown ?? []).filter((message, index) => said(message) !== said(conversation.messages[index] ?? {}));
+  if (taken.length > 0) repeats.push(`${event} took back ${JSON.stringify(taken.map(said))}`);
+  shown = conversation.messages;
+  check(event);
+});
+socket.on('message', (message) => {
+  received.push({ message: said(message) });
+  shown = [...(shown ?? []), message];
+  check(`event ${received.length} (message)`);
+});
+
 try {
   const upgraded = transport === 'websocket' ? next(socket.io.engine, 'upgrade') : null;
-  // What the page shows: the last `conversation`, and each `message` after it.
-  let shown = (await next(socket, 'conversation')).messages;
+  await next(socket, 'conversation');
   assert.equal(shown.length, 1, 'a new conversation: the greeting');
-  socket.on('conversation', (conversation) => {
-    shown = conversation.messages;
-  });
-  socket.on('message', (message) => {
-    shown = [...shown, message];
-  });
   await upgraded;
   assert.equal(socket.io.engine.transport.name, transport);
   // A browser keeps the balancer's cookie for the next connection; socket.io-client in Node keeps
@@ -61,6 +89,8 @@ try {
     const id = socket.id;
     const answer = await socket.timeout(10_000).emitWithAck('send', { text });
     assert.deepEqual(answer, { ok: true });
+    shown = [...shown, { role: 'user', text, isFinal: false, showSubscribeButton: false }];
+    check(`"${text}" sent`);
     const back = next(socket, 'connect', 20_000);
     socket.io.engine.close();
     await back;
@@ -70,10 +100,16 @@ try {
     const deadline = Date.now() + 10_000;
     while (replies() === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     await new Promise((r) => setTimeout(r, 500));
-    assert.equal(replies(), before + 1, `the reply to "${text}" exactly once: ${JSON.stringify(shown)}`);
-    assert.equal(shown.filter((message) => message.text === text).length, 1, `"${text}" once`);
+    const events = JSON.stringify(received);
+    assert.deepEqual(repeats, [], `no message twice, nor taken back, after "${text}": ${events}`);
+    const messages = received.filter((event) => 'message' in event).map((event) => event.message);
+    assert.equal(new Set(messages).size, messages.length, `no \`message\` event twice: ${events}`);
+    assert.equal(replies(), before + 1, `the reply to "${text}" exactly once: ${events}`);
+    assert.equal(shown.filter((message) => message.text === text).length, 1, `"${text}" once: ${events}`);
   }
-  console.log(JSON.stringify({ ok: true, transport: socket.io.engine.transport.name, messages: shown.length }));
+  console.log(
+    JSON.stringify({ ok: true, transport: socket.io.engine.transport.name, messages: shown.length, events: received.length }),
+  );
   socket.disconnect();
   process.exit(0);
 } catch (error) {

@@ -1,9 +1,9 @@
-import { fireEvent, render, screen, waitFor, within } from '@testing-library/react';
+import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { createMemoryRouter, RouterProvider } from 'react-router';
 import { PublicConfigProvider } from '../../lib/public-config';
 import { SessionProvider } from '../../lib/session';
 import { mockApi } from '../../test/fetch-mock';
-import { AdminDashboardPage, NOT_AVAILABLE } from './AdminDashboardPage';
+import { AdminDashboardPage, LOAD_FAILED, NOT_AVAILABLE } from './AdminDashboardPage';
 import { perMinute } from './LivePanel';
 import { alignedDays } from './DailyChart';
 import type { Figures, Live, Report, Row } from './api';
@@ -125,30 +125,122 @@ describe('AdminDashboardPage', () => {
   });
 
   it('sorts a table by the column clicked, and back', async () => {
+    // Orders that differ by visitors, by name and by net revenue, so a sort that did nothing, or
+    // sorted by another column, or the wrong way, shows.
+    const campaigns: Row[] = [
+      row('alpha', { visitors: 30, net_cents: 90_000 }),
+      row('bravo', { visitors: 50, net_cents: 10_000 }),
+      row('charlie', { visitors: 10, net_cents: 50_000 }),
+      row('delta', { visitors: 40, net_cents: 30_000 }),
+      row('', { visitors: 20, net_cents: 70_000 }),
+    ];
     mockApi({
-      'GET /api/admin/dashboard': (_init, url) => ({ body: report(url) }),
+      'GET /api/admin/dashboard': (_init, url) => {
+        const body = report(url);
+        return { body: body.by === 'campaign' ? { ...body, rows: campaigns } : body };
+      },
       'GET /api/admin/live': { body: LIVE },
     });
     renderPage();
-    const campaigns = await screen.findByRole('table', { name: /Choose a campaign/ });
+    const table = await screen.findByRole('table', { name: /Choose a campaign/ });
     const keys = () =>
-      within(campaigns)
+      within(table)
         .getAllByRole('row')
         .slice(1)
-        .map((tableRow) => within(tableRow).getAllByRole('rowheader')[0].textContent);
-    expect(keys()).toEqual(['c1', '(none)']);
-    const header = within(campaigns).getByRole('button', { name: /Visitors$/ });
-    fireEvent.click(header);
-    expect(keys()).toEqual(['(none)', 'c1']);
-    fireEvent.click(within(campaigns).getByRole('button', { name: /^Campaign/ }));
-    expect(keys()).toEqual(['(none)', 'c1']);
+        .map((tableRow) => within(tableRow).getByRole('rowheader').textContent);
+    // The headers that show a sort (aria-sort other than 'none', or an arrow): name, aria-sort, arrow.
+    const sorted = () =>
+      within(table)
+        .getAllByRole('columnheader')
+        .map((header) => {
+          const button = within(header).getByRole('button');
+          const arrow = button.querySelector('[aria-hidden="true"]')?.textContent ?? '';
+          return [button.firstChild?.textContent, header.getAttribute('aria-sort'), arrow];
+        })
+        .filter(([, ariaSort, arrow]) => ariaSort !== 'none' || arrow !== '');
+    const click = (label: string) => fireEvent.click(within(table).getByRole('button', { name: label }));
+
+    // At first by visitors, most first; the arrow names the order too.
+    expect(keys()).toEqual(['bravo', 'delta', 'alpha', '(none)', 'charlie']);
+    expect(sorted()).toEqual([['Visitors', 'descending', '▼']]);
+
+    // A numeric column: a click on the sorted one reverses it, a second one turns it back.
+    click('Visitors');
+    expect(keys()).toEqual(['charlie', '(none)', 'alpha', 'delta', 'bravo']);
+    expect(sorted()).toEqual([['Visitors', 'ascending', '▲']]);
+    click('Visitors');
+    expect(keys()).toEqual(['bravo', 'delta', 'alpha', '(none)', 'charlie']);
+    expect(sorted()).toEqual([['Visitors', 'descending', '▼']]);
+
+    // Another numeric column sorts largest first on its first click, and back.
+    click('Net revenue');
+    expect(keys()).toEqual(['alpha', '(none)', 'charlie', 'delta', 'bravo']);
+    expect(sorted()).toEqual([['Net revenue', 'descending', '▼']]);
+    click('Net revenue');
+    expect(keys()).toEqual(['bravo', 'delta', 'charlie', '(none)', 'alpha']);
+    expect(sorted()).toEqual([['Net revenue', 'ascending', '▲']]);
+
+    // A text column sorts from A on its first click (the campaign-less row, '', first), and back.
+    click('Campaign');
+    expect(keys()).toEqual(['(none)', 'alpha', 'bravo', 'charlie', 'delta']);
+    expect(sorted()).toEqual([['Campaign', 'ascending', '▲']]);
+    click('Campaign');
+    expect(keys()).toEqual(['delta', 'charlie', 'bravo', 'alpha', '(none)']);
+    expect(sorted()).toEqual([['Campaign', 'descending', '▼']]);
   });
 
-  it('is not available to anyone the server does not answer', async () => {
-    mockApi({});
+  // The server answers 404 to anyone but a signed-in admin; a lapsed session may get 401.
+  it.each([404, 401])('is not available to anyone the server does not answer (%i)', async (status) => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'], shouldAdvanceTime: true });
+    try {
+      const refusal = { status, body: { error: status === 401 ? 'unauthorized' : 'not_found', message: 'Not found' } };
+      const fetchMock = mockApi({
+        'GET /api/admin/dashboard': refusal,
+        'GET /api/admin/live': refusal,
+        'POST /api/admin/accounts/delete': refusal,
+      });
+      const liveCalls = () => fetchMock.mock.calls.filter(([input]) => String(input) === '/api/admin/live').length;
+      renderPage();
+
+      const notice = await screen.findByText(NOT_AVAILABLE);
+      const page = notice.closest('section');
+      expect(page).not.toBeNull();
+      // What the page says, all of it: its title, the notice and the way home.
+      expect(screen.getByRole('heading', { level: 1 }).textContent).toBe('Dashboard');
+      expect(page?.textContent).toBe(`Dashboard${NOT_AVAILABLE}Return to Home`);
+      expect(screen.getByRole('link', { name: 'Return to Home' }).getAttribute('href')).toBe('/');
+      expect(screen.getAllByRole('heading').map((heading) => heading.textContent)).toEqual(['Dashboard']);
+      expect(screen.getAllByRole('link').map((link) => link.textContent)).toEqual(['Return to Home']);
+      // None of the dashboard: no filters, figures, tables, chart, live panel, CSV or deletion.
+      expect(screen.queryByRole('table')).toBeNull();
+      expect(document.querySelector('form, input, select, table, svg, canvas')).toBeNull();
+      expect(screen.queryByRole('button')).toBeNull();
+      expect(screen.queryByRole('alert')).toBeNull();
+      expect(screen.queryByRole('status')).toBeNull();
+      expect(screen.queryByText(/Live|Revenue|Funnels|Download CSV|Delete an account|Checkout debug/)).toBeNull();
+
+      // Nor does it go on asking for the live figures: the panel it had begun with is gone.
+      const asked = liveCalls();
+      expect(asked).toBeLessThanOrEqual(1);
+      await act(() => vi.advanceTimersByTimeAsync(30_000));
+      expect(liveCalls()).toBe(asked);
+      expect(screen.getByText(NOT_AVAILABLE)).toBeTruthy();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  // Other failures are not a refusal: the page stays, says so, and can be tried again.
+  it.each([403, 500])('says the dashboard could not be loaded when the server fails (%i)', async (status) => {
+    mockApi({
+      'GET /api/admin/dashboard': { status, body: { error: 'internal', message: 'Something went wrong' } },
+      'GET /api/admin/live': { body: LIVE },
+    });
     renderPage();
-    expect(await screen.findByText(NOT_AVAILABLE)).toBeTruthy();
+    await waitFor(() => expect(screen.getByRole('alert').textContent).toBe(LOAD_FAILED));
+    expect(screen.queryByText(NOT_AVAILABLE)).toBeNull();
     expect(screen.queryByRole('table')).toBeNull();
+    expect(screen.getByRole('button', { name: 'Show' })).toBeTruthy();
   });
 
   it('says what is wrong with a range the server refuses', async () => {
