@@ -11,6 +11,7 @@
 
 use std::net::IpAddr;
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -73,6 +74,22 @@ return 0
 
 /// At most this many queued events go to Redis in one pipeline.
 const PIPELINE: usize = 256;
+
+/// At most this many events wait for Redis (besides the pipeline on its way), each its JSON
+/// (mostly a piece of a reply or a short notice: a few megabytes in all). While Redis answers
+/// slowly or not at all, an event past it is dropped and counted
+/// (`helpnow_cluster_events_dropped_total`) rather than held, so the process's memory stays
+/// bounded; events reach other processes only while they listen anyway, and none is stored.
+const EVENTS_WAITING: usize = 10_000;
+
+/// Events this process did not get to the other processes (over all its `Cluster`s): dropped
+/// because `EVENTS_WAITING` already waited, or given up after Redis failed them for `RETRY_FOR`.
+static EVENTS_DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// [`EVENTS_DROPPED`], for `/metrics`.
+pub fn events_dropped() -> u64 {
+    EVENTS_DROPPED.load(Ordering::Relaxed)
+}
 
 /// Keys of the limits in Redis start with this.
 const LIMIT_PREFIX: &str = "helpnow:limit:";
@@ -198,8 +215,10 @@ struct Redis {
     gcra: redis::Script,
     claim: redis::Script,
     release: redis::Script,
-    /// Events in the order they were passed, for the publishing task.
-    outbox: tokio::sync::mpsc::UnboundedSender<Outgoing>,
+    /// Events in the order they were passed, for the publishing task; at most `EVENTS_WAITING`.
+    outbox: tokio::sync::mpsc::Sender<Outgoing>,
+    /// This cluster's share of [`EVENTS_DROPPED`] (a test may read it alone).
+    dropped: Arc<AtomicU64>,
     control: tokio::sync::mpsc::UnboundedSender<Control>,
     /// Taken by the subscription task when it starts.
     control_receiver: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Control>>>,
@@ -217,6 +236,11 @@ impl Cluster {
 
     /// Several processes that share the Redis server at `url`.
     pub async fn connect(url: &str) -> Result<Self, ClusterError> {
+        Self::connect_queueing(url, EVENTS_WAITING).await
+    }
+
+    /// `connect`, with at most `waiting` events queued for Redis.
+    async fn connect_queueing(url: &str, waiting: usize) -> Result<Self, ClusterError> {
         let client = redis::Client::open(url)?;
         // A lost connection is tried again at least every half second, so the processes are
         // back soon after Redis is.
@@ -226,7 +250,8 @@ impl Cluster {
             .set_response_timeout(Some(Duration::from_secs(1)));
         let commands =
             redis::aio::ConnectionManager::new_with_config(client.clone(), config).await?;
-        let (outbox, queued) = tokio::sync::mpsc::unbounded_channel();
+        let (outbox, queued) = tokio::sync::mpsc::channel(waiting.max(1));
+        let dropped = Arc::new(AtomicU64::new(0));
         let commands_for_heartbeat = commands.clone();
         let (control, control_receiver) = tokio::sync::mpsc::unbounded_channel();
         let cluster = Self::with(Some(Redis {
@@ -236,13 +261,20 @@ impl Cluster {
             claim: redis::Script::new(CLAIM),
             release: redis::Script::new(RELEASE),
             outbox,
+            dropped: dropped.clone(),
             control,
             control_receiver: std::sync::Mutex::new(Some(control_receiver)),
         }));
+        // The first sign of life, before anything else: a password Redis refuses (NOAUTH,
+        // WRONGPASS) or a user without the commands this needs (NOPERM) stops start-up here,
+        // rather than leaving a process that counts its limits alone and hears no one.
+        let mut first = commands_for_heartbeat.clone();
+        set_sign_of_life(&mut first, &cluster.inner.id).await?;
         tokio::spawn(publish_in_order(
             Arc::downgrade(&cluster.inner),
             commands_for_heartbeat.clone(),
             queued,
+            dropped,
         ));
         tokio::spawn(heartbeat(
             Arc::downgrade(&cluster.inner),
@@ -442,11 +474,16 @@ impl Cluster {
             event,
         };
         if let Ok(message) = serde_json::to_string(&envelope) {
-            let _ = redis.outbox.send(Outgoing {
+            let outgoing = Outgoing {
                 channel,
                 message,
                 member,
-            });
+            };
+            // Full: Redis is slow or away, and this event would wait behind `EVENTS_WAITING`
+            // others. Closed: the process is stopping.
+            if redis.outbox.try_send(outgoing).is_err() {
+                count_dropped(&redis.dropped, 1);
+            }
         }
     }
 
@@ -501,34 +538,50 @@ impl Cluster {
 
 /// Sets this process's sign of life in Redis every `HEARTBEAT_EVERY` until the cluster is gone.
 async fn heartbeat(inner: std::sync::Weak<Inner>, mut commands: redis::aio::ConnectionManager) {
-    let ttl = u64::try_from(HEARTBEAT_TTL.as_millis()).unwrap_or(u64::MAX);
     loop {
-        let Some(key) = inner
-            .upgrade()
-            .map(|inner| format!("{PROCESS_KEY_PREFIX}{}", inner.id))
-        else {
+        tokio::time::sleep(HEARTBEAT_EVERY).await;
+        let Some(id) = inner.upgrade().map(|inner| inner.id.clone()) else {
             return;
         };
-        let mut set = redis::cmd("SET");
-        set.arg(key).arg(1).arg("PX").arg(ttl);
         if let Ok(Err(error)) =
-            tokio::time::timeout(ENGINE_TIMEOUT, set.query_async::<()>(&mut commands)).await
+            tokio::time::timeout(ENGINE_TIMEOUT, set_sign_of_life(&mut commands, &id)).await
         {
             tracing::debug!(%error, "this process's sign of life could not be set");
         }
-        tokio::time::sleep(HEARTBEAT_EVERY).await;
     }
+}
+
+/// Sets the sign of life of the process `id` for `HEARTBEAT_TTL`.
+async fn set_sign_of_life(
+    commands: &mut redis::aio::ConnectionManager,
+    id: &str,
+) -> redis::RedisResult<()> {
+    let ttl = u64::try_from(HEARTBEAT_TTL.as_millis()).unwrap_or(u64::MAX);
+    let mut set = redis::cmd("SET");
+    set.arg(format!("{PROCESS_KEY_PREFIX}{id}"))
+        .arg(1)
+        .arg("PX")
+        .arg(ttl);
+    set.query_async(commands).await
+}
+
+/// Counts `count` events that did not reach the other processes: in this cluster's count and
+/// the process's.
+fn count_dropped(dropped: &AtomicU64, count: u64) {
+    dropped.fetch_add(count, Ordering::Relaxed);
+    EVENTS_DROPPED.fetch_add(count, Ordering::Relaxed);
 }
 
 /// Sends the events in the order they were queued: what waits goes in one pipeline. A pipeline
 /// that fails is sent again for up to `RETRY_FOR` (the connection manager reconnects meanwhile,
-/// Redis restarted, say); then it is given up, with whatever queued behind it meanwhile. The
-/// number of receivers of each member's event tells whether other processes listen to the
-/// member.
+/// Redis restarted, say); then it is given up, with whatever queued behind it meanwhile, and
+/// counted in `dropped`. The number of receivers of each member's event tells whether other
+/// processes listen to the member.
 async fn publish_in_order(
     inner: std::sync::Weak<Inner>,
     mut commands: redis::aio::ConnectionManager,
-    mut queued: tokio::sync::mpsc::UnboundedReceiver<Outgoing>,
+    mut queued: tokio::sync::mpsc::Receiver<Outgoing>,
+    dropped: Arc<AtomicU64>,
 ) {
     const RETRY_FOR: Duration = Duration::from_secs(3);
     const RETRY_AFTER: Duration = Duration::from_millis(100);
@@ -536,6 +589,7 @@ async fn publish_in_order(
     while queued.recv_many(&mut batch, PIPELINE).await > 0 {
         let mut pipeline = redis::pipe();
         let mut counted = Vec::new();
+        let in_pipeline = batch.len();
         for (index, outgoing) in batch.drain(..).enumerate() {
             pipeline
                 .cmd("PUBLISH")
@@ -569,12 +623,13 @@ async fn publish_in_order(
                 break;
             }
             if started.elapsed() >= RETRY_FOR {
-                let mut dropped = 0;
+                let mut behind = 0;
                 while queued.try_recv().is_ok() {
-                    dropped += 1;
+                    behind += 1;
                 }
+                count_dropped(&dropped, (in_pipeline + behind) as u64);
                 tracing::warn!(
-                    dropped_after = dropped,
+                    dropped = in_pipeline + behind,
                     "events could not be sent to the other processes"
                 );
                 break;
@@ -693,5 +748,141 @@ impl LocalLimiter {
 
     fn allow(&self, key: &String) -> bool {
         self.0.allow(key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// A Redis server that answers a connection's set-up (redis-rs's `CLIENT SETINFO`, then the
+    /// process's first sign of life, a `SET`) and nothing from the first other command on: a
+    /// server stalled behind a full disk or a saturated link. Its `redis://` URL.
+    async fn stalled_redis() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a port");
+        let address = listener.local_addr().expect("its address");
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let (mut read, mut answered) = (Vec::new(), 0);
+                    let mut buffer = [0; 4096];
+                    while let Ok(count) = socket.read(&mut buffer).await
+                        && count > 0
+                    {
+                        read.extend_from_slice(&buffer[..count]);
+                        let names = command_names(&read);
+                        let set_up = names
+                            .iter()
+                            .take_while(|name| matches!(name.as_str(), "CLIENT" | "SET"))
+                            .count();
+                        while answered < set_up {
+                            let _ = socket.write_all(b"+OK\r\n").await;
+                            answered += 1;
+                        }
+                    }
+                });
+            }
+        });
+        format!("redis://{address}")
+    }
+
+    /// The names of the whole commands in `read` (RESP arrays of bulk strings), in order.
+    fn command_names(read: &[u8]) -> Vec<String> {
+        fn line(read: &[u8], at: usize) -> Option<(&[u8], usize)> {
+            let end = read
+                .get(at..)?
+                .windows(2)
+                .position(|pair| pair == b"\r\n")?;
+            Some((&read[at..at + end], at + end + 2))
+        }
+        fn number(text: &[u8]) -> Option<usize> {
+            std::str::from_utf8(text).ok()?.parse().ok()
+        }
+        let mut names = Vec::new();
+        let mut at = 0;
+        while let Some((header, next)) = line(read, at)
+            && let Some(arguments) = header.strip_prefix(b"*").and_then(number)
+        {
+            at = next;
+            let mut name = None;
+            for _ in 0..arguments {
+                let Some((bulk, data)) = line(read, at) else {
+                    return names;
+                };
+                let Some(length) = bulk.strip_prefix(b"$").and_then(number) else {
+                    return names;
+                };
+                let Some(argument) = read.get(data..data + length) else {
+                    return names;
+                };
+                name.get_or_insert_with(|| String::from_utf8_lossy(argument).to_uppercase());
+                at = data + length + 2;
+            }
+            if at > read.len() {
+                break;
+            }
+            names.extend(name);
+        }
+        names
+    }
+
+    fn waiting(cluster: &Cluster) -> usize {
+        let outbox = &cluster.inner.redis.as_ref().expect("shared").outbox;
+        outbox.max_capacity() - outbox.capacity()
+    }
+
+    fn dropped(cluster: &Cluster) -> u64 {
+        let redis = cluster.inner.redis.as_ref().expect("shared");
+        redis.dropped.load(Ordering::Relaxed)
+    }
+
+    fn publish(cluster: &Cluster, events: usize) {
+        for n in 0..events {
+            cluster.send_to(
+                "another",
+                ClusterEvent::Funnel(serde_json::json!({ "n": n })),
+            );
+        }
+    }
+
+    /// While Redis does not answer, the events waiting for it stay at the queue's capacity and
+    /// the rest are dropped and counted; once the stalled pipeline is given up, everything is
+    /// counted, in `/metrics` too.
+    #[tokio::test]
+    async fn events_past_the_queue_are_dropped_and_counted_while_redis_does_not_answer() {
+        let cluster = Cluster::connect_queueing(&stalled_redis().await, 100)
+            .await
+            .expect("the set-up is answered");
+        tokio::time::pause();
+        // Nothing here awaits, so the publishing task takes none of them meanwhile.
+        publish(&cluster, 150);
+        assert_eq!((waiting(&cluster), dropped(&cluster)), (100, 50));
+
+        // The task takes the hundred into a pipeline that Redis does not answer; a hundred more
+        // wait behind it, and the rest are dropped.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(waiting(&cluster), 0, "taken into the pipeline");
+        publish(&cluster, 150);
+        assert_eq!((waiting(&cluster), dropped(&cluster)), (100, 100));
+
+        // Past the retries the pipeline is given up with what waited behind it: none was sent.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!((waiting(&cluster), dropped(&cluster)), (0, 300));
+        assert!(events_dropped() >= 300, "the process's count");
+        let metrics = crate::metrics::Metrics::new()
+            .expect("metrics")
+            .render()
+            .expect("rendered");
+        let shown = metrics
+            .lines()
+            .find_map(|line| line.strip_prefix("helpnow_cluster_events_dropped_total "))
+            .and_then(|value| value.parse::<u64>().ok());
+        assert!(shown.is_some_and(|shown| shown >= 300), "{metrics}");
     }
 }

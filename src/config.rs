@@ -104,14 +104,15 @@ pub struct ServerSettings {
     /// Extra origins allowed besides `public_url` (for the real-time channel).
     #[serde(default, deserialize_with = "list_or_commas")]
     pub allowed_origins: Vec<String>,
-    /// Behind a load balancer: take the client's address from the last `X-Forwarded-For` entry.
-    /// Leave off when clients reach the server directly, or they could choose their address.
-    #[serde(default)]
-    pub trust_forwarded_for: bool,
-    /// With `trust_forwarded_for`: proxies in front of the balancer that append to
-    /// `X-Forwarded-For` too (a CDN); their entries are skipped from the right.
-    #[serde(default, deserialize_with = "list_or_commas")]
-    pub trusted_proxies: Vec<String>,
+    /// Our own proxies (load balancer, reverse proxy, CDN), as addresses or networks
+    /// (`10.0.0.5`, `10.0.0.0/24`): `X-Forwarded-For` is read exactly when the peer is one of
+    /// them, and their entries in it are skipped from the right. Loopback by default (a balancer
+    /// on the same machine); empty, the header is never read.
+    #[serde(
+        default = "ServerSettings::default_trusted_proxies",
+        deserialize_with = "proxy_networks"
+    )]
+    pub trusted_proxies: Vec<crate::client::ProxyNetwork>,
     /// The nice value (0-19) of the main runtime's threads: the store's queries and the
     /// background jobs (`crate::startup::runtime`). 0 leaves them at the process's own.
     #[serde(default)]
@@ -132,17 +133,15 @@ impl ServerSettings {
             .collect()
     }
 
-    /// How the client's address is read (`crate::client::Forwarding`). The proxies were checked
-    /// to be addresses at start-up.
+    /// How the client's address is read (`crate::client::Forwarding`).
     pub fn forwarding(&self) -> crate::client::Forwarding {
         crate::client::Forwarding {
-            trusted: self.trust_forwarded_for,
-            proxies: self
-                .trusted_proxies
-                .iter()
-                .filter_map(|proxy| proxy.parse().ok())
-                .collect(),
+            proxies: self.trusted_proxies.as_slice().into(),
         }
+    }
+
+    fn default_trusted_proxies() -> Vec<crate::client::ProxyNetwork> {
+        crate::client::ProxyNetwork::LOOPBACK.to_vec()
     }
 }
 
@@ -251,9 +250,10 @@ pub struct MailSettings {
 /// What several processes share besides the database (src/cluster.rs).
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct EventsSettings {
-    /// `redis://host:6379` (`redis://:password@host:6379/0`, `rediss://` for TLS): the Redis
-    /// server through which the processes of one deployment send each other events and count the
-    /// account limits. Unset: one process alone. A secret, since it may carry a password.
+    /// `redis://helpnow:PASSWORD@host:6379` (`rediss://` for TLS): the Redis server through which
+    /// the processes of one deployment send each other events and count the account limits, as
+    /// its ACL user (`config/redis.conf`; production requires the password). Unset: one process
+    /// alone. A secret, since it carries a password.
     pub redis_url: Option<SecretString>,
 }
 
@@ -434,6 +434,7 @@ impl Settings {
             )?;
         }
 
+        refuse_removed_keys(&layered)?;
         let settings: Settings = serde_path_to_error::deserialize(layered).map_err(|err| {
             let key = err.path().to_string();
             let problem = err.into_inner().to_string();
@@ -497,14 +498,6 @@ impl Settings {
                 "server.background_nice",
                 "must be a nice value from 0 to 19",
             ));
-        }
-        for proxy in &self.server.trusted_proxies {
-            if proxy.parse::<std::net::IpAddr>().is_err() {
-                return Err(ConfigError::invalid(
-                    "server.trusted_proxies",
-                    format!("\"{proxy}\" is not an IP address"),
-                ));
-            }
         }
         for origin in &self.server.allowed_origins {
             let valid = url::Url::parse(origin)
@@ -621,6 +614,17 @@ impl Settings {
                 "must be https in production: session cookies and one-time links travel over it",
             ));
         }
+        if let Some(url) = &self.events.redis_url
+            && !has_password(url.expose_secret())
+        {
+            return Err(ConfigError::invalid(
+                "events.redis_url",
+                "must carry the password of the Redis user the processes share in production \
+                 (redis://helpnow:PASSWORD@host:6379, rediss:// with TLS; config/redis.conf): \
+                 whoever reaches a Redis without one acts as a process (signs members out, \
+                 clears the account limits)",
+            ));
+        }
         for (key, value) in [
             ("stripe.api_base", self.stripe.api_base.as_deref()),
             ("ai.base_url", self.ai.base_url.as_deref()),
@@ -652,6 +656,26 @@ impl Settings {
     }
 }
 
+/// Keys that were removed, with what replaced them. Unknown keys are otherwise skipped without a
+/// word, and a removed key that meant something (the header believed, or never) must not turn
+/// silently into its replacement's default.
+const REMOVED_KEYS: &[(&str, &str)] = &[(
+    "server.trust_forwarded_for",
+    "was removed (issue 46): X-Forwarded-For is now read exactly when the connection comes from \
+     one of `server.trusted_proxies` (APP__SERVER__TRUSTED_PROXIES; 127.0.0.0/8 and ::1 by \
+     default). Delete this key; behind a load balancer elsewhere list its address or network \
+     there, and to never read the header set `server.trusted_proxies = []`",
+)];
+
+fn refuse_removed_keys(layered: &config::Config) -> Result<(), ConfigError> {
+    for (key, replaced) in REMOVED_KEYS {
+        if layered.get::<config::Value>(key).is_ok() {
+            return Err(ConfigError::invalid(key, *replaced));
+        }
+    }
+    Ok(())
+}
+
 /// A list from a file (`["a", "b"]`) or from the environment (`a,b`). Environment values are
 /// kept as the strings they are (no guessing at numbers), so lists are split here.
 fn list_or_commas<'de, D: serde::Deserializer<'de>>(
@@ -672,6 +696,17 @@ fn list_or_commas<'de, D: serde::Deserializer<'de>>(
             .map(str::to_owned)
             .collect(),
     })
+}
+
+/// `server.trusted_proxies`: addresses or networks, as a list or with commas; a bad entry stops
+/// start-up naming the key.
+fn proxy_networks<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<crate::client::ProxyNetwork>, D::Error> {
+    list_or_commas(deserializer)?
+        .iter()
+        .map(|entry| entry.parse().map_err(serde::de::Error::custom))
+        .collect()
 }
 
 fn require_secret(
@@ -713,6 +748,12 @@ impl fmt::Display for RedactedUrl<'_> {
             None => f.write_str(self.0),
         }
     }
+}
+
+/// Whether a URL carries a password (`scheme://user:password@host`); not a URL, none.
+fn has_password(value: &str) -> bool {
+    url::Url::parse(value)
+        .is_ok_and(|url| url.password().is_some_and(|password| !password.is_empty()))
 }
 
 /// An https URL, or any URL on a loopback address (a local mock or proxy).
@@ -889,6 +930,35 @@ mod tests {
     }
 
     #[test]
+    fn production_refuses_a_redis_url_without_credentials() {
+        let with_redis = |url: &'static str| {
+            let mut vars: Vec<(&str, &str)> = PRODUCTION_KEYS.to_vec();
+            vars.push(("APP__EVENTS__REDIS_URL", url));
+            load(AppEnv::Production, &vars)
+        };
+        for url in [
+            "redis://events.internal:6379",
+            "redis://helpnow@events.internal:6379",
+            "redis://helpnow:@events.internal:6379",
+            "events.internal:6379",
+        ] {
+            let error = with_redis(url).expect_err(url).to_string();
+            assert!(
+                error.starts_with("configuration key `events.redis_url`:")
+                    && !error.contains("events.internal"),
+                "{error}"
+            );
+        }
+        with_redis("redis://helpnow:s3cret@events.internal:6379").expect("a user and password");
+        with_redis("rediss://:s3cret@events.internal:6380/0").expect("the default user's password");
+        load(
+            AppEnv::Local,
+            &[("APP__EVENTS__REDIS_URL", "redis://127.0.0.1:6379")],
+        )
+        .expect("locally, a Redis of one's own");
+    }
+
+    #[test]
     fn the_store_threads_priority_is_a_nice_value() {
         let settings = load(AppEnv::Local, &[]).expect("the defaults load");
         assert_eq!(settings.server.background_nice, 0, "all at one priority");
@@ -961,6 +1031,85 @@ mod tests {
         let err = load(AppEnv::Local, &[("APP__LOG__FILTER", "info,=nonsense[")])
             .expect_err("a bad log filter");
         assert!(err.to_string().contains("log.filter"), "{err}");
+    }
+
+    #[test]
+    fn forwarded_for_is_read_from_loopback_unless_another_list_is_given() {
+        let loopback_peer = "127.0.0.1".parse().expect("ip");
+        let settings = load(AppEnv::Local, &[]).expect("the defaults load");
+        let forwarding = settings.server.forwarding();
+        assert!(forwarding.proxies.iter().any(|p| p.contains(loopback_peer)));
+        assert!(
+            forwarding
+                .proxies
+                .iter()
+                .any(|p| p.contains("::1".parse().expect("ip")))
+        );
+        let settings = load(
+            AppEnv::Local,
+            &[("APP__SERVER__TRUSTED_PROXIES", "10.0.0.5, 192.0.2.0/24")],
+        )
+        .expect("a list with commas loads");
+        let forwarding = settings.server.forwarding();
+        assert_eq!(forwarding.proxies.len(), 2);
+        assert!(
+            !forwarding.proxies.iter().any(|p| p.contains(loopback_peer)),
+            "a list replaces the loopback default"
+        );
+        let settings = load(AppEnv::Local, &[("APP__SERVER__TRUSTED_PROXIES", "")])
+            .expect("an empty list loads");
+        assert!(
+            settings.server.forwarding().proxies.is_empty(),
+            "empty: never read"
+        );
+        let error = load(
+            AppEnv::Local,
+            &[("APP__SERVER__TRUSTED_PROXIES", "10.0.0.5,10.0.0/8")],
+        )
+        .expect_err("not a network");
+        assert!(
+            error.to_string().contains("server.trusted_proxies")
+                && error.to_string().contains("\"10.0.0/8\""),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_removed_forwarding_switch_stops_start_up_naming_its_replacement() {
+        for value in ["true", "false"] {
+            let error = load(
+                AppEnv::Local,
+                &[("APP__SERVER__TRUST_FORWARDED_FOR", value)],
+            )
+            .expect_err("the old switch from the environment");
+            let message = error.to_string();
+            assert!(
+                message.starts_with("configuration key `server.trust_forwarded_for`:")
+                    && message.contains("`server.trusted_proxies`"),
+                "{message}"
+            );
+        }
+        // The same from a settings file.
+        let folder = tempfile::tempdir().expect("temp dir");
+        for file in ["base.toml", "production.toml"] {
+            std::fs::copy(project_config_dir().join(file), folder.path().join(file))
+                .expect("copied");
+        }
+        let production = folder.path().join("production.toml");
+        let mut text = std::fs::read_to_string(&production).expect("read");
+        text = text.replace("[server]\n", "[server]\ntrust_forwarded_for = true\n");
+        std::fs::write(&production, text).expect("written");
+        let vars = PRODUCTION_KEYS
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let error = Settings::load_from(folder.path(), AppEnv::Production, vars)
+            .expect_err("the old switch in a file");
+        assert!(
+            error.to_string().contains("`server.trust_forwarded_for`")
+                && error.to_string().contains("`server.trusted_proxies`"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -174,6 +174,11 @@ impl Metrics {
         registry.register(Box::new(journey_steps_queued.clone()))?;
         registry.register(Box::new(analytics_dropped.clone()))?;
         registry.register(Box::new(analytics_queued.clone()))?;
+        registry.register(Box::new(CountedBelow::new(
+            "cluster_events_dropped_total",
+            "Events not sent to the other processes: dropped while their queue to Redis was full, or given up after Redis failed them for 3 s",
+            crate::cluster::events_dropped,
+        )?))?;
         let process = Registry::new();
         #[cfg(target_os = "linux")]
         process.register(Box::new(
@@ -270,6 +275,44 @@ impl Metrics {
         families.extend(self.process.gather());
         TextEncoder::new().encode(&families, &mut buffer)?;
         String::from_utf8(buffer).map_err(|err| prometheus::Error::Msg(err.to_string()))
+    }
+}
+
+/// A counter that a module below this one keeps as a plain number (`crate::cluster` counts its
+/// dropped events so), read each time the metrics are gathered.
+struct CountedBelow {
+    desc: prometheus::core::Desc,
+    read: fn() -> u64,
+}
+
+impl CountedBelow {
+    fn new(name: &str, help: &str, read: fn() -> u64) -> Result<Self, prometheus::Error> {
+        let desc = prometheus::core::Desc::new(
+            name.to_owned(),
+            help.to_owned(),
+            Vec::new(),
+            std::collections::HashMap::new(),
+        )?;
+        Ok(Self { desc, read })
+    }
+}
+
+impl prometheus::core::Collector for CountedBelow {
+    fn desc(&self) -> Vec<&prometheus::core::Desc> {
+        vec![&self.desc]
+    }
+
+    fn collect(&self) -> Vec<prometheus::proto::MetricFamily> {
+        let mut counter = prometheus::proto::Counter::default();
+        counter.set_value((self.read)() as f64);
+        let mut metric = prometheus::proto::Metric::default();
+        metric.set_counter(counter);
+        let mut family = prometheus::proto::MetricFamily::default();
+        family.set_name(self.desc.fq_name.clone());
+        family.set_help(self.desc.help.clone());
+        family.set_field_type(prometheus::proto::MetricType::COUNTER);
+        family.set_metric(vec![metric]);
+        vec![family]
     }
 }
 

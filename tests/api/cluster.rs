@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use crate::processes::{Balancer, RedisServer, Server, SurrealServer, start_with};
 
-/// A helpnow process on `surreal`, as a deployment of several runs it (behind the balancer, whose
-/// X-Forwarded-For it trusts).
+/// A helpnow process on `surreal`, as a deployment of several runs it (behind the balancer on
+/// loopback, whose X-Forwarded-For it reads: loopback is among the default trusted proxies).
 fn start_on(surreal: &SurrealServer) -> Server {
     start_on_with(surreal, None)
 }
@@ -28,7 +28,6 @@ fn start_on_with_settings(
     extra: &[(&'static str, String)],
 ) -> Server {
     let mut settings = surreal.settings();
-    settings.push(("APP__SERVER__TRUST_FORWARDED_FOR", "true".into()));
     if let Some(redis) = redis {
         settings.push(("APP__EVENTS__REDIS_URL", redis.url.clone()));
     }
@@ -574,7 +573,7 @@ async fn password_guesses_spread_over_processes_meet_one_limit() {
 
 /// How many processes listen for events on `redis`.
 async fn listeners(redis: &RedisServer) -> i64 {
-    let Ok(client) = redis::Client::open(redis.url.as_str()) else {
+    let Ok(client) = redis::Client::open(redis.observer_url.as_str()) else {
         return 0;
     };
     let Ok(mut connection) = client.get_multiplexed_async_connection().await else {
@@ -988,4 +987,158 @@ async fn a_conversation_is_claimed_by_one_process_at_a_time() {
     drop(gone);
     tokio::time::sleep(Duration::from_secs(7)).await;
     assert_eq!(second.claim("conversation-b", 9).await, Holder::Here);
+}
+
+/// The answer of Redis at `url` to `command`, as text: its value, or its error.
+async fn answer_of(url: &str, command: &[&str]) -> String {
+    let client = redis::Client::open(url).expect("a Redis URL");
+    let mut connection = match client.get_multiplexed_async_connection().await {
+        Ok(connection) => connection,
+        Err(error) => return error.to_string(),
+    };
+    let mut cmd = redis::cmd(command[0]);
+    for argument in &command[1..] {
+        cmd.arg(*argument);
+    }
+    match cmd.query_async::<redis::Value>(&mut connection).await {
+        Ok(value) => format!("{value:?}"),
+        Err(error) => error.to_string(),
+    }
+}
+
+/// The Redis of a deployment (`config/redis.conf`) answers only its processes' user, by its
+/// password: a client without it gets NOAUTH, one with another password WRONGPASS, and a process
+/// given either does not start. That user does what the processes do and nothing more: no key,
+/// channel or command outside theirs. (The processes working through it, password and all, is
+/// every other test here that shares a Redis.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_answers_only_the_processes_user_and_only_with_what_they_use() {
+    use helpnow::cluster::Cluster;
+    let redis = RedisServer::start();
+    for command in [
+        &["SET", "helpnow:limit:x", "1"][..],
+        &["PUBLISH", "helpnow:events", "{}"],
+    ] {
+        let answer = answer_of(&redis.address, command).await;
+        assert!(answer.contains("NOAUTH"), "{command:?}: {answer}");
+    }
+    let wrong = redis.url.replace("@127.0.0.1", "x@127.0.0.1");
+    // redis-rs names Redis's WRONGPASS so.
+    let wrong_password = "Password authentication failed";
+    let answer = answer_of(&wrong, &["GET", "helpnow:limit:x"]).await;
+    assert!(answer.contains(wrong_password), "{answer}");
+    for url in [&redis.address, &wrong] {
+        let refused = Cluster::connect(url)
+            .await
+            .err()
+            .map(|error| error.to_string());
+        assert!(
+            refused
+                .as_deref()
+                .is_some_and(|error| error.contains("events.redis_url")
+                    && (error.contains("NOAUTH") || error.contains(wrong_password))),
+            "a process without the password does not start: {refused:?}"
+        );
+    }
+    Cluster::connect(&redis.url)
+        .await
+        .expect("the processes' user");
+
+    for command in [
+        &["FLUSHALL"][..],
+        &["KEYS", "*"],
+        &["CONFIG", "GET", "requirepass"],
+        &["ACL", "LIST"],
+        &["EVAL", "return 1", "0"],
+        &["GET", "another-app:key"],
+        &["PUBLISH", "another-app:channel", "{}"],
+    ] {
+        let answer = answer_of(&redis.url, command).await;
+        assert!(
+            answer.contains("no permissions"),
+            "NOPERM: {command:?}: {answer}"
+        );
+    }
+}
+
+/// A process alone on an in-memory database, behind nothing.
+fn start_alone() -> Server {
+    crate::processes::start("mem://")
+}
+
+/// `/metrics` is for the monitoring network: through the balancer it is refused (403), however
+/// the path is written, while each process serves it on its own port.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_balancer_refuses_metrics_which_each_process_serves_on_its_own_port() {
+    let (first, second) = (start_alone(), start_alone());
+    let balancer = Balancer::start(&[&first, &second]);
+    let http = reqwest::Client::new();
+    for path in [
+        "/metrics",
+        "/metrics/",
+        "//metrics",
+        "/%6detrics",
+        "/metrics?x=1",
+    ] {
+        let answer = http
+            .get(format!("{}{path}", balancer.address))
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(answer.status(), 403, "{path} through the balancer");
+    }
+    let health = http
+        .get(format!("{}/health", balancer.address))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(health.status(), 200, "the rest goes through");
+    for server in [&first, &second] {
+        let metrics = http
+            .get(format!("{}/metrics", server.address))
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(metrics.status(), 200);
+        let text = metrics.text().await.expect("text");
+        assert!(
+            text.contains("helpnow_http_requests_total")
+                && text.contains("helpnow_cluster_events_dropped_total"),
+            "{text}"
+        );
+    }
+}
+
+/// The balancer's sticky cookie is Secure when the public URL is https, and only then (a browser
+/// would not keep a Secure cookie from a plain-http site).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_balancers_cookie_is_secure_when_the_public_url_is_https() {
+    let server = start_alone();
+    for (scheme, secure) in [("https", true), ("http", false)] {
+        let balancer = Balancer::start_for(&[&server], scheme);
+        let answer = reqwest::get(format!("{}/health", balancer.address))
+            .await
+            .expect("answered");
+        let cookie = answer
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .find(|value| value.starts_with("helpnow_server="))
+            .expect("the balancer's cookie")
+            .to_owned();
+        let attributes: Vec<String> = cookie
+            .split(';')
+            .map(|attribute| attribute.trim().to_lowercase())
+            .collect();
+        assert_eq!(
+            attributes.iter().any(|attribute| attribute == "secure"),
+            secure,
+            "{scheme}: {cookie}"
+        );
+        assert!(
+            attributes.iter().any(|attribute| attribute == "httponly"),
+            "{cookie}"
+        );
+    }
 }

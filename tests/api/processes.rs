@@ -237,7 +237,8 @@ pub fn status_of_get(url: &str) -> std::io::Result<u16> {
 }
 
 /// Debian's HAProxy with the configuration we ship (`config/haproxy.cfg`) in front of `servers`,
-/// on a free loopback port; stopped (SIGKILL) when dropped.
+/// on a free loopback port, for a public URL over plain http (as the processes' is); stopped
+/// (SIGKILL) when dropped.
 pub struct Balancer {
     child: Child,
     /// `http://127.0.0.1:PORT`
@@ -247,6 +248,11 @@ pub struct Balancer {
 
 impl Balancer {
     pub fn start(servers: &[&Server]) -> Self {
+        Self::start_for(servers, "http")
+    }
+
+    /// The same, for a public URL of `scheme` (`HELPNOW_PUBLIC_SCHEME`).
+    pub fn start_for(servers: &[&Server], scheme: &str) -> Self {
         use std::io::Write;
         let shipped = std::fs::read_to_string(project_root().join("config/haproxy.cfg"))
             .expect("config/haproxy.cfg");
@@ -268,6 +274,7 @@ impl Balancer {
             .arg("-f")
             .arg(config.path())
             .env("HELPNOW_BIND", format!("127.0.0.1:{port}"))
+            .env("HELPNOW_PUBLIC_SCHEME", scheme)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
@@ -304,45 +311,61 @@ fn haproxy() -> &'static str {
     }
 }
 
-/// Debian's Redis server on a free loopback port, nothing kept on disk: the event engine that
-/// several helpnow processes share; stopped (SIGKILL) when dropped.
+/// Debian's Redis server on a free loopback port, nothing kept on disk, with the ACL we ship
+/// (`config/redis.conf`) and a password of its own: the event engine that several helpnow
+/// processes share; stopped (SIGKILL) when dropped.
 pub struct RedisServer {
     child: Child,
-    /// `redis://127.0.0.1:PORT`: `events.redis_url` of the helpnow processes that share it.
+    /// `redis://helpnow:PASSWORD@127.0.0.1:PORT`: `events.redis_url` of the helpnow processes that
+    /// share it.
     pub url: String,
+    /// `redis://127.0.0.1:PORT`: the same server without credentials.
+    pub address: String,
+    /// A user that may only count a channel's subscribers (`PUBSUB NUMSUB`), for the tests that
+    /// watch the processes subscribe: `redis://observer:PASSWORD@127.0.0.1:PORT`.
+    pub observer_url: String,
+    password: String,
     port: u16,
 }
 
 impl RedisServer {
     pub fn start() -> Self {
         let port = free_port();
+        let password = format!("test-{:032x}", rand::random::<u128>());
         let mut server = Self {
-            child: Self::spawn(port),
-            url: format!("redis://127.0.0.1:{port}"),
+            child: Self::spawn(port, &password),
+            url: format!("redis://helpnow:{password}@127.0.0.1:{port}"),
+            address: format!("redis://127.0.0.1:{port}"),
+            observer_url: format!("redis://observer:{password}@127.0.0.1:{port}"),
+            password,
             port,
         };
         server.wait_until_listening();
         server
     }
 
-    fn spawn(port: u16) -> Child {
-        Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--loglevel",
-                "warning",
-            ])
+    /// `config/redis.conf` with `password`, read from the standard input (so the password is not
+    /// in the process list), listening on loopback at `port`.
+    fn spawn(port: u16, password: &str) -> Child {
+        use std::io::Write;
+        let shipped = std::fs::read_to_string(project_root().join("config/redis.conf"))
+            .expect("config/redis.conf");
+        let config = format!(
+            "{}\nuser observer on >{password} -@all +pubsub|numsub\n",
+            shipped.replace("HELPNOW_REDIS_PASSWORD", password)
+        );
+        let mut child = Command::new("redis-server")
+            .args(["-", "--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("redis-server starts (scripts/test installs Debian's redis-server)")
+            .expect("redis-server starts (scripts/test installs Debian's redis-server)");
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        stdin
+            .write_all(config.as_bytes())
+            .expect("the configuration");
+        child
     }
 
     fn wait_until_listening(&mut self) {
@@ -361,9 +384,9 @@ impl RedisServer {
         self.child.wait().expect("reaped");
     }
 
-    /// Starts it again on the same port (empty: it keeps nothing on disk).
+    /// Starts it again on the same port and password (empty: it keeps nothing on disk).
     pub fn restart(&mut self) {
-        self.child = Self::spawn(self.port);
+        self.child = Self::spawn(self.port, &self.password);
         self.wait_until_listening();
     }
 }

@@ -429,7 +429,6 @@ async fn one_address_holds_so_many_connections_and_one_that_joins_nothing_gives_
     let app = spawn_app_with(|settings| {
         settings.realtime.max_connections_per_address = 2;
         settings.realtime.connect_timeout_ms = 500;
-        settings.server.trust_forwarded_for = true;
     })
     .await;
     let (idle, _) = open_session(&app).await;
