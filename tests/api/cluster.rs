@@ -301,7 +301,23 @@ async fn websockets_go_through_the_balancer_and_a_dead_process_is_taken_out() {
         send(&mut client, &format!("my tablet {n} has no sound")).await;
         visitors.push((visitor, client));
     }
+    for n in 0..2 {
+        let status = balancer.status_of(n).await;
+        assert!(status.starts_with("UP"), "p{n} is in: {status}");
+    }
     first.kill_hard();
+    // The balancer's checks (every second, two failures) take the dead process out, and only it.
+    let mut status = String::new();
+    for _ in 0..100 {
+        status = balancer.status_of(0).await;
+        if status == "DOWN" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, "DOWN", "the dead process is taken out");
+    let other = balancer.status_of(1).await;
+    assert!(other.starts_with("UP"), "the live one stays in: {other}");
 
     for n in 0..6 {
         let (_client, conversation) =

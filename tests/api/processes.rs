@@ -243,6 +243,9 @@ pub struct Balancer {
     child: Child,
     /// `http://127.0.0.1:PORT`
     pub address: String,
+    /// HAProxy's own statistics page for the tests (`http://127.0.0.1:PORT/stats`), on a port of
+    /// its own that the shipped configuration does not have.
+    stats: String,
     _config: tempfile::NamedTempFile,
 }
 
@@ -267,6 +270,12 @@ impl Balancer {
             );
             writeln!(config, "    server p{n} {address} cookie p{n}").expect("written");
         }
+        let stats_port = free_port();
+        write!(
+            config,
+            "\nfrontend test_stats\n    bind 127.0.0.1:{stats_port}\n    stats enable\n    stats uri /stats\n"
+        )
+        .expect("written");
         config.flush().expect("flushed");
         let port = free_port();
         let child = Command::new(haproxy())
@@ -282,6 +291,7 @@ impl Balancer {
         let balancer = Self {
             child,
             address: format!("http://127.0.0.1:{port}"),
+            stats: format!("http://127.0.0.1:{stats_port}/stats;csv"),
             _config: config,
         };
         let health = format!("{}/health", balancer.address);
@@ -292,6 +302,32 @@ impl Balancer {
             std::thread::sleep(Duration::from_millis(100));
         }
         panic!("the balancer did not answer /health within 30 s");
+    }
+}
+
+impl Balancer {
+    /// What HAProxy says of the server `p{n}` (the `status` column of its statistics: `UP`,
+    /// `DOWN`, `UP 1/2` while a check is under way...).
+    pub async fn status_of(&self, n: usize) -> String {
+        let csv = reqwest::get(&self.stats)
+            .await
+            .expect("the statistics answer")
+            .text()
+            .await
+            .expect("text");
+        let mut lines = csv.lines();
+        let header = lines.next().unwrap_or_default().trim_start_matches("# ");
+        let column = |name: &str| header.split(',').position(|field| field == name);
+        let (proxy, server, status) = (
+            column("pxname").expect("pxname"),
+            column("svname").expect("svname"),
+            column("status").expect("status"),
+        );
+        lines
+            .map(|line| line.split(',').collect::<Vec<_>>())
+            .find(|fields| fields[proxy] == "helpnow" && fields[server] == format!("p{n}"))
+            .map(|fields| fields[status].to_owned())
+            .unwrap_or_else(|| panic!("no server p{n} in {csv}"))
     }
 }
 
