@@ -543,9 +543,11 @@ impl Billing {
         let held_text = format!(
             "Hello,\n\nSomeone paid for {product} on {} with this email address, without being \
              signed in to your account. Nothing in your account has changed.\n\nIf it was you, \
-             sign in and choose 'Add it to my account' on your members page. If it was not, \
-             choose 'Not me: cancel it' there, or do nothing: unless it is added to your account \
-             within {} days, it is canceled and refunded.\n\n{sign_in}\n\nThe {product} team\n",
+             open the link below (it signs you in and shows us the address is yours; you may be \
+             asked to choose your password again) and choose 'Add it to my account' on your \
+             members page. If it was not, choose 'Not me: cancel it' there, or do nothing: unless \
+             it is added to your account within {} days, it is canceled and refunded.\n\n\
+             {sign_in}\n\nThe {product} team\n",
             completed.completed_at.format("%B %-d, %Y"),
             super::held::HOLD_DAYS,
         );

@@ -778,20 +778,25 @@ fn held_for_prover(user: &CurrentUser) -> Result<(), HeldError> {
 }
 
 /// `GET /api/billing/held`: payments made signed out with the member's address, waiting for the
-/// member to add them to the account or decline them (none before the member proved the address).
+/// member to add them to the account or decline them. Before the session's holder proved the
+/// address, none is shown (`held: []`), and `waitingForProof` says whether some wait: the page
+/// then points to the link mailed with the payment, which proves it.
 #[get("/billing/held")]
 pub async fn held_payments(
     billing: web::Data<Billing>,
     user: CurrentUser,
 ) -> Result<HttpResponse, ApiError> {
-    if !user.holds_proved_address() {
-        return Ok(HttpResponse::Ok().json(json!({ "held": [] })));
-    }
     let held = billing
         .held_payments(&user.id)
         .await
         .context("cannot read held payments")?;
-    Ok(HttpResponse::Ok().json(json!({ "held": held })))
+    if !user.holds_proved_address() {
+        return Ok(HttpResponse::Ok().json(json!({
+            "held": [],
+            "waitingForProof": !held.is_empty(),
+        })));
+    }
+    Ok(HttpResponse::Ok().json(json!({ "held": held, "waitingForProof": false })))
 }
 
 /// `POST /api/billing/held/{id}/claim`: the member adds a held payment to the account.

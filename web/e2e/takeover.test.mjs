@@ -29,7 +29,11 @@ async function signInLinkFor(email) {
   while (Date.now() < deadline) {
     const log = readFileSync(server.logPath, 'utf8');
     const links = [...log.matchAll(/http:\/\/127\.0\.0\.1:\d+\/\?success=true&jwt=[A-Za-z0-9_-]+/g)]
-      .filter((match) => log.lastIndexOf(email, match.index) !== -1)
+      .filter((match) => {
+        // The mail the link is in: the outbox's log record before it names its recipient.
+        const record = log.lastIndexOf('mail kept in the outbox', match.index);
+        return record !== -1 && log.slice(record, match.index).includes(email);
+      })
       .map((match) => match[0]);
     if (links.length > 0) return links[links.length - 1];
     await sleep(100);

@@ -344,11 +344,25 @@ describe('MembersPage address handling', () => {
     expect(router.state.location.search).toBe('');
   });
 
-  it('only tidies the address for someone already signed in', async () => {
+  it('only tidies the address for someone already signed in back from a checkout', async () => {
     const fetchMock = mockApi(signedInAs(member({ access: TRIAL })));
-    const router = await renderApp('/?success=true&jwt=tok123');
+    const router = await renderApp('/?success=true');
     await waitFor(() => expect(router.state.location.search).toBe(''));
     expect(requestsTo(fetchMock, '/api/auth/token')).toHaveLength(0);
+    expect(screen.queryByRole('dialog')).toBeNull();
+  });
+
+  it('uses a mailed link when signed in already (it proves the address), and only tidies a spent one', async () => {
+    const fetchMock = mockApi({
+      ...signedInAs(member({ access: TRIAL })),
+      'POST /api/auth/token': {
+        status: 401,
+        body: { error: 'invalid_token', message: 'This sign-in link has expired or was already used.' },
+      },
+    });
+    const router = await renderApp('/?success=true&jwt=tok123');
+    await waitFor(() => expect(router.state.location.search).toBe(''));
+    expect(requestsTo(fetchMock, '/api/auth/token')).toHaveLength(1);
     expect(screen.queryByRole('dialog')).toBeNull();
   });
 

@@ -213,8 +213,9 @@ export function MembersPage() {
             else cleanupTimer.current = setTimeout(cleanUrl, URL_CLEANUP_DELAY_MS);
           })
           .catch(() => {
-            // No usable token (expired, used, another browser): the post-checkout sign-in.
-            setOverlay({ kind: 'access', session: null, startAt: 'login', email: action.email });
+            // No usable token (expired, used, another browser): the post-checkout sign-in, unless
+            // this browser is signed in already.
+            if (user === null) setOverlay({ kind: 'access', session: null, startAt: 'login', email: action.email });
             cleanUrl();
           })
           .finally(() => setSigningIn(false));
@@ -239,7 +240,7 @@ export function MembersPage() {
         </p>
       )}
       {user?.pendingSetup && <PendingSetupBanner pending={user.pendingSetup} />}
-      {user && <HeldPayments key={user.id} onChanged={() => void refresh()} />}
+      {user && <HeldPayments key={user.id} email={user.email} onChanged={() => void refresh()} />}
       {notice && (
         <CheckoutNotice
           kind={notice}

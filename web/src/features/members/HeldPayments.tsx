@@ -17,9 +17,10 @@ function messageOf(cause: unknown): string {
  * Payments made signed out with this member's address. They changed nothing in the account: the
  * member adds one to the account, or declines it (canceled and refunded to whoever paid).
  */
-export function HeldPayments({ onChanged }: { onChanged: () => void }) {
+export function HeldPayments({ email, onChanged }: { email: string; onChanged: () => void }) {
   const { productName } = usePublicConfig();
   const [held, setHeld] = useState<HeldPayment[]>([]);
+  const [waitingForProof, setWaitingForProof] = useState(false);
   const [busy, setBusy] = useState<string | null>(null);
   const [result, setResult] = useState<{ ok: boolean; text: string } | null>(null);
 
@@ -27,8 +28,10 @@ export function HeldPayments({ onChanged }: { onChanged: () => void }) {
     let live = true;
     membersApi
       .heldPayments()
-      .then(({ held: payments }) => {
-        if (live) setHeld(payments);
+      .then(({ held: payments, waitingForProof: waiting }) => {
+        if (!live) return;
+        setHeld(payments);
+        setWaitingForProof(waiting === true);
       })
       .catch(() => {
         // Nothing to show when it cannot be read; the mail told the member too.
@@ -57,6 +60,24 @@ export function HeldPayments({ onChanged }: { onChanged: () => void }) {
     }
   }
 
+  // A payment waits, but this session has not proved the address: the mailed link does (and,
+  // when the password was set before, asks for a new one: the address's owner takes the account).
+  if (waitingForProof && held.length === 0 && !result) {
+    return (
+      <section className="pending-setup held-payments" aria-labelledby="held-payments-title">
+        <div className="pending-setup__text">
+          <h2 id="held-payments-title" className="pending-setup__title">
+            A payment is waiting for you
+          </h2>
+          <p className="pending-setup__lead">
+            A payment for {productName} was made with your email address. To see it and add it to your account, open the
+            link in the email we sent to {email} about it (after an hour, use &apos;Forgot password?&apos; on the sign-in
+            page instead).
+          </p>
+        </div>
+      </section>
+    );
+  }
   if (held.length === 0 && !result) return null;
   return (
     <section className="pending-setup held-payments" aria-labelledby="held-payments-title">

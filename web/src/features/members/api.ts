@@ -13,7 +13,11 @@ export const membersApi = {
     api.post<{ user: User }>('/api/auth/token', token === undefined ? {} : { token }),
   cancelSubscription: () => api.post<{ message: string }>('/api/billing/cancel', {}),
   refundFee: () => api.post<{ message: string }>('/api/billing/refund-fee', {}),
-  heldPayments: () => api.get<{ held: HeldPayment[] }>('/api/billing/held'),
+  /**
+   * Payments held for the member's address; before the member proved the address (the link
+   * mailed with the payment), none, and `waitingForProof` says whether some wait.
+   */
+  heldPayments: () => api.get<{ held: HeldPayment[]; waitingForProof?: boolean }>('/api/billing/held'),
   claimHeld: (id: string) =>
     api.post<{ message: string }>(`/api/billing/held/${encodeURIComponent(id)}/claim`, {}),
   declineHeld: (id: string) =>

@@ -34,8 +34,12 @@ describe('urlAction', () => {
   });
 
   it('only tidies the address when someone is already signed in after a checkout', () => {
-    expect(actionFor('success=true&jwt=abc', NO_ACCESS)).toEqual({ kind: 'clean' });
+    expect(actionFor('success=true', NO_ACCESS)).toEqual({ kind: 'clean' });
     expect(actionFor('success=true', MEMBER)).toEqual({ kind: 'clean' });
+  });
+
+  it('uses a mailed link even when signed in: it proves the address', () => {
+    expect(actionFor('success=true&jwt=abc', NO_ACCESS)).toEqual({ kind: 'token-sign-in', jwt: 'abc', email: '' });
   });
 
   it('shows the notices for a failed and a canceled checkout', () => {

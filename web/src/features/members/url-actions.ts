@@ -30,8 +30,11 @@ export function urlAction(params: URLSearchParams, viewer: Viewer): UrlAction {
       if (paymentSessionId) query.set('session_id', paymentSessionId);
       return { kind: 'account-setup', to: `/account-setup?${query}` };
     }
-    if (viewer.signedIn) return { kind: 'clean' };
-    return { kind: 'token-sign-in', jwt: param(params, 'jwt') || null, email };
+    const jwt = param(params, 'jwt') || null;
+    // A mailed link is used even by a signed-in browser: it proves the address (a payment held
+    // for it waits for that proof). The checkout's cookie signs in only a signed-out one.
+    if (viewer.signedIn && !jwt) return { kind: 'clean' };
+    return { kind: 'token-sign-in', jwt, email };
   }
   if (success === 'demo') return { kind: 'notice', notice: 'checkout-failed' };
   if (param(params, 'existing') === 'true' && email) return { kind: 'existing-account', email };
