@@ -47,7 +47,7 @@ function codeOf(source) {
     .replace(/\/\*[\s\S]*?\*\//g, '')
     .replace(/\/\/.*$/gm, '')
     .replace(/r#*"[\s\S]*?"#*/g, '""')
-    .replace(/"(?:[^"\\]|\\.)*"/g, '""');
+    .replace(/"(?:[^"\\]|\\[\s\S])*"/g, '""'); // `\` may end a line (a continued string)
   // Cut `#[cfg(test)] mod name { ... }` blocks by brace matching.
   const testMod = /#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{/g;
   let match;

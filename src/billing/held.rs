@@ -9,23 +9,18 @@
 //!
 //! A trial is granted once per account and once per card. A checkout that asked the provider for
 //! a trial that was not due (a signed-out payment by someone who had one, a card that paid for one)
-//! gets its provider trial ended at once, so the first month is charged now.
+//! gets its provider trial ended at once, so the first month is charged now. Ending it, and
+//! recording that change as a payment event, is `service`'s (fulfilment does it); this file builds
+//! on `service` and never the other way round, and its upkeep pass retries the ends that failed.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde_json::json;
 
-use super::demo;
 use super::service::Billing;
-use super::{BillingError, RefundError};
-use crate::domain::billing::{BillingEvent, SubscriptionSnapshot};
+use super::{BillingError, HOLD_DAYS, RefundError};
 use crate::store::billing::{self as billing_store, ClaimError, HeldPayment};
-
-/// How long a held payment waits for its owner: less than the trial, so the payer's card is
-/// never charged the first month for an account that did not take it.
-pub const HOLD_DAYS: i64 = 3;
 
 /// Why a held payment was not claimed or declined.
 #[derive(Debug, thiserror::Error)]
@@ -116,55 +111,6 @@ impl Billing {
             Ok(()) | Err(RefundError::AlreadyRefunded | RefundError::NothingToRefund) => Ok(()),
             Err(RefundError::Billing(error)) => Err(error),
         }
-    }
-
-    /// Records a change this server made at the provider as the payment event it is, through the
-    /// same handling as the provider's own events (a newer snapshot replaces the stored one).
-    pub(super) async fn record_provider_change(
-        &self,
-        subscription_id: &str,
-        snapshot: SubscriptionSnapshot,
-        why: &str,
-    ) -> Result<(), BillingError> {
-        let event_id = demo::demo_id(&format!("evt_{why}"));
-        // Boxed: fulfilment (itself handling an event) may end a trial, which records an event.
-        Box::pin(self.process_event(
-            self.provider.name(),
-            &event_id,
-            "customer.subscription.updated",
-            json!({ "id": event_id, "subscription": subscription_id, "reason": why }),
-            Some(BillingEvent::SubscriptionChanged(snapshot)),
-        ))
-        .await?;
-        Ok(())
-    }
-
-    /// Ends the provider's trial of a checkout that was due none; a failure is logged and left
-    /// to the upkeep pass (the member's access already follows the account's own trial dates,
-    /// and the provider's `trialing` until then).
-    pub(super) async fn end_trial_if_due(&self, provider_session_id: &str) {
-        let due = match billing_store::trial_to_end_of(&self.db, provider_session_id).await {
-            Ok(Some(due)) => due,
-            Ok(None) => return,
-            Err(error) => {
-                tracing::warn!(%error, provider_session_id, "cannot read a trial to end");
-                return;
-            }
-        };
-        if let Err(error) = self.end_trial(&due).await {
-            tracing::warn!(%error, provider_session_id, "cannot end a trial that was not due; the upkeep pass retries");
-        }
-    }
-
-    async fn end_trial(&self, due: &billing_store::TrialToEnd) -> Result<(), BillingError> {
-        let snapshot = self.provider.end_trial(&due.subscription_id).await?;
-        self.record_provider_change(&due.subscription_id, snapshot, "trial_ended")
-            .await?;
-        billing_store::mark_trial_ended(&self.db, &due.provider_session_id).await?;
-        if let Some(user_id) = &due.user_id {
-            self.forget_check(user_id);
-        }
-        Ok(())
     }
 
     /// One pass of upkeep: trial reminders (demo), trials that were not due ended (retries), and

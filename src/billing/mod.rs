@@ -17,6 +17,12 @@ use crate::store::billing::StoredCheckout;
 pub use actions::{Canceled, CheckoutReturn, DemoPayError, RefundError, ReturnTo, ReturnedAccount};
 pub use service::Billing;
 
+/// How long a held payment waits for its owner (`held`): less than the trial, so the payer's card
+/// is never charged the first month for an account that did not take it. Here, not in `held`,
+/// because fulfilment (`service`) names it in the mail about a held payment, and `held` builds on
+/// `service`.
+pub const HOLD_DAYS: i64 = 3;
+
 /// What the provider needs to open a hosted checkout. Prices are the server's: the request only
 /// says whether today's refundable fee is charged.
 #[derive(Debug, Clone)]

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
+use super::demo;
 use super::{BillingError, CheckoutRequest, CheckoutStatus, PayingCard, PaymentProvider};
 use crate::auth::token;
 use crate::domain::analytics::EventName;
@@ -549,7 +550,7 @@ impl Billing {
              it is added to your account within {} days, it is canceled and refunded.\n\n\
              {sign_in}\n\nThe {product} team\n",
             completed.completed_at.format("%B %-d, %Y"),
-            super::held::HOLD_DAYS,
+            super::HOLD_DAYS,
         );
         // No trial without a card told apart from the cards that had one (docs/billing.md, "One
         // trial per account and per card"): an unreadable card is charged as a returning one.
@@ -758,5 +759,57 @@ impl Billing {
         if let Ok(mut checks) = self.checks.lock() {
             checks.remove(user_id);
         }
+    }
+
+    /// Records a change this server made at the provider as the payment event it is, through the
+    /// same handling as the provider's own events (a newer snapshot replaces the stored one).
+    pub(super) async fn record_provider_change(
+        &self,
+        subscription_id: &str,
+        snapshot: SubscriptionSnapshot,
+        why: &str,
+    ) -> Result<(), BillingError> {
+        let event_id = demo::demo_id(&format!("evt_{why}"));
+        // Boxed: fulfilment (itself handling an event) may end a trial, which records an event.
+        Box::pin(self.process_event(
+            self.provider.name(),
+            &event_id,
+            "customer.subscription.updated",
+            json!({ "id": event_id, "subscription": subscription_id, "reason": why }),
+            Some(BillingEvent::SubscriptionChanged(snapshot)),
+        ))
+        .await?;
+        Ok(())
+    }
+
+    /// Ends the provider's trial of a checkout that was due none; a failure is logged and left
+    /// to the upkeep pass (the member's access already follows the account's own trial dates,
+    /// and the provider's `trialing` until then).
+    pub(super) async fn end_trial_if_due(&self, provider_session_id: &str) {
+        let due = match billing_store::trial_to_end_of(&self.db, provider_session_id).await {
+            Ok(Some(due)) => due,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(%error, provider_session_id, "cannot read a trial to end");
+                return;
+            }
+        };
+        if let Err(error) = self.end_trial(&due).await {
+            tracing::warn!(%error, provider_session_id, "cannot end a trial that was not due; the upkeep pass retries");
+        }
+    }
+
+    pub(super) async fn end_trial(
+        &self,
+        due: &billing_store::TrialToEnd,
+    ) -> Result<(), BillingError> {
+        let snapshot = self.provider.end_trial(&due.subscription_id).await?;
+        self.record_provider_change(&due.subscription_id, snapshot, "trial_ended")
+            .await?;
+        billing_store::mark_trial_ended(&self.db, &due.provider_session_id).await?;
+        if let Some(user_id) = &due.user_id {
+            self.forget_check(user_id);
+        }
+        Ok(())
     }
 }
