@@ -137,6 +137,8 @@ impl Billing {
                 }
             }
         }
+        // The spec's webhook_debug trail is kept 30 days.
+        done += billing_store::forget_old_checks(&self.db).await? as usize;
         // The dashboard's 'still subscribed after 30 days', decided for the journeys now due.
         loop {
             let decided = crate::store::journeys::decide_retention(&self.db).await?;

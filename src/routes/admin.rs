@@ -122,6 +122,9 @@ pub async fn overview(db: web::Data<Db>, _admin: DebugAdmin) -> Result<HttpRespo
     let events = store::billing::recent_events(&db)
         .await
         .context("debug: events")?;
+    let checks = store::billing::recent_checks(&db, LIST_LIMIT)
+        .await
+        .context("debug: subscription checks")?;
     let checkouts: Vec<serde_json::Value> = checkouts
         .into_iter()
         .map(|checkout| {
@@ -144,6 +147,7 @@ pub async fn overview(db: web::Data<Db>, _admin: DebugAdmin) -> Result<HttpRespo
         "checkouts": checkouts,
         "users": users,
         "webhookEvents": events,
+        "webhookDebug": checks,
     })))
 }
 

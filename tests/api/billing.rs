@@ -1621,3 +1621,59 @@ async fn a_start_cookie_forged_from_the_success_url_signs_nobody_in() {
     let (_, cookie) = confirm(&app, &started, &redirect).await;
     assert!(cookie.is_some(), "the buyer's browser gets its sign-in");
 }
+
+#[tokio::test]
+async fn each_subscription_check_leaves_the_specs_webhook_debug_row_on_the_debug_page() {
+    let app = crate::helpers::spawn_app_with(|settings| {
+        settings.admin.emails = vec!["admin@example.com".to_owned()];
+    })
+    .await;
+    let ann = sign_up(&app, "ann@example.com", "secret1").await;
+    let started =
+        start_checkout_signed_in(&app, &ann, json!({"source": "chat_trial_prompt"})).await;
+    pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "ann@example.com",
+    )
+    .await;
+    let ann_id = me(&app, &ann).await["user"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let response = app
+        .client
+        .post(app.url("/api/check-subscription.js"))
+        .header("cookie", &ann)
+        .header("origin", "http://127.0.0.1:8080")
+        .header(
+            "referer",
+            "http://127.0.0.1:8080/?success=true&jwt=a-secret-that-stays-out",
+        )
+        .header("user-agent", "Mozilla/5.0 (HelpNow test)")
+        .json(&json!({"userId": ann_id}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), 200);
+
+    let admin = verified_admin(&app, "admin@example.com").await;
+    let overview: Value = get_with_cookie(&app, "/api/admin/checkout-debug", &admin)
+        .await
+        .json()
+        .await
+        .expect("json");
+    let checks = overview["webhookDebug"].as_array().expect("the trail");
+    assert_eq!(checks.len(), 1, "{overview}");
+    let check = &checks[0];
+    assert_eq!(check["email"], "ann@example.com");
+    assert_eq!(check["sessionId"], started["trackingSessionId"]);
+    assert_eq!(check["paymentSessionId"], started["sessionId"]);
+    assert_eq!(check["origin"], "http://127.0.0.1:8080");
+    assert_eq!(
+        check["pathname"], "/",
+        "the path without its query: {check}"
+    );
+    assert_eq!(check["userAgent"], "Mozilla/5.0 (HelpNow test)");
+    assert!(!overview.to_string().contains("a-secret-that-stays-out"));
+}

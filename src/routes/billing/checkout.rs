@@ -318,6 +318,8 @@ pub struct CheckRequest {
 /// `POST /api/check-subscription.js {userId}`: a member's own access; anyone else's id is 404.
 #[post("/check-subscription.js")]
 pub async fn check_subscription(
+    req: HttpRequest,
+    db: web::Data<Db>,
     billing: web::Data<Billing>,
     user: CurrentUser,
     body: web::Json<CheckRequest>,
@@ -328,12 +330,36 @@ pub async fn check_subscription(
     if user_id != user.id {
         return Err(ApiError::not_found());
     }
+    // The spec's webhook_debug row (the checkout debug page); the check answers without it.
+    if let Err(error) = store::billing::record_check(&db, &user.id, debug_check_of(&req)).await {
+        tracing::warn!(%error, "a subscription check's debug row could not be written");
+    }
     let check = billing
         .throttled_check(&user.id)
         .await
         .context("cannot check a subscription")?
         .ok_or_else(ApiError::not_found)?;
     Ok(HttpResponse::Ok().json(check))
+}
+
+/// What the spec's `webhook_debug` keeps of a subscription check's request: the browser's user
+/// agent, the page's origin (the Origin header) and path (the Referer's, never its query, which
+/// can carry a one-time link's secret), each cut short.
+fn debug_check_of(req: &HttpRequest) -> store::billing::NewDebugCheck {
+    let header = |name: actix_web::http::header::HeaderName| {
+        req.headers()
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(|value| value.chars().take(300).collect::<String>())
+    };
+    let pathname = header(actix_web::http::header::REFERER)
+        .and_then(|referer| url::Url::parse(&referer).ok())
+        .map(|url| url.path().chars().take(300).collect());
+    store::billing::NewDebugCheck {
+        user_agent: header(actix_web::http::header::USER_AGENT),
+        origin: header(actix_web::http::header::ORIGIN),
+        pathname,
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ mod fulfilment;
 mod held;
 mod sign_in_tokens;
 mod subscriptions;
+mod webhook_debug;
 mod webhook_events;
 
 pub use checkouts::*;
@@ -13,6 +14,7 @@ pub use fulfilment::*;
 pub use held::*;
 pub use sign_in_tokens::*;
 pub use subscriptions::*;
+pub use webhook_debug::*;
 pub use webhook_events::*;
 
 /// Whether an error is a lost optimistic-concurrency race, worth retrying.

@@ -47,6 +47,17 @@ const OVERVIEW: DebugOverview = {
       outcome: 'Processed',
     },
   ],
+  webhookDebug: [
+    {
+      email: 'ann@example.com',
+      sessionId: 's1',
+      paymentSessionId: 'cs_demo_1',
+      checkedAt: '2025-05-04T13:06:00Z',
+      userAgent: 'Mozilla/5.0 (X11; Linux x86_64)',
+      origin: 'https://help.example',
+      pathname: '/',
+    },
+  ],
 };
 const OVERVIEW_URL = '/api/admin/checkout-debug';
 
@@ -163,6 +174,26 @@ describe('CheckoutDebugPage: who may see it', () => {
 });
 
 describe('CheckoutDebugPage: overview', () => {
+  it("shows the spec's webhook_debug trail: each subscription check a member's page made", async () => {
+    mockDebugApi();
+    renderPage();
+    await ready();
+    const checks = within(screen.getByRole('region', { name: /Subscription checks/ })).getByRole('table');
+    expect(
+      within(within(checks).getAllByRole('row')[1])
+        .getAllByRole('cell')
+        .map((cell) => cell.textContent),
+    ).toEqual([
+      '2025-05-04 13:06:00 UTC',
+      'ann@example.com',
+      's1',
+      'cs_demo_1',
+      'https://help.example',
+      '/',
+      'Mozilla/5.0 (X11; Linux x86_64)',
+    ]);
+  });
+
   it('shows the signed-in admin and the three tables', async () => {
     mockDebugApi();
     renderPage();

@@ -13,7 +13,7 @@ import {
   SimulateWebhookForm,
   type SimulationDraft,
 } from './DebugForms';
-import { CheckoutsTable, UsersTable, WebhookEventsTable } from './DebugTables';
+import { CheckoutsTable, SubscriptionChecksTable, UsersTable, WebhookEventsTable } from './DebugTables';
 import { LOAD_FAILED, NOT_AVAILABLE, failureText } from './messages';
 
 type Load = {
@@ -152,6 +152,7 @@ export function CheckoutDebugPage() {
           <CheckoutsTable checkouts={data.checkouts} onPick={pickCheckout} />
           <UsersTable users={data.users} />
           <WebhookEventsTable events={data.webhookEvents} />
+          <SubscriptionChecksTable checks={data.webhookDebug ?? []} />
         </div>
       )}
 

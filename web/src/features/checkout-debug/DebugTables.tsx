@@ -1,6 +1,6 @@
 import { useId, type ReactNode } from 'react';
 import { Button } from '../../components/Button';
-import type { DebugCheckout, DebugUser, DebugWebhookEvent } from './api';
+import type { DebugCheckout, DebugSubscriptionCheck, DebugUser, DebugWebhookEvent } from './api';
 import { formatText, formatTimestamp, formatYesNo } from './format';
 
 function Timestamp({ value }: { value: string | null }) {
@@ -179,6 +179,36 @@ export function WebhookEventsTable({ events }: { events: DebugWebhookEvent[] }) 
             <Timestamp value={event.processedAt} />
           </td>
           <td>{formatText(event.outcome)}</td>
+        </tr>
+      ))}
+    </DebugTable>
+  );
+}
+
+/** The spec's `webhook_debug`: each subscription check a member's page made, kept 30 days. */
+export function SubscriptionChecksTable({ checks }: { checks: DebugSubscriptionCheck[] }) {
+  return (
+    <DebugTable
+      title="Subscription checks (webhook_debug)"
+      headers={['Checked', 'Email', 'Session ID', 'Payment session ID', 'Origin', 'Path', 'User agent']}
+      empty="No subscription checks yet."
+      count={checks.length}
+    >
+      {checks.map((check) => (
+        <tr key={`${check.checkedAt} ${check.email ?? ''}`}>
+          <td>
+            <Timestamp value={check.checkedAt} />
+          </td>
+          <td>{formatText(check.email)}</td>
+          <td>
+            <Id value={check.sessionId} />
+          </td>
+          <td>
+            <Id value={check.paymentSessionId} />
+          </td>
+          <td>{formatText(check.origin)}</td>
+          <td>{formatText(check.pathname)}</td>
+          <td>{formatText(check.userAgent)}</td>
         </tr>
       ))}
     </DebugTable>

@@ -36,11 +36,23 @@ export type DebugWebhookEvent = {
   outcome: string | null;
 };
 
-/** `webhookEvents` holds the last hour's events only. */
+/** A member's page checking the subscription (the spec's `webhook_debug`), newest first. */
+export type DebugSubscriptionCheck = {
+  email: string | null;
+  sessionId: string | null;
+  paymentSessionId: string | null;
+  checkedAt: string;
+  userAgent: string | null;
+  origin: string | null;
+  pathname: string | null;
+};
+
+/** `webhookEvents` holds the last hour's events only; `webhookDebug` the last 30 days' checks. */
 export type DebugOverview = {
   checkouts: DebugCheckout[];
   users: DebugUser[];
   webhookEvents: DebugWebhookEvent[];
+  webhookDebug?: DebugSubscriptionCheck[];
 };
 
 export type CreatedAccount = { created: boolean; userId: string; message: string };
