@@ -129,6 +129,28 @@ pub async fn start_as(
     Ok(cookies.signed_in(secret))
 }
 
+/// Starts a session only while the account's password is still `password_hash` (the one the
+/// caller just checked): `None` when a proof of the address took it away meanwhile.
+pub async fn start_if_password_is(
+    db: &Db,
+    cookies: SessionCookies,
+    user_id: &str,
+    password_hash: &str,
+) -> Result<Option<Cookie<'static>>, ApiError> {
+    let secret = token::new_secret();
+    let created = store::sessions::create_if_password_is(
+        db,
+        user_id,
+        token::hash_secret(&secret),
+        SESSION_LIFETIME,
+        SessionStart::default(),
+        password_hash,
+    )
+    .await
+    .context("cannot store a session")?;
+    Ok(created.then(|| cookies.signed_in(secret)))
+}
+
 /// Ends the session the request carries, if any.
 /// Ends the request's session; the user and the session's hash, when there was one.
 pub async fn end(db: &Db, req: &HttpRequest) -> Result<Option<(String, String)>, ApiError> {

@@ -278,8 +278,13 @@ impl Billing {
         let fresh = checkout
             .completed_at
             .is_some_and(|paid| Utc::now() - paid < chrono::Duration::hours(1));
+        // Once the address is proved (its owner opened a mailed link), the account is the
+        // prover's: the browser that paid gets no way in (docs/operations.md, "Accounts: who
+        // holds one"); redeeming refuses a checkout token on a proved account too, so this
+        // check and a proof landing at the same moment cannot let one through.
         if !(started_here && fresh && checkout.created_account && !has_password)
             || billing_store::checkout_token_issued(&self.db, &checkout.provider_session_id).await?
+            || crate::store::users::email_verified(&self.db, user_id).await?
         {
             return Ok(None);
         }

@@ -521,7 +521,11 @@ impl Billing {
         completed: CompletedCheckout,
     ) -> Result<FulfilOutcome, BillingError> {
         let secret = token::new_secret();
-        let link = self.absolute(&format!("/?success=true&jwt={secret}"));
+        // The address too: a browser signed in to this account uses the link (it proves the
+        // address), one signed in to another does not switch accounts unasked.
+        let email: String =
+            url::form_urlencoded::byte_serialize(completed.email.as_bytes()).collect();
+        let link = self.absolute(&format!("/?success=true&jwt={secret}&email={email}"));
         let product = &self.product_name;
         let trial_end = trial_end(completed.completed_at);
         let sign_in = format!(

@@ -91,11 +91,36 @@ async fn member_of(
     }
     if let Some(secret) = auth_token {
         let hash = token::hash_secret(&secret);
-        let owner = crate::auth::proof::redeem_sign_in_token(db, cluster, &hash).await?;
-        return Ok(owner.map(|owner| Member {
+        let Some(owner) = crate::auth::proof::redeem_sign_in_token(db, cluster, &hash).await?
+        else {
+            return Ok(None);
+        };
+        if owner.password_pending {
+            return Ok(Some(Member {
+                user_id: owner.user_id,
+                session: None,
+                password_pending: true,
+            }));
+        }
+        // The socket gets a session of its own (its secret goes nowhere), so that a sign-out
+        // everywhere, or a later proof of the address that ends the account's sessions, closes
+        // it like any other, also when it lands while the socket joins.
+        let session = token::hash_secret(&token::new_secret());
+        store::sessions::create(
+            db,
+            &owner.user_id,
+            session.clone(),
+            crate::auth::session::SESSION_LIFETIME,
+            store::sessions::SessionStart {
+                by_proof: owner.mailed,
+                password_pending: false,
+            },
+        )
+        .await?;
+        return Ok(Some(Member {
             user_id: owner.user_id,
-            session: None,
-            password_pending: owner.password_pending,
+            session: Some(session),
+            password_pending: false,
         }));
     }
     Ok(None)

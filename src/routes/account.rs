@@ -156,7 +156,8 @@ pub async fn setup(
     // the sign-in does, the same for an address without an account as for a wrong password, and
     // counts against the sign-in limits before anything is looked up: this form tells nobody
     // which addresses have accounts (docs/operations.md).
-    let mut password_checked = false;
+    // The account's password hash, once the typed password was checked against it.
+    let mut checked_hash: Option<String> = None;
     let owner = match setup_right(&req, db, user.0).await {
         Ok(owner) => owner,
         Err(_) => {
@@ -170,7 +171,7 @@ pub async fn setup(
                 .as_ref()
                 .and_then(|account| account.password_hash.clone());
             let matches = password.len() <= crate::domain::password::MAX_BYTES
-                && auth::password::verify_password(stored, password.clone())
+                && auth::password::verify_password(stored.clone(), password.clone())
                     .await
                     .map_err(|error| error.into_api("cannot verify a password"))?;
             let Some(account) = account.filter(|_| matches) else {
@@ -180,7 +181,7 @@ pub async fn setup(
                     crate::routes::auth::INVALID_CREDENTIALS,
                 ));
             };
-            password_checked = true;
+            checked_hash = stored;
             SetupRight {
                 user_id: account.id,
                 email: account.email,
@@ -202,13 +203,13 @@ pub async fn setup(
         .await
         .context("cannot read an account")?
         .ok_or_else(no_session)?;
-    let new_hash = match account.password_hash {
-        Some(_) if password_checked => None,
+    let new_hash = match account.password_hash.clone() {
+        Some(_) if checked_hash.is_some() => None,
         Some(existing) => {
             if !throttle.allow_login(&email, address).await {
                 return Err(too_many());
             }
-            let matches = auth::password::verify_password(Some(existing), password)
+            let matches = auth::password::verify_password(Some(existing.clone()), password)
                 .await
                 .map_err(|error| error.into_api("cannot verify a password"))?;
             if !matches {
@@ -218,6 +219,7 @@ pub async fn setup(
                     WRONG_PASSWORD,
                 ));
             }
+            checked_hash = Some(existing);
             None
         }
         None => {
@@ -241,9 +243,27 @@ pub async fn setup(
     // A session that began with a mailed link chooses a password as the address's prover.
     let by_proof = owner.session.as_ref().is_some_and(CurrentUser::by_proof);
     if let Some(new_hash) = new_hash {
-        store::users::set_password(db, &account.id, new_hash, by_proof)
+        // Only while there is none: a setup racing another, or a proof that took the account
+        // over, does not set it after them.
+        if !store::users::set_first_password(db, &account.id, new_hash, by_proof)
             .await
-            .context("cannot store a password")?;
+            .context("cannot store a password")?
+        {
+            return Err(no_session());
+        }
+        if by_proof {
+            // The prover's password: every other session of the account ends with it (as at
+            // a reset), so none from before keeps what the proved password brings.
+            store::sessions::delete_all_of(db, &account.id)
+                .await
+                .context("cannot end sessions")?;
+            if let Some(cluster) = req.app_data::<web::Data<crate::cluster::Cluster>>() {
+                cluster.publish(crate::cluster::ClusterEvent::SignedOut {
+                    user_id: account.id.clone(),
+                    session: None,
+                });
+            }
+        }
     }
     store::analytics::record_server_event(
         db,
@@ -262,11 +282,19 @@ pub async fn setup(
             .await
             .context("cannot end a session")?;
     }
-    let start = SessionStart {
-        by_proof,
-        password_pending: false,
+    let session = match &checked_hash {
+        // A sign-in with the account's password: only while it is still the one checked.
+        Some(checked) => auth::session::start_if_password_is(db, **cookies, &account.id, checked)
+            .await?
+            .ok_or_else(no_session)?,
+        None => {
+            let start = SessionStart {
+                by_proof,
+                password_pending: false,
+            };
+            auth::session::start_as(db, **cookies, &account.id, start).await?
+        }
     };
-    let session = auth::session::start_as(db, **cookies, &account.id, start).await?;
     Ok(HttpResponse::Ok()
         .cookie(session)
         .cookie(clear_checkout_cookie(**cookies))

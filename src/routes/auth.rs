@@ -197,16 +197,24 @@ pub async fn login(
         None => (None, None),
     };
     let matches = password.len() <= crate::domain::password::MAX_BYTES
-        && auth::password::verify_password(stored_hash, password)
+        && auth::password::verify_password(stored_hash.clone(), password)
             .await
             .map_err(|error| error.into_api("cannot verify a password"))?;
-    let Some(id) = id.filter(|_| matches) else {
-        return Err(ApiError::new(
+    let invalid = || {
+        ApiError::new(
             StatusCode::UNAUTHORIZED,
             "invalid_credentials",
             INVALID_CREDENTIALS,
-        ));
+        )
     };
+    let (Some(id), Some(checked)) = (id.filter(|_| matches), stored_hash) else {
+        return Err(invalid());
+    };
+    // Only while the password is still the one just checked: a proof of the address that took
+    // it away during the hash leaves this sign-in without a session.
+    let cookie = auth::session::start_if_password_is(&db, **cookies, &id, &checked)
+        .await?
+        .ok_or_else(invalid)?;
     store::analytics::record_server_event(
         &db,
         EventName::LOGIN,
@@ -214,7 +222,6 @@ pub async fn login(
         json!({"method": "password"}),
     )
     .await;
-    let cookie = auth::session::start(&db, **cookies, &id).await?;
     Ok(signed_in(cookie, &id, email.as_str()))
 }
 

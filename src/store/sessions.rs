@@ -75,6 +75,43 @@ pub async fn create(
     Ok(())
 }
 
+/// Creates a session only while the account's password is still `password_hash` (the one just
+/// checked): a sign-in whose hash was checked before a proof of the address took the password
+/// away gets no session. `false` when it changed.
+pub async fn create_if_password_is(
+    db: &Db,
+    user_id: &str,
+    token_hash: String,
+    lifetime: Duration,
+    start: SessionStart,
+    password_hash: &str,
+) -> Result<bool, surrealdb::Error> {
+    const CREATE: &str = "
+        BEGIN TRANSACTION;
+        LET $u = type::record('user', $user);
+        LET $same = (SELECT VALUE password_hash FROM ONLY $u) = $password;
+        IF $same {
+            CREATE session CONTENT { user: $u, token_hash: $hash,
+                expires_at: time::now() + type::duration($lifetime), proved: $proved,
+                password_pending: $pending } RETURN NONE;
+        };
+        COMMIT TRANSACTION;
+        $same;";
+    let mut response = db
+        .query(CREATE)
+        .bind(("user", user_id.to_owned()))
+        .bind(("hash", token_hash))
+        .bind(("lifetime", format!("{}s", lifetime.as_secs())))
+        .bind(("proved", start.by_proof))
+        .bind(("pending", start.password_pending))
+        .bind(("password", password_hash.to_owned()))
+        .await
+        .and_then(super::check_transaction)?;
+    let last = response.num_statements() - 1;
+    let same: Option<bool> = response.take(last)?;
+    Ok(same.unwrap_or(false))
+}
+
 /// The user of an unexpired session, if the hash names one.
 pub async fn find_user(db: &Db, token_hash: &str) -> Result<Option<SessionUser>, surrealdb::Error> {
     let mut response = db
@@ -112,4 +149,43 @@ pub async fn delete_all_of(db: &Db, user_id: &str) -> Result<(), surrealdb::Erro
         .await?
         .check()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Email;
+    use crate::store::{migrate::migrated_memory_db, users};
+
+    #[tokio::test]
+    async fn a_sign_in_gets_its_session_only_while_the_password_it_checked_is_the_accounts() {
+        let db = migrated_memory_db().await;
+        let email = Email::parse("ann@example.com").expect("email");
+        let user = users::create(&db, &email, Some("first-hash".to_owned()))
+            .await
+            .expect("account");
+        let day = Duration::from_secs(86_400);
+        let start = SessionStart::default();
+        assert!(
+            create_if_password_is(&db, &user, "one".to_owned(), day, start, "first-hash")
+                .await
+                .expect("created")
+        );
+        // The password changed while the sign-in's hash ran (a proof took it away, say).
+        users::set_password(&db, &user, "second-hash".to_owned(), true)
+            .await
+            .expect("set");
+        assert!(
+            !create_if_password_is(&db, &user, "two".to_owned(), day, start, "first-hash")
+                .await
+                .expect("answered")
+        );
+        assert!(find_user(&db, "two").await.expect("read").is_none());
+        // A first password is set only while there is none.
+        assert!(
+            !users::set_first_password(&db, &user, "third-hash".to_owned(), false)
+                .await
+                .expect("answered")
+        );
+    }
 }

@@ -92,6 +92,28 @@ pub async fn set_password(
     Ok(())
 }
 
+/// Sets the account's first password, only while it has none: `false` when another request set
+/// one first (two setups at once, or a setup racing a proof of the address).
+pub async fn set_first_password(
+    db: &Db,
+    user_id: &str,
+    hash: String,
+    proved: bool,
+) -> Result<bool, surrealdb::Error> {
+    let mut response = db
+        .query(
+            "UPDATE type::record('user', $id) SET password_hash = $hash, password_proved = $proved \
+             WHERE password_hash = NONE RETURN VALUE id",
+        )
+        .bind(("id", user_id.to_owned()))
+        .bind(("hash", hash))
+        .bind(("proved", proved))
+        .await?
+        .check()?;
+    let set: Vec<surrealdb::types::RecordId> = response.take(0)?;
+    Ok(!set.is_empty())
+}
+
 /// The funnel record the account's trial came with (spec section 3), if it came from a funnel.
 pub async fn funnel_record(
     db: &Db,
@@ -189,6 +211,17 @@ pub async fn mark_email_verified(db: &Db, user_id: &str) -> Result<(), surrealdb
     .await?
     .check()?;
     Ok(())
+}
+
+/// Whether the account's address was proved by a mailed link.
+pub async fn email_verified(db: &Db, user_id: &str) -> Result<bool, surrealdb::Error> {
+    let mut response = db
+        .query("SELECT VALUE email_verified_at != NONE FROM ONLY type::record('user', $user)")
+        .bind(("user", user_id.to_owned()))
+        .await?
+        .check()?;
+    let verified: Option<bool> = response.take(0)?;
+    Ok(verified.unwrap_or(false))
 }
 
 /// What deleting an account took with it (besides the account, its sessions and its links).

@@ -28,7 +28,7 @@ pub(crate) async fn mailed_sign_in_token(app: &TestApp, recipient: &str) -> Stri
     let start = body.find("jwt=").expect("a sign-in link") + 4;
     body[start..]
         .chars()
-        .take_while(|c| !c.is_whitespace())
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
         .collect()
 }
 
@@ -226,4 +226,85 @@ async fn a_session_made_with_the_address_alone_ends_when_the_owner_proves_it() {
         .await
         .expect("json");
     assert_eq!(held["held"].as_array().map(Vec::len), Some(1), "{held}");
+}
+
+/// A stranger pays with someone's address (no account yet: the checkout makes one, without a
+/// password) from a browser of the stranger's, and waits. Once the owner has opened the welcome
+/// mail's link, the success page gives that browser no setup sign-in: the account is the
+/// prover's. (A setup cookie handed out before the proof is spent by it: see above.)
+#[tokio::test]
+async fn once_the_owner_proved_the_address_the_browser_that_paid_gets_no_way_in() {
+    let app = spawn_app_with(|_| {}).await;
+    let victim = "victim@example.com";
+    let started = start_checkout(&app, json!({ "source": "chat_trial_prompt" })).await;
+    let redirect = pay(&app, started["sessionId"].as_str().expect("id"), victim).await;
+
+    // The owner opens the welcome link: the account has no password, nothing to choose.
+    let owner = prove_by_mailed_link(&app, victim, "unused-here").await;
+    assert_eq!(me(&app, &owner).await["user"]["email"], victim);
+
+    // Within the hour, the stranger's browser comes to the success page.
+    let (_, cookie) = confirm(&app, &started, &redirect).await;
+    assert_eq!(cookie, None, "no setup sign-in for the browser that paid");
+    let setup = post_with_cookie(
+        &app,
+        "/api/account/setup",
+        started["startCookie"].as_str().expect("cookie"),
+        &json!({ "email": victim, "password": "strangers1" }),
+    )
+    .await;
+    assert_ne!(setup.status(), 200, "no password set");
+    assert_eq!(login(&app, victim, "strangers1").await.status(), 401);
+}
+
+/// The owner proves the address and chooses a password: every other session of the account ends
+/// with it, also one made in a race with the proof.
+#[tokio::test]
+async fn a_password_chosen_after_the_proof_ends_every_other_session() {
+    let app = spawn_app_with(|_| {}).await;
+    let started = start_checkout(&app, json!({ "source": "chat_trial_prompt" })).await;
+    let redirect = pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "owner@example.com",
+    )
+    .await;
+    confirm(&app, &started, &redirect).await;
+    let owner = prove_by_mailed_link(&app, "owner@example.com", "unused-here").await;
+    let user_id = me(&app, &owner).await["user"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    // A session that slipped in beside the owner's (a sign-in racing the proof, say).
+    let other = helpnow::auth::token::new_secret();
+    helpnow::store::sessions::create(
+        &app.db,
+        &user_id,
+        helpnow::auth::token::hash_secret(&other),
+        std::time::Duration::from_secs(3600),
+        helpnow::store::sessions::SessionStart::default(),
+    )
+    .await
+    .expect("a session");
+    let other = format!("helpnow_session={other}");
+    assert_eq!(me(&app, &other).await["user"]["email"], "owner@example.com");
+
+    let response = post_with_cookie(
+        &app,
+        "/api/account/setup",
+        &owner,
+        &json!({ "email": "owner@example.com", "password": "owners-own1" }),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    let (chosen, _) = session_cookie(&response);
+    assert_eq!(
+        me(&app, &other).await["user"],
+        Value::Null,
+        "the other session ended"
+    );
+    assert_eq!(
+        me(&app, &chosen).await["user"]["email"],
+        "owner@example.com"
+    );
 }

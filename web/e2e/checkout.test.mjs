@@ -21,7 +21,7 @@ async function signInLinkFor(email) {
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     const log = readFileSync(env.server.logPath, 'utf8');
-    const links = [...log.matchAll(/http:\/\/127\.0\.0\.1:\d+\/\?success=true&jwt=[A-Za-z0-9_-]+/g)]
+    const links = [...log.matchAll(/http:\/\/127\.0\.0\.1:\d+\/\?success=true&jwt=[A-Za-z0-9_-]+(?:&email=[^\s"]+)?/g)]
       .filter((match) => {
         // The mail the link is in: the outbox's log record before it names its recipient.
         const record = log.lastIndexOf('mail kept in the outbox', match.index);

@@ -69,7 +69,7 @@ pub async fn peek_checkout_token(
             "SELECT record::id(user) AS user_id, email, checkout_session_id, \
              purpose = 'mail' AS mailed FROM sign_in_token \
              WHERE token_hash = $hash AND purpose = 'checkout' AND used = false \
-             AND expires_at > time::now() LIMIT 1",
+             AND expires_at > time::now() AND user.email_verified_at = NONE LIMIT 1",
         )
         .bind(("hash", token_hash.to_owned()))
         .await?
@@ -111,6 +111,10 @@ pub async fn redeem_sign_in_token(
             SET used = true, used_at = time::now()
             WHERE used = false AND expires_at > time::now() RETURN AFTER)[0];
         LET $mailed = $link != NONE AND $link.purpose = 'mail';
+        -- A checkout's token sets up an account nobody has proved yet; once the owner proved
+        -- the address, it is spent and signs nobody in.
+        LET $refused = $link != NONE AND !$mailed
+            AND (SELECT VALUE email_verified_at FROM ONLY $link.user) != NONE;
         LET $u = $link.user;
         LET $account = IF $mailed {
             (SELECT email_verified_at, password_hash != NONE AS has_password,
@@ -129,7 +133,7 @@ pub async fn redeem_sign_in_token(
             UPDATE $u SET email_verified_at = time::now() RETURN NONE;
         };
         COMMIT TRANSACTION;
-        IF $link = NONE { NONE } ELSE {
+        IF $link = NONE OR $refused { NONE } ELSE {
             { user_id: record::id($link.user), email: $link.email,
               checkout_session_id: $link.checkout_session_id, mailed: $mailed,
               took_over: $takes, password_pending: $pending }

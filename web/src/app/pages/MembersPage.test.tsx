@@ -360,7 +360,7 @@ describe('MembersPage address handling', () => {
         body: { error: 'invalid_token', message: 'This sign-in link has expired or was already used.' },
       },
     });
-    const router = await renderApp('/?success=true&jwt=tok123');
+    const router = await renderApp(`/?success=true&jwt=tok123&email=${encodeURIComponent(member().email)}`);
     await waitFor(() => expect(router.state.location.search).toBe(''));
     expect(requestsTo(fetchMock, '/api/auth/token')).toHaveLength(1);
     expect(screen.queryByRole('dialog')).toBeNull();

@@ -170,6 +170,7 @@ export function MembersPage() {
     handledKey.current = location.key;
     const action = urlAction(new URLSearchParams(location.search), {
       signedIn: user !== null,
+      email: user?.email,
       hasAccess: user?.access?.hasAccess === true,
     });
     const cleanUrl = () => navigate('/', { replace: true });

@@ -38,8 +38,17 @@ describe('urlAction', () => {
     expect(actionFor('success=true', MEMBER)).toEqual({ kind: 'clean' });
   });
 
-  it('uses a mailed link even when signed in: it proves the address', () => {
-    expect(actionFor('success=true&jwt=abc', NO_ACCESS)).toEqual({ kind: 'token-sign-in', jwt: 'abc', email: '' });
+  it('uses a mailed link when signed in to the account it was mailed to (it proves the address), not another', () => {
+    const ann = { ...NO_ACCESS, email: 'ann@example.com' };
+    expect(urlAction(new URLSearchParams('success=true&jwt=abc&email=Ann%40example.com'), ann)).toEqual({
+      kind: 'token-sign-in',
+      jwt: 'abc',
+      email: 'Ann@example.com',
+    });
+    expect(urlAction(new URLSearchParams('success=true&jwt=abc&email=bob%40example.com'), ann)).toEqual({
+      kind: 'clean',
+    });
+    expect(urlAction(new URLSearchParams('success=true&jwt=abc'), ann)).toEqual({ kind: 'clean' });
   });
 
   it('shows the notices for a failed and a canceled checkout', () => {

@@ -11,7 +11,8 @@ export type UrlAction =
   | { kind: 'trial-prompt' }
   | { kind: 'access'; session: string };
 
-export type Viewer = { signedIn: boolean; hasAccess: boolean };
+/** `email`: the signed-in member's address. */
+export type Viewer = { signedIn: boolean; hasAccess: boolean; email?: string };
 
 function param(params: URLSearchParams, name: string): string {
   return params.get(name)?.trim() ?? '';
@@ -31,9 +32,13 @@ export function urlAction(params: URLSearchParams, viewer: Viewer): UrlAction {
       return { kind: 'account-setup', to: `/account-setup?${query}` };
     }
     const jwt = param(params, 'jwt') || null;
-    // A mailed link is used even by a signed-in browser: it proves the address (a payment held
-    // for it waits for that proof). The checkout's cookie signs in only a signed-out one.
-    if (viewer.signedIn && !jwt) return { kind: 'clean' };
+    // A mailed link is used by a browser signed in to the account it was mailed to: it proves
+    // the address (a payment held for it waits for that proof). A browser signed in to another
+    // account does not switch to the link's unasked, and the checkout's cookie signs in only a
+    // signed-out one.
+    if (viewer.signedIn && !(jwt && email && email.toLowerCase() === viewer.email?.toLowerCase())) {
+      return { kind: 'clean' };
+    }
     return { kind: 'token-sign-in', jwt, email };
   }
   if (success === 'demo') return { kind: 'notice', notice: 'checkout-failed' };
