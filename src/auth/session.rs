@@ -89,7 +89,8 @@ impl SessionCookies {
             .finish()
     }
 
-    fn signed_in(self, secret: String) -> Cookie<'static> {
+    /// The cookie of a signed-in session whose secret is `secret`.
+    pub fn signed_in(self, secret: String) -> Cookie<'static> {
         let seconds = i64::try_from(SESSION_LIFETIME.as_secs()).unwrap_or(i64::MAX);
         self.build(secret, time::Duration::seconds(seconds))
     }
@@ -136,6 +137,7 @@ pub async fn start_if_password_is(
     cookies: SessionCookies,
     user_id: &str,
     password_hash: &str,
+    how: SessionStart,
 ) -> Result<Option<Cookie<'static>>, ApiError> {
     let secret = token::new_secret();
     let created = store::sessions::create_if_password_is(
@@ -143,7 +145,7 @@ pub async fn start_if_password_is(
         user_id,
         token::hash_secret(&secret),
         SESSION_LIFETIME,
-        SessionStart::default(),
+        how,
         password_hash,
     )
     .await

@@ -91,7 +91,13 @@ async fn member_of(
     }
     if let Some(secret) = auth_token {
         let hash = token::hash_secret(&secret);
-        let Some(owner) = crate::auth::proof::redeem_sign_in_token(db, cluster, &hash).await?
+        // The socket gets a session of its own (its secret goes nowhere), made in the redeem's
+        // transaction, so that a sign-out everywhere, or a later proof of the address that ends
+        // the account's sessions, closes it like any other, also when it lands while it joins.
+        let session = token::hash_secret(&token::new_secret());
+        let Some(owner) =
+            crate::auth::proof::redeem_sign_in_token(db, cluster, &hash, Some(session.clone()))
+                .await?
         else {
             return Ok(None);
         };
@@ -102,21 +108,6 @@ async fn member_of(
                 password_pending: true,
             }));
         }
-        // The socket gets a session of its own (its secret goes nowhere), so that a sign-out
-        // everywhere, or a later proof of the address that ends the account's sessions, closes
-        // it like any other, also when it lands while the socket joins.
-        let session = token::hash_secret(&token::new_secret());
-        store::sessions::create(
-            db,
-            &owner.user_id,
-            session.clone(),
-            crate::auth::session::SESSION_LIFETIME,
-            store::sessions::SessionStart {
-                by_proof: owner.mailed,
-                password_pending: false,
-            },
-        )
-        .await?;
         return Ok(Some(Member {
             user_id: owner.user_id,
             session: Some(session),

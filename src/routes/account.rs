@@ -235,14 +235,14 @@ pub async fn setup(
     };
     // Spend the token before anything changes: of two racing requests, one sets up the account.
     if let Some(hash) = &owner.token_hash {
-        store::billing::redeem_sign_in_token(db, hash)
+        store::billing::redeem_sign_in_token(db, hash, None)
             .await
             .context("cannot redeem a sign-in token")?
             .ok_or_else(no_session)?;
     }
     // A session that began with a mailed link chooses a password as the address's prover.
     let by_proof = owner.session.as_ref().is_some_and(CurrentUser::by_proof);
-    if let Some(new_hash) = new_hash {
+    if let Some(new_hash) = new_hash.clone() {
         // Only while there is none: a setup racing another, or a proof that took the account
         // over, does not set it after them.
         if !store::users::set_first_password(db, &account.id, new_hash, by_proof)
@@ -282,18 +282,17 @@ pub async fn setup(
             .await
             .context("cannot end a session")?;
     }
-    let session = match &checked_hash {
-        // A sign-in with the account's password: only while it is still the one checked.
-        Some(checked) => auth::session::start_if_password_is(db, **cookies, &account.id, checked)
+    // Only while the account's password is still the one checked here or set here: a proof or a
+    // reset landing meanwhile leaves this request without a session.
+    let start = SessionStart {
+        by_proof,
+        password_pending: false,
+    };
+    let session = match checked_hash.as_ref().or(new_hash.as_ref()) {
+        Some(hash) => auth::session::start_if_password_is(db, **cookies, &account.id, hash, start)
             .await?
             .ok_or_else(no_session)?,
-        None => {
-            let start = SessionStart {
-                by_proof,
-                password_pending: false,
-            };
-            auth::session::start_as(db, **cookies, &account.id, start).await?
-        }
+        None => auth::session::start_as(db, **cookies, &account.id, start).await?,
     };
     Ok(HttpResponse::Ok()
         .cookie(session)
@@ -321,6 +320,7 @@ pub async fn redeem_token(
     db: web::Data<Db>,
     cookies: web::Data<SessionCookies>,
     cluster: web::Data<Cluster>,
+    user: SessionHolder,
     body: web::Json<TokenRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let invalid = || ApiError::new(StatusCode::UNAUTHORIZED, "invalid_token", TOKEN_INVALID);
@@ -329,10 +329,28 @@ pub async fn redeem_token(
         Some(_) => return Err(invalid()),
         None => checkout_token_hash(&req).ok_or_else(invalid)?,
     };
-    let owner = auth::proof::redeem_sign_in_token(&db, &cluster, &hash)
-        .await
-        .context("cannot redeem a sign-in token")?
-        .ok_or_else(invalid)?;
+    // A browser signed in to one account is not switched to another by a link (someone could
+    // send a member their own link, and read what the member then types there): sign out first.
+    if let Some(current) = &user.0
+        && store::billing::sign_in_token_owner(&db, &hash)
+            .await
+            .context("cannot read a sign-in token")?
+            .is_some_and(|owner| owner != current.id)
+    {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "other_account",
+            "This sign-in link is for another account. Please sign out first, then open it again.",
+        ));
+    }
+    // The session is made in the redeem's own transaction: a proof or a reset landing at the
+    // same moment cannot leave it standing beside them.
+    let secret = token::new_secret();
+    let owner =
+        auth::proof::redeem_sign_in_token(&db, &cluster, &hash, Some(token::hash_secret(&secret)))
+            .await
+            .context("cannot redeem a sign-in token")?
+            .ok_or_else(invalid)?;
     store::analytics::record_server_event(
         &db,
         EventName::LOGIN,
@@ -340,11 +358,7 @@ pub async fn redeem_token(
         json!({"method": "token"}),
     )
     .await;
-    let start = SessionStart {
-        by_proof: owner.mailed,
-        password_pending: owner.password_pending,
-    };
-    let session = auth::session::start_as(&db, **cookies, &owner.user_id, start).await?;
+    let session = cookies.signed_in(secret);
     Ok(HttpResponse::Ok()
         .cookie(session)
         .cookie(clear_checkout_cookie(**cookies))

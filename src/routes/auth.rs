@@ -212,9 +212,10 @@ pub async fn login(
     };
     // Only while the password is still the one just checked: a proof of the address that took
     // it away during the hash leaves this sign-in without a session.
-    let cookie = auth::session::start_if_password_is(&db, **cookies, &id, &checked)
-        .await?
-        .ok_or_else(invalid)?;
+    let cookie =
+        auth::session::start_if_password_is(&db, **cookies, &id, &checked, SessionStart::default())
+            .await?
+            .ok_or_else(invalid)?;
     store::analytics::record_server_event(
         &db,
         EventName::LOGIN,

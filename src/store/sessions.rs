@@ -188,4 +188,25 @@ mod tests {
                 .expect("answered")
         );
     }
+
+    #[tokio::test]
+    async fn once_the_address_is_proved_only_its_prover_sets_the_first_password() {
+        let db = migrated_memory_db().await;
+        let email = Email::parse("ann@example.com").expect("email");
+        let user = users::create(&db, &email, None).await.expect("account");
+        // A setup by someone who has not proved the address, landing after the proof.
+        db.query("UPDATE user SET email_verified_at = time::now()")
+            .await
+            .expect("proved");
+        assert!(
+            !users::set_first_password(&db, &user, "strangers".to_owned(), false)
+                .await
+                .expect("answered")
+        );
+        assert!(
+            users::set_first_password(&db, &user, "provers".to_owned(), true)
+                .await
+                .expect("answered")
+        );
+    }
 }

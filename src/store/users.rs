@@ -92,8 +92,10 @@ pub async fn set_password(
     Ok(())
 }
 
-/// Sets the account's first password, only while it has none: `false` when another request set
-/// one first (two setups at once, or a setup racing a proof of the address).
+/// Sets the account's first password, only while it has none and, for a setter who has not proved
+/// the address (`proved` false), only while nobody has: `false` when another request set one first
+/// (two setups at once), or when a proof of the address landed meanwhile (the account is then the
+/// prover's to set).
 pub async fn set_first_password(
     db: &Db,
     user_id: &str,
@@ -103,7 +105,8 @@ pub async fn set_first_password(
     let mut response = db
         .query(
             "UPDATE type::record('user', $id) SET password_hash = $hash, password_proved = $proved \
-             WHERE password_hash = NONE RETURN VALUE id",
+             WHERE password_hash = NONE AND ($proved OR email_verified_at = NONE) \
+             RETURN VALUE id",
         )
         .bind(("id", user_id.to_owned()))
         .bind(("hash", hash))

@@ -308,3 +308,39 @@ async fn a_password_chosen_after_the_proof_ends_every_other_session() {
         "owner@example.com"
     );
 }
+
+/// Someone sends a signed-in member their own mailed link: the member's browser is not switched
+/// to the sender's account (where what the member typed would be the sender's to read).
+#[tokio::test]
+async fn a_link_for_another_account_does_not_switch_a_signed_in_browser() {
+    let app = spawn_app_with(|_| {}).await;
+    let member = sign_up(&app, "member@example.com", "members1").await;
+    // The sender's own account, with a mailed link (a checkout paid with the sender's address).
+    let started = start_checkout(&app, json!({ "source": "chat_trial_prompt" })).await;
+    let redirect = pay(
+        &app,
+        started["sessionId"].as_str().expect("id"),
+        "sender@example.com",
+    )
+    .await;
+    confirm(&app, &started, &redirect).await;
+    let token = mailed_sign_in_token(&app, "sender@example.com").await;
+
+    let (status, error) = error_of(
+        post_with_cookie(&app, "/api/auth/token", &member, &json!({ "token": token })).await,
+    )
+    .await;
+    assert_eq!(
+        (status, error["error"].as_str()),
+        (409, Some("other_account"))
+    );
+    assert_eq!(
+        me(&app, &member).await["user"]["email"],
+        "member@example.com"
+    );
+    // The link is not spent: its owner can still use it.
+    let response = app
+        .post_json("/api/auth/token", &json!({ "token": token }))
+        .await;
+    assert_eq!(response.status(), 200);
+}

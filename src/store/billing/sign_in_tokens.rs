@@ -78,6 +78,23 @@ pub async fn peek_checkout_token(
     Ok(rows.into_iter().next())
 }
 
+/// The account an unused, unexpired sign-in token is for, without spending it.
+pub async fn sign_in_token_owner(
+    db: &Db,
+    token_hash: &str,
+) -> Result<Option<String>, surrealdb::Error> {
+    let mut response = db
+        .query(
+            "SELECT VALUE record::id(user) FROM sign_in_token \
+             WHERE token_hash = $hash AND used = false AND expires_at > time::now() LIMIT 1",
+        )
+        .bind(("hash", token_hash.to_owned()))
+        .await?
+        .check()?;
+    let owners: Vec<String> = response.take(0)?;
+    Ok(owners.into_iter().next())
+}
+
 /// A spent token: its owner, and what spending it did to the account.
 #[derive(Debug, Clone, SurrealValue)]
 pub struct Redeemed {
@@ -100,10 +117,14 @@ pub struct Redeemed {
 /// first time, or the account's password was not chosen by someone who had proved it, every
 /// session of the account ends, its unused checkout links are spent, and a password set before
 /// the proof is removed, so that whoever signed up with the address first keeps nothing. All of
-/// it in one transaction with spending the token.
+/// it in one transaction with spending the token, and with `session` (a new session's hash and
+/// lifetime) created for the token's owner when given: a proof or a password reset committing at
+/// the same moment then ends that session too, or makes this redeem retry; no session made
+/// beside the redeem can outlive them.
 pub async fn redeem_sign_in_token(
     db: &Db,
     token_hash: &str,
+    session: Option<(String, std::time::Duration)>,
 ) -> Result<Option<Redeemed>, surrealdb::Error> {
     const REDEEM: &str = "
         BEGIN TRANSACTION;
@@ -132,6 +153,11 @@ pub async fn redeem_sign_in_token(
         IF $account != NONE AND $account.email_verified_at = NONE {
             UPDATE $u SET email_verified_at = time::now() RETURN NONE;
         };
+        IF $link != NONE AND !$refused AND $new_session != NONE {
+            CREATE session CONTENT { user: $link.user, token_hash: $new_session,
+                expires_at: time::now() + type::duration($lifetime), proved: $mailed,
+                password_pending: $pending } RETURN NONE;
+        };
         COMMIT TRANSACTION;
         IF $link = NONE OR $refused { NONE } ELSE {
             { user_id: record::id($link.user), email: $link.email,
@@ -141,6 +167,19 @@ pub async fn redeem_sign_in_token(
     let mut response = crate::store::retry_on_conflict(|| async {
         db.query(REDEEM)
             .bind(("hash", token_hash.to_owned()))
+            .bind((
+                "new_session",
+                session.as_ref().map(|(hash, _)| hash.clone()),
+            ))
+            .bind((
+                "lifetime",
+                format!(
+                    "{}s",
+                    session
+                        .as_ref()
+                        .map_or(0, |(_, lifetime)| lifetime.as_secs())
+                ),
+            ))
             .await
             .and_then(crate::store::check_transaction)
     })
@@ -199,7 +238,7 @@ mod tests {
         token(&db, &user, "checkout-link", "checkout").await;
         token(&db, &user, "mailed-link", "mail").await;
 
-        let redeemed = redeem_sign_in_token(&db, "mailed-link")
+        let redeemed = redeem_sign_in_token(&db, "mailed-link", None)
             .await
             .expect("redeem")
             .expect("a usable link");
@@ -225,11 +264,49 @@ mod tests {
             "the checkout link is spent"
         );
         assert!(
-            redeem_sign_in_token(&db, "mailed-link")
+            redeem_sign_in_token(&db, "mailed-link", None)
                 .await
                 .expect("redeem")
                 .is_none(),
             "once"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_session_a_link_signs_in_is_made_with_the_redeem() {
+        let db = migrated_memory_db().await;
+        let user = account(&db, "owner@example.com", None).await;
+        token(&db, &user, "mailed-link", "mail").await;
+        let redeemed = redeem_sign_in_token(
+            &db,
+            "mailed-link",
+            Some(("new-session".to_owned(), Duration::from_secs(3600))),
+        )
+        .await
+        .expect("redeem")
+        .expect("a usable link");
+        assert!(redeemed.mailed);
+        let session = sessions::find_user(&db, "new-session")
+            .await
+            .expect("read")
+            .expect("the session");
+        assert!(session.by_proof && session.email_verified && !session.password_pending);
+        // A spent link makes none.
+        assert!(
+            redeem_sign_in_token(
+                &db,
+                "mailed-link",
+                Some(("another".to_owned(), Duration::from_secs(3600)))
+            )
+            .await
+            .expect("redeem")
+            .is_none()
+        );
+        assert!(
+            sessions::find_user(&db, "another")
+                .await
+                .expect("read")
+                .is_none()
         );
     }
 
@@ -239,7 +316,7 @@ mod tests {
         let user = account(&db, "owner@example.com", None).await;
         session(&db, &user, "first-session").await;
         token(&db, &user, "checkout-link", "checkout").await;
-        let redeemed = redeem_sign_in_token(&db, "checkout-link")
+        let redeemed = redeem_sign_in_token(&db, "checkout-link", None)
             .await
             .expect("redeem")
             .expect("a usable link");
@@ -256,7 +333,7 @@ mod tests {
         let db = migrated_memory_db().await;
         let user = account(&db, "owner@example.com", None).await;
         token(&db, &user, "first-link", "mail").await;
-        let first = redeem_sign_in_token(&db, "first-link")
+        let first = redeem_sign_in_token(&db, "first-link", None)
             .await
             .expect("redeem")
             .expect("usable");
@@ -266,7 +343,7 @@ mod tests {
             .expect("password");
         session(&db, &user, "owners-session").await;
         token(&db, &user, "second-link", "mail").await;
-        let second = redeem_sign_in_token(&db, "second-link")
+        let second = redeem_sign_in_token(&db, "second-link", None)
             .await
             .expect("redeem")
             .expect("usable");
