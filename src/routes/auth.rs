@@ -516,20 +516,22 @@ pub async fn confirm_reset(
     let password_hash = auth::password::hash_password(password)
         .await
         .map_err(|error| error.into_api("cannot hash a password"))?;
-    let user_id = store::password_resets::redeem(&db, &hash)
-        .await
-        .context("cannot redeem a reset link")?
-        .ok_or_else(reset_link_invalid)?;
-    // The link came by mail: whoever chose this password reads the account's mailbox.
-    store::users::set_password(&db, &user_id, password_hash, true)
-        .await
-        .context("cannot store a password")?;
-    store::password_resets::end_other_links(&db, &user_id)
-        .await
-        .context("cannot end the other links")?;
-    store::sessions::delete_all_of(&db, &user_id)
-        .await
-        .context("cannot end sessions")?;
+    // The link came by mail: whoever chose this password reads the account's mailbox. The new
+    // password, the end of every other session and link, and this browser's session are one
+    // transaction: no session of before the reset keeps what the proved password brings.
+    let secret = token::new_secret();
+    let user_id = store::password_resets::redeem_with_password(
+        &db,
+        &hash,
+        password_hash,
+        store::password_resets::NewSession {
+            token_hash: token::hash_secret(&secret),
+            lifetime: auth::session::SESSION_LIFETIME,
+        },
+    )
+    .await
+    .context("cannot redeem a reset link")?
+    .ok_or_else(reset_link_invalid)?;
     cluster.publish(ClusterEvent::SignedOut {
         user_id: user_id.clone(),
         session: None,
@@ -538,11 +540,7 @@ pub async fn confirm_reset(
         .await
         .context("cannot read an account")?
         .unwrap_or_default();
-    let proved = SessionStart {
-        by_proof: true,
-        password_pending: false,
-    };
-    let cookie = auth::session::start_as(&db, **cookies, &user_id, proved).await?;
+    let cookie = cookies.signed_in(secret);
     Ok(signed_in(cookie, &user_id, &email))
 }
 

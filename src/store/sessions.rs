@@ -89,7 +89,11 @@ pub async fn create_if_password_is(
     const CREATE: &str = "
         BEGIN TRANSACTION;
         LET $u = type::record('user', $user);
-        LET $same = (SELECT VALUE password_hash FROM ONLY $u) = $password;
+        -- A write to the account, not a read: a proof or a reset changing the password at the
+        -- same moment then conflicts with this transaction (one of them retries), which a read
+        -- would not under snapshot isolation.
+        LET $same = array::len(UPDATE $u SET last_sign_in_at = time::now()
+            WHERE password_hash = $password RETURN VALUE id) > 0;
         IF $same {
             CREATE session CONTENT { user: $u, token_hash: $hash,
                 expires_at: time::now() + type::duration($lifetime), proved: $proved,
@@ -97,16 +101,18 @@ pub async fn create_if_password_is(
         };
         COMMIT TRANSACTION;
         $same;";
-    let mut response = db
-        .query(CREATE)
-        .bind(("user", user_id.to_owned()))
-        .bind(("hash", token_hash))
-        .bind(("lifetime", format!("{}s", lifetime.as_secs())))
-        .bind(("proved", start.by_proof))
-        .bind(("pending", start.password_pending))
-        .bind(("password", password_hash.to_owned()))
-        .await
-        .and_then(super::check_transaction)?;
+    let mut response = super::retry_on_conflict(|| async {
+        db.query(CREATE)
+            .bind(("user", user_id.to_owned()))
+            .bind(("hash", token_hash.clone()))
+            .bind(("lifetime", format!("{}s", lifetime.as_secs())))
+            .bind(("proved", start.by_proof))
+            .bind(("pending", start.password_pending))
+            .bind(("password", password_hash.to_owned()))
+            .await
+            .and_then(super::check_transaction)
+    })
+    .await?;
     let last = response.num_statements() - 1;
     let same: Option<bool> = response.take(last)?;
     Ok(same.unwrap_or(false))

@@ -204,18 +204,6 @@ pub async fn recent_users(db: &Db, limit: usize) -> Result<Vec<UserSummary>, sur
     response.take(0)
 }
 
-/// The account's owner used a link mailed to its address: the address is theirs.
-pub async fn mark_email_verified(db: &Db, user_id: &str) -> Result<(), surrealdb::Error> {
-    db.query(
-        "UPDATE type::record('user', $user) SET email_verified_at = time::now() \
-         WHERE email_verified_at = NONE RETURN NONE",
-    )
-    .bind(("user", user_id.to_owned()))
-    .await?
-    .check()?;
-    Ok(())
-}
-
 /// Whether the account's address was proved by a mailed link.
 pub async fn email_verified(db: &Db, user_id: &str) -> Result<bool, surrealdb::Error> {
     let mut response = db

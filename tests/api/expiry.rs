@@ -242,7 +242,17 @@ async fn of_many_spends_of_one_reset_link_at_the_same_moment_one_gets_the_accoun
     let token = reset_token_mailed_to(&app, "ann@example.com").await;
     let hash = helpnow::auth::token::hash_secret(&token);
 
-    let spends = (0..20).map(|_| helpnow::store::password_resets::redeem(&app.db, &hash));
+    let spends = (0..20).map(|n| {
+        helpnow::store::password_resets::redeem_with_password(
+            &app.db,
+            &hash,
+            format!("hash-{n}"),
+            helpnow::store::password_resets::NewSession {
+                token_hash: format!("session-{n}"),
+                lifetime: std::time::Duration::from_secs(3600),
+            },
+        )
+    });
     let spent = futures_util::future::join_all(spends).await;
     let owners: Vec<String> = spent
         .into_iter()
