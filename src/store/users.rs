@@ -72,26 +72,6 @@ pub async fn email_of(db: &Db, user_id: &str) -> Result<Option<String>, surreald
     Ok(emails.into_iter().next())
 }
 
-/// Sets the account's password. `proved`: whoever chose it had proved the address (a reset link,
-/// or a session that began with a mailed link); only such a password carries admin rights.
-pub async fn set_password(
-    db: &Db,
-    user_id: &str,
-    hash: String,
-    proved: bool,
-) -> Result<(), surrealdb::Error> {
-    db.query(
-        "UPDATE type::record('user', $id) SET password_hash = $hash, password_proved = $proved \
-         RETURN NONE",
-    )
-    .bind(("id", user_id.to_owned()))
-    .bind(("hash", hash))
-    .bind(("proved", proved))
-    .await?
-    .check()?;
-    Ok(())
-}
-
 /// Sets the account's first password, only while it has none and, for a setter who has not proved
 /// the address (`proved` false), only while nobody has: `false` when another request set one first
 /// (two setups at once), or when a proof of the address landed meanwhile (the account is then the

@@ -338,9 +338,11 @@ mod tests {
             .expect("redeem")
             .expect("usable");
         assert!(first.took_over && !first.password_pending);
-        users::set_password(&db, &user, "owners-hash".to_owned(), true)
-            .await
-            .expect("password");
+        assert!(
+            users::set_first_password(&db, &user, "owners-hash".to_owned(), true)
+                .await
+                .expect("password")
+        );
         session(&db, &user, "owners-session").await;
         token(&db, &user, "second-link", "mail").await;
         let second = redeem_sign_in_token(&db, "second-link", None)
