@@ -490,11 +490,7 @@ async fn welcome_token(app: &TestApp) -> String {
         .expect("query");
     let bodies: Vec<String> = response.take(0).expect("bodies");
     let body = bodies.into_iter().next().expect("a welcome mail");
-    let start = body.find("jwt=").expect("a sign-in link") + 4;
-    body[start..]
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-        .collect()
+    crate::helpers::sign_in_token_in(&body)
 }
 
 #[tokio::test]

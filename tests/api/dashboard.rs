@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::auth::sign_up;
 use crate::billing::{count, demo_billing, pay, start_checkout_signed_in, verified_admin};
-use crate::helpers::{TestApp, get_with_cookie, post_with_cookie, spawn_app_with};
+use crate::helpers::{TestApp, get_with_cookie, post_with_cookie, settled, spawn_app_with};
 
 const ADMIN: &str = "ops@example.com";
 
@@ -256,33 +256,6 @@ async fn the_dashboard_counts_each_funnels_visitors_to_payment_refund_and_retent
             .status(),
         404
     );
-}
-
-/// What `read` answers once it has stopped changing: the same for ten reads 50 ms apart, within
-/// 10 s. What the server records behind a request lands a little later, and a count that is
-/// compared as soon as it first matches would let a second count that lands later pass.
-async fn settled<T, F, Fut>(mut read: F) -> T
-where
-    T: PartialEq + Clone,
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = T>,
-{
-    let mut last = read().await;
-    let mut unchanged = 0;
-    for _ in 0..200 {
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        let now = read().await;
-        if now == last {
-            unchanged += 1;
-            if unchanged == 10 {
-                break;
-            }
-        } else {
-            unchanged = 0;
-            last = now;
-        }
-    }
-    last
 }
 
 /// The count of a step in the roll-ups, once the batched writes have landed and stopped.

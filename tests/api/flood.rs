@@ -2,21 +2,19 @@
 //! a new visitor id on every request, from one address. What is past the per-address limits is
 //! not recorded, what waits to be written is bounded, and the dashboard's figures stop growing.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures_util::StreamExt;
 use serde_json::json;
 
-use crate::helpers::{TestApp, spawn_app};
+use crate::helpers::{TestApp, settled, spawn_app};
 
 const REQUESTS: usize = 10_000;
 
 /// The help funnel's visitors on the dashboard (the daily roll-ups) and the stored page views,
 /// once they stop changing (the writes land behind the pages' answers).
 async fn settled_views(app: &TestApp) -> (i64, u64) {
-    let mut last = (-1, 0);
-    let mut unchanged = 0;
-    while unchanged < 10 {
+    settled(|| async {
         let mut response = app
             .db
             .query(
@@ -29,16 +27,9 @@ async fn settled_views(app: &TestApp) -> (i64, u64) {
         let views = helpnow::store::analytics::count_named(&app.db, "page_view")
             .await
             .expect("count");
-        let now = (visitors.unwrap_or(0), views);
-        if now == last {
-            unchanged += 1;
-        } else {
-            unchanged = 0;
-            last = now;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    last
+        (visitors.unwrap_or(0), views)
+    })
+    .await
 }
 
 /// A Prometheus sample of `/metrics` whose line starts with `series`, summed.

@@ -262,3 +262,39 @@ where
     tokio::spawn(server);
     (port, handle)
 }
+
+/// What `read` answers once it has stopped changing: the same for ten reads 50 ms apart, within
+/// 10 s. What the server records behind a request lands a little later, and a count that is
+/// compared as soon as it first matches would let a second count that lands later pass.
+pub async fn settled<T, F, Fut>(mut read: F) -> T
+where
+    T: PartialEq + Clone,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let mut last = read().await;
+    let mut unchanged = 0;
+    for _ in 0..200 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let now = read().await;
+        if now == last {
+            unchanged += 1;
+            if unchanged == 10 {
+                break;
+            }
+        } else {
+            unchanged = 0;
+            last = now;
+        }
+    }
+    last
+}
+
+/// The one-time sign-in token of the link (`/?success=true&jwt=...`) in a mail's body.
+pub fn sign_in_token_in(body: &str) -> String {
+    let start = body.find("jwt=").expect("a sign-in link") + "jwt=".len();
+    body[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect()
+}

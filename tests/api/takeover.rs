@@ -25,11 +25,7 @@ pub(crate) async fn mailed_sign_in_token(app: &TestApp, recipient: &str) -> Stri
         .into_iter()
         .next()
         .expect("a mail with a sign-in link");
-    let start = body.find("jwt=").expect("a sign-in link") + 4;
-    body[start..]
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-        .collect()
+    crate::helpers::sign_in_token_in(&body)
 }
 
 /// The owner of `email` opens the link mailed to it and, where the proof took the account over,
