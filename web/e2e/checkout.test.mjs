@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { DESKTOP, PHONE, openPage, resultsDir, setUp } from './harness.mjs';
+import { DESKTOP, PHONE, openPage, resultsDir, setUp, signInLinkMailedTo } from './harness.mjs';
 import { payTrial, signUp } from './members-support.mjs';
 import path from 'node:path';
 
@@ -14,26 +13,6 @@ after(async () => {
 });
 
 /** From the trial prompt a visitor opened, on to the demo checkout. */
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The sign-in link of the newest mail to `email` that carries one, as the outbox logged it. */
-async function signInLinkFor(email) {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    const log = readFileSync(env.server.logPath, 'utf8');
-    const links = [...log.matchAll(/http:\/\/127\.0\.0\.1:\d+\/\?success=true&jwt=[A-Za-z0-9_-]+(?:&email=[^\s"]+)?/g)]
-      .filter((match) => {
-        // The mail the link is in: the outbox's log record before it names its recipient.
-        const record = log.lastIndexOf('mail kept in the outbox', match.index);
-        return record !== -1 && log.slice(record, match.index).includes(email);
-      })
-      .map((match) => match[0]);
-    if (links.length > 0) return links[links.length - 1];
-    await sleep(100);
-  }
-  throw new Error(`no sign-in link mailed to ${email} in ${env.server.logPath}`);
-}
-
 async function startVisitorTrial(page) {
   await page
     .getByRole('dialog', { name: 'Get Unlimited AI Access!' })
@@ -173,7 +152,7 @@ describe('checkout on the demo provider', () => {
     const notice = page.getByRole('region', { name: 'A payment is waiting for you' });
     await notice.getByText(`open the link in the email we sent to ${email} about it`, { exact: false }).waitFor();
     assert.equal(await notice.getByRole('button').count(), 0);
-    await page.goto(await signInLinkFor(email));
+    await page.goto(await signInLinkMailedTo(env.server, email));
     // The proof takes the account: the password set before it is replaced by one chosen now.
     await page.waitForURL((url) => url.pathname === '/account-setup');
     await page.getByLabel('Password', { exact: true }).fill('my new password');

@@ -185,3 +185,24 @@ export async function assertAccessible(page, label) {
     throw new Error(`axe found ${violations.length} violation(s) on ${label}:\n  ${violations.join('\n  ')}`);
   }
 }
+
+/**
+ * The sign-in link (`/?success=true&jwt=...&email=...`) of the newest mail to `email` that carries
+ * one, as `server`'s outbox logged it; waits up to 10 s for it.
+ */
+export async function signInLinkMailedTo(server, email) {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const log = readFileSync(server.logPath, 'utf8');
+    const links = [...log.matchAll(/http:\/\/127\.0\.0\.1:\d+\/\?success=true&jwt=[A-Za-z0-9_-]+(?:&email=[^\s"]+)?/g)]
+      .filter((match) => {
+        // The mail the link is in: the outbox's log record before it names its recipient.
+        const record = log.lastIndexOf('mail kept in the outbox', match.index);
+        return record !== -1 && log.slice(record, match.index).includes(email);
+      })
+      .map((match) => match[0]);
+    if (links.length > 0) return links[links.length - 1];
+    await sleep(100);
+  }
+  throw new Error(`no sign-in link mailed to ${email} in ${server.logPath}`);
+}

@@ -3,10 +3,18 @@
 // mail brought, is asked for a new password at once, chooses it, and is the admin, while the
 // stranger's browser is signed out for good.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { DESKTOP, PHONE, assertAccessible, launchBrowser, openPage, resultsDir, startServer } from './harness.mjs';
+import {
+  DESKTOP,
+  PHONE,
+  assertAccessible,
+  launchBrowser,
+  openPage,
+  resultsDir,
+  signInLinkMailedTo,
+  startServer,
+} from './harness.mjs';
 
 const OWNER = 'operator@example.com';
 let server;
@@ -21,25 +29,6 @@ after(async () => {
   await server?.stop();
 });
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The sign-in link of the newest mail to `email` that carries one, as the outbox logged it. */
-async function signInLinkFor(email) {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    const log = readFileSync(server.logPath, 'utf8');
-    const links = [...log.matchAll(/http:\/\/127\.0\.0\.1:\d+\/\?success=true&jwt=[A-Za-z0-9_-]+(?:&email=[^\s"]+)?/g)]
-      .filter((match) => {
-        // The mail the link is in: the outbox's log record before it names its recipient.
-        const record = log.lastIndexOf('mail kept in the outbox', match.index);
-        return record !== -1 && log.slice(record, match.index).includes(email);
-      })
-      .map((match) => match[0]);
-    if (links.length > 0) return links[links.length - 1];
-    await sleep(100);
-  }
-  throw new Error(`no sign-in link mailed to ${email} in ${server.logPath}`);
-}
 
 /** The stranger's moves, through the API from the stranger's own browser (its cookies kept). */
 async function strangerSignsUpAndPays(page) {
@@ -67,7 +56,7 @@ describe('an address taken back by its owner', () => {
 
     const owner = await openPage(browser, DESKTOP);
     const { page } = owner;
-    await page.goto(await signInLinkFor(OWNER));
+    await page.goto(await signInLinkMailedTo(server, OWNER));
     // Straight to a new password: nothing else answers this session until it has one.
     await page.waitForURL((url) => url.pathname === '/account-setup');
     await page.getByRole('heading', { name: 'Choose a password' }).waitFor();
@@ -119,7 +108,7 @@ describe('an address taken back by its owner', () => {
     const paid = await post(`/api/demo-checkout/${started.sessionId}/complete`, { email, cardNumber: '4242 4242 4242 4242' });
     const { redirect } = await paid.json();
     await page.request.get(`${server.baseUrl}/api/checkout-success?${redirect.split('?')[1]}`);
-    await page.goto(await signInLinkFor(email));
+    await page.goto(await signInLinkMailedTo(server, email));
     await page.waitForURL((url) => url.pathname === '/account-setup');
     await page.getByLabel('Confirm Password').waitFor();
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
