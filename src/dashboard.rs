@@ -3,6 +3,7 @@
 //! (`store::journeys`), over the journeys that began in the chosen days; the live panel reads the
 //! process's metrics (`Metrics::live`, served by routes::admin).
 
+pub mod costs;
 pub mod forward;
 
 use std::collections::BTreeMap;
