@@ -3,11 +3,11 @@
 // admin.emails, proved by a mailed link) opens /admin and reads the counts, rates and revenue per
 // funnel, campaign and keyword. Anyone else finds nothing there.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { DESKTOP, PHONE, assertAccessible, launchBrowser, openPage, resultsDir, startServer } from './harness.mjs';
-import { payAndSetUpAccount, signUp } from './members-support.mjs';
+import { adminPage, signInAsAdmin } from './admin-support.mjs';
+import { payAndSetUpAccount } from './members-support.mjs';
 
 const ADMIN = 'ops@example.com';
 let server;
@@ -21,7 +21,6 @@ after(async () => {
   await server?.stop();
 });
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Sends each message and waits for the assistant's reply to it. */
 async function chat(page, messages) {
@@ -35,53 +34,6 @@ async function chat(page, messages) {
       { timeout: 20_000 },
     );
   }
-}
-
-/** The reset link the server's log shows for `email` (the test settings log mail). */
-async function resetLinkFor(email) {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    const log = readFileSync(server.logPath, 'utf8');
-    const links = [...log.matchAll(/http:\/\/127\.0\.0\.1:\d+\/login\?reset=[A-Za-z0-9_-]+/g)]
-      .filter((match) => log.lastIndexOf(email, match.index) !== -1)
-      .map((match) => match[0]);
-    if (links.length > 0) return links[links.length - 1];
-    await sleep(100);
-  }
-  throw new Error(`no reset mail to ${email} in ${server.logPath}`);
-}
-
-/** The admin, signed in after proving the address with a mailed reset link. */
-async function adminPage(device) {
-  await signUp(server.baseUrl, ADMIN, 'first-secret-1');
-  const opened = await openPage(browser, device);
-  const { page } = opened;
-  await page.goto(`${server.baseUrl}/login`);
-  await page.getByRole('button', { name: 'Forgot password?' }).click();
-  const reset = page.getByRole('form', { name: 'Reset your password' });
-  await reset.getByLabel('Email').fill(ADMIN);
-  await reset.getByRole('button', { name: 'Send reset link' }).click();
-  await page.getByText('Password reset email sent!', { exact: false }).waitFor();
-  await page.goto(await resetLinkFor(ADMIN));
-  await page.getByLabel('New password', { exact: true }).fill('admin-secret-2');
-  await page.getByLabel('Confirm Password').fill('admin-secret-2');
-  await page.getByRole('button', { name: 'Save new password' }).click();
-  await page.waitForURL((url) => url.pathname === '/');
-  await page.getByRole('navigation', { name: 'Account' }).getByText(ADMIN).waitFor();
-  return opened;
-}
-
-/** Signs `context` in as the admin of the first test, with the password the reset set. */
-async function signInAsAdmin(context) {
-  const response = await fetch(`${server.baseUrl}/api/auth/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin: server.baseUrl },
-    body: JSON.stringify({ email: ADMIN, password: 'admin-secret-2' }),
-  });
-  assert.equal(response.status, 200);
-  const cookie = response.headers.getSetCookie().find((value) => value.startsWith('helpnow_session='));
-  const [name, value] = cookie.split(';')[0].split('=');
-  await context.addCookies([{ name, value, url: server.baseUrl }]);
 }
 
 /** A table row's cells (the row header first) as text. */
@@ -126,7 +78,7 @@ describe('the operator dashboard', () => {
     const refused = await ann.page.request.get(`${server.baseUrl}/api/admin/dashboard`);
     assert.equal(refused.status(), 404);
 
-    const { page, problems } = await adminPage(DESKTOP);
+    const { page, problems } = await adminPage(server, browser, DESKTOP, ADMIN);
     await page.goto(`${server.baseUrl}/admin`);
     const funnels = page.getByRole('table', { name: /how far they got/ });
     const refundable = funnels.getByRole('row', { name: /Refundable-fee chat/ });
@@ -179,7 +131,7 @@ describe('the operator dashboard', () => {
 
   test('on a phone the dashboard reads without sideways scrolling of the page', async () => {
     const { page, context, problems } = await openPage(browser, PHONE);
-    await signInAsAdmin(context);
+    await signInAsAdmin(server, context, ADMIN);
     await page.goto(`${server.baseUrl}/admin`);
     await page.getByRole('table', { name: /how far they got/ }).waitFor();
     await page.getByRole('region', { name: 'Live' }).getByText('Conversations open').waitFor();
@@ -210,7 +162,7 @@ describe('the operator dashboard', () => {
     await ann.page.getByRole('navigation', { name: 'Account' }).getByText('ann@example.com').waitFor();
 
     const { page, context, problems } = await openPage(browser, DESKTOP);
-    await signInAsAdmin(context);
+    await signInAsAdmin(server, context, ADMIN);
     await page.goto(`${server.baseUrl}/admin`);
     const section = page.getByRole('region', { name: 'Delete an account' });
     await section.getByLabel('Email address').fill('ann@example.com');

@@ -124,7 +124,15 @@ describe('ChatFunnelPage', () => {
     expect(views).toHaveLength(1);
     expect(JSON.parse(String(views[0][1]?.body))).toEqual({
       name: 'chatbot_funnel_view',
-      properties: { keyword: 'yahoo mail', campaignid: '123' },
+      // Every campaign field of the address: the dashboard's UTM breakdowns need them too.
+      properties: {
+        keyword: 'yahoo mail',
+        campaignid: '123',
+        utm_source: 'google',
+        utm_medium: null,
+        utm_campaign: null,
+        gclid: 'g1',
+      },
       path: '/chat-help',
     });
   });
@@ -139,7 +147,14 @@ describe('ChatFunnelPage', () => {
       const view = fetchMock.mock.calls.find(([url]) => url === '/api/events');
       expect(JSON.parse(String(view?.[1]?.body))).toEqual({
         name: 'refundable_fee_funnel_view',
-        properties: { keyword: null, campaignid: null },
+        properties: {
+          keyword: null,
+          campaignid: null,
+          utm_source: null,
+          utm_medium: null,
+          utm_campaign: null,
+          gclid: null,
+        },
         path: '/Chat-Help-2',
       });
     });

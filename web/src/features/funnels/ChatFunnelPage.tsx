@@ -3,7 +3,7 @@ import { useLocation, useNavigate } from 'react-router';
 import { usePublicConfig } from '../../lib/public-config';
 import { Button } from '../../components/Button';
 import { funnelsApi } from './api';
-import { readCampaignParams, rememberCampaignParams, type CampaignParams } from '../../lib/campaign-params';
+import { CAMPAIGN_KEYS, readCampaignParams, rememberCampaignParams, type CampaignParams } from '../../lib/campaign-params';
 import { ChatComposer } from './ChatComposer';
 import { ChatMessages } from './ChatMessages';
 import { FunnelFooter } from './FunnelFooter';
@@ -50,7 +50,8 @@ export function ChatFunnelPage({ funnel, defaultKeyword }: ChatFunnelPageProps) 
   useEffect(() => {
     if (viewTracked.current) return;
     viewTracked.current = true;
-    const properties = { keyword: params.keyword ?? null, campaignid: params.campaignid ?? null };
+    // Every field of the ad's address (the dashboard breaks visitors down by each), none left out.
+    const properties = Object.fromEntries(CAMPAIGN_KEYS.map((key) => [key, params[key] ?? null]));
     funnelsApi.trackView(VIEW_EVENT[funnel], properties, pathname).catch(() => {
       // Analytics never stands in the visitor's way.
     });

@@ -55,6 +55,6 @@ export function parseHelpAnswer(value: unknown): HelpAnswer {
 export const funnelsApi = {
   askForHelp: (request: HelpRequest) => api.post<unknown>('/api/funnels/help', request).then(parseHelpAnswer),
   createCheckout: (request: HelpCheckoutRequest) => api.post<CheckoutStart>('/api/create-checkout.js', request),
-  trackView: (name: FunnelViewEvent, properties: { keyword: string | null; campaignid: string | null }, path: string) =>
+  trackView: (name: FunnelViewEvent, properties: Record<string, string | null>, path: string) =>
     api.post<unknown>('/api/events', { name, properties, path }),
 };
