@@ -255,13 +255,19 @@ impl Metrics {
         for family in families(&self.ai_latency) {
             for metric in family.get_metric() {
                 let count = metric.get_histogram().get_sample_count();
-                figures.ai_calls += count;
-                let failed = metric
+                let outcome = metric
                     .get_label()
                     .iter()
-                    .any(|label| label.name() == "outcome" && label.value() == "error");
-                if failed {
-                    figures.ai_failures += count;
+                    .find(|label| label.name() == "outcome")
+                    .map(|label| label.value());
+                match outcome {
+                    Some(OUTCOME_OK) => figures.ai_calls += count,
+                    Some(OUTCOME_ERROR) => {
+                        figures.ai_calls += count;
+                        figures.ai_failures += count;
+                    }
+                    Some(OUTCOME_OFFLINE) => figures.ai_scripted += count,
+                    _ => {}
                 }
             }
         }
@@ -327,9 +333,17 @@ pub struct LiveFigures {
     pub realtime_connections: i64,
     /// Chat messages stored since the process started.
     pub messages_stored: u64,
-    /// AI calls since the process started, and those that failed.
+    /// AI calls since the process started that the provider (or the offline helper) answered
+    /// or failed (outcomes `ok` and `error`): what 'AI calls failed since start: X of Y' counts
+    /// Y in. Neither the offline helper's designed refusals ([`Self::ai_scripted`]) nor calls
+    /// their caller gave up first (`cancelled`) count here.
     pub ai_calls: u64,
+    /// Of [`Self::ai_calls`], those that failed: a provider error or a time-out (outcome
+    /// `error`).
     pub ai_failures: u64,
+    /// Calls the offline helper declined by design (outcome `offline`, [`AiError::Offline`]:
+    /// the funnels' replies and intro, which their scripts write instead). No failure.
+    pub ai_scripted: u64,
 }
 
 impl Telemetry for Metrics {
@@ -357,8 +371,10 @@ impl Telemetry for Metrics {
 }
 
 /// The AI provider, timed: each call's time to its answer (or first piece) goes to
-/// `ai_latency_seconds`, labelled by purpose and outcome (`ok`, `error`, `cancelled`). It wraps
-/// the provider itself, inside the offline fallback (see `ai::provider`).
+/// `ai_latency_seconds`, labelled by purpose and outcome (`ok`; `error`: a provider error or a
+/// time-out; `offline`: the offline helper declined by design, so the caller used its script;
+/// `cancelled`: the caller gave up first). It wraps the provider itself, inside the offline
+/// fallback (see `ai::provider`).
 pub struct TimedAi {
     inner: Arc<dyn Ai>,
     latency: HistogramVec,
@@ -380,12 +396,15 @@ fn purpose_label(request: &AiRequest) -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
-/// One call's timing: recorded once, with its outcome; a call dropped (cut off by its caller's
-/// time-out, stopped) or a stream ended before any answer is recorded as `cancelled`.
+/// One call's timing: recorded once, with its outcome. A call dropped before any answer once
+/// its time-out had passed was cut off by its caller's time-out (the callers give up after the
+/// request's own `timeout`, as the provider does): a time-out, so `error`. Dropped sooner
+/// (stopped), or a stream ended before any answer, it is `cancelled`.
 struct Timing {
     latency: HistogramVec,
     purpose: String,
     started: Instant,
+    timeout: Duration,
     recorded: bool,
 }
 
@@ -395,6 +414,7 @@ impl Timing {
             latency: latency.clone(),
             purpose: purpose_label(request),
             started: Instant::now(),
+            timeout: request.timeout,
             recorded: false,
         }
     }
@@ -410,12 +430,27 @@ impl Timing {
 
 impl Drop for Timing {
     fn drop(&mut self) {
-        self.record("cancelled");
+        if self.started.elapsed() >= self.timeout {
+            self.record(OUTCOME_ERROR);
+        } else {
+            self.record("cancelled");
+        }
     }
 }
 
-fn outcome<T, E>(result: &Result<T, E>) -> &'static str {
-    if result.is_ok() { "ok" } else { "error" }
+/// An answer (or a streamed answer's first piece).
+const OUTCOME_OK: &str = "ok";
+/// A provider error or a time-out: a failed AI call.
+const OUTCOME_ERROR: &str = "error";
+/// The offline helper declined by design ([`AiError::Offline`]): the caller's script answers.
+const OUTCOME_OFFLINE: &str = "offline";
+
+fn outcome<T>(result: &Result<T, AiError>) -> &'static str {
+    match result {
+        Ok(_) => OUTCOME_OK,
+        Err(AiError::Offline) => OUTCOME_OFFLINE,
+        Err(_) => OUTCOME_ERROR,
+    }
 }
 
 impl Ai for TimedAi {
@@ -494,4 +529,115 @@ pub async fn track_requests(
             .observe(started.elapsed().as_secs_f64());
     }
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use helpnow_actors::ports::{AiMessage, AiPurpose};
+
+    use super::*;
+
+    /// A provider that answers each purpose as it is told: an answer, an error, or never.
+    struct Scripted;
+
+    impl Ai for Scripted {
+        fn complete(&self, request: AiRequest) -> BoxFuture<'static, Result<String, AiError>> {
+            match request.purpose {
+                AiPurpose::MemberChat => {
+                    futures_util::future::ready(Ok("a guide".to_owned())).boxed()
+                }
+                AiPurpose::FunnelFollowUp | AiPurpose::FunnelIntro => {
+                    futures_util::future::ready(Err(AiError::Offline)).boxed()
+                }
+                AiPurpose::IssueSummary => futures_util::future::ready(Err(AiError::Failed(
+                    "the service answered 500".to_owned(),
+                )))
+                .boxed(),
+                AiPurpose::TaskHelp | AiPurpose::FunnelSolution => {
+                    futures_util::future::pending().boxed()
+                }
+            }
+        }
+    }
+
+    fn request(purpose: AiPurpose, timeout: Duration) -> AiRequest {
+        AiRequest {
+            purpose,
+            messages: vec![AiMessage::user("my printer is offline")],
+            timeout,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_offline_helpers_designed_refusals_are_scripted_not_failed_and_time_outs_fail() {
+        let metrics = Metrics::new().expect("metrics");
+        let ai = TimedAi::new(Arc::new(Scripted), &metrics);
+        let second = Duration::from_secs(1);
+        // A funnel conversation on the offline helper: its intro and follow-ups are declined so
+        // the script writes them; the member's chat is answered.
+        for purpose in [
+            AiPurpose::FunnelIntro,
+            AiPurpose::FunnelFollowUp,
+            AiPurpose::FunnelFollowUp,
+        ] {
+            assert_eq!(
+                ai.complete(request(purpose, second)).await,
+                Err(AiError::Offline)
+            );
+        }
+        let pieces: Vec<_> = ai
+            .stream(request(AiPurpose::FunnelFollowUp, second))
+            .collect()
+            .await;
+        assert_eq!(pieces, [Err(AiError::Offline)]);
+        assert!(
+            ai.complete(request(AiPurpose::MemberChat, second))
+                .await
+                .is_ok()
+        );
+        assert_eq!(
+            metrics.live(),
+            LiveFigures {
+                ai_calls: 1,
+                ai_failures: 0,
+                ai_scripted: 4,
+                ..LiveFigures::default()
+            }
+        );
+
+        // A provider error fails; so does a call its caller cut off at its time-out; one
+        // stopped sooner is neither an answer nor a failure.
+        assert!(
+            ai.complete(request(AiPurpose::IssueSummary, second))
+                .await
+                .is_err()
+        );
+        let short = Duration::from_millis(20);
+        let cut_off =
+            tokio::time::timeout(short, ai.complete(request(AiPurpose::TaskHelp, short))).await;
+        assert!(cut_off.is_err(), "never answers");
+        let stopped = tokio::time::timeout(
+            short,
+            ai.complete(request(AiPurpose::FunnelSolution, second)),
+        )
+        .await;
+        assert!(stopped.is_err(), "never answers");
+        assert_eq!(
+            metrics.live(),
+            LiveFigures {
+                ai_calls: 3,
+                ai_failures: 2,
+                ai_scripted: 4,
+                ..LiveFigures::default()
+            }
+        );
+        let text = metrics.render().expect("renders");
+        for line in [
+            "helpnow_ai_latency_seconds_count{outcome=\"offline\",purpose=\"funnel_follow_up\"} 3",
+            "helpnow_ai_latency_seconds_count{outcome=\"error\",purpose=\"task_help\"} 1",
+            "helpnow_ai_latency_seconds_count{outcome=\"cancelled\",purpose=\"funnel_solution\"} 1",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+    }
 }

@@ -207,6 +207,21 @@ impl CurrentUser {
     pub fn proved_with_password(&self) -> bool {
         self.session_user.proved_with_password()
     }
+
+    /// Whether the address is listed in `admin.emails` (`admins`), whatever its proof.
+    pub fn listed_admin(&self, admins: &[String]) -> bool {
+        admins
+            .iter()
+            .any(|email| email.trim().eq_ignore_ascii_case(&self.email))
+    }
+
+    /// Whether the endpoints under `/api/admin` answer this user: listed in `admin.emails`, the
+    /// address proved by a mailed link and the password chosen by its prover (what
+    /// `routes::admin::Admin` checks, less its rate limit). The header's menu shows the
+    /// dashboard's link by it; the server decides access.
+    pub fn is_admin(&self, admins: &[String]) -> bool {
+        self.listed_admin(admins) && self.proved_with_password()
+    }
 }
 
 /// Looks up the session cookie of a request (a pending session too: see [`SessionHolder`]).

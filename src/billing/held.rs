@@ -18,9 +18,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::service::Billing;
+use super::service::{Billing, SIGN_IN_TOKEN_LIFETIME};
 use super::{BillingError, HOLD_DAYS, RefundError};
-use crate::store::billing::{self as billing_store, ClaimError, HeldPayment};
+use crate::auth::token;
+use crate::mail::Mailer;
+use crate::store::Db;
+use crate::store::billing::{self as billing_store, ClaimError, HeldPayment, HeldReminder};
 
 /// Why a held payment was not claimed or declined.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +33,23 @@ pub enum HeldError {
     NotHeld,
     #[error(transparent)]
     Billing(#[from] BillingError),
+}
+
+/// A held payment's answer when it cannot be settled: 404 `not_held` (claimed, declined, or not
+/// this account's), to the member's routes and the operator's alike.
+impl From<HeldError> for crate::error::ApiError {
+    fn from(error: HeldError) -> Self {
+        match error {
+            HeldError::NotHeld => crate::error::ApiError::new(
+                actix_web::http::StatusCode::NOT_FOUND,
+                "not_held",
+                "This payment is no longer waiting: it was added or canceled already.",
+            ),
+            HeldError::Billing(error) => {
+                crate::error::ApiError::internal("cannot settle a held payment", error)
+            }
+        }
+    }
 }
 
 /// A payment waiting for its owner, as the members page shows it.
@@ -42,7 +62,107 @@ pub struct HeldView {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
+/// A payment waiting for its owner, as the operator's list shows it (`GET /api/admin/held`).
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnerHeldView {
+    pub id: String,
+    /// The owner's address (the account the payment waits for).
+    pub email: String,
+    pub paid_at: Option<DateTime<Utc>>,
+    /// When the upkeep pass declines it, unless its owner answers first.
+    pub expires_at: Option<DateTime<Utc>>,
+    pub setup_fee: bool,
+}
+
+/// When a payment made at `paid` stops waiting for its owner.
+fn hold_expiry(paid: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
+    paid.map(|paid| paid + chrono::Duration::days(HOLD_DAYS))
+}
+
+/// Mails the owner of the held payment `tracking_id` again about it (the operator's reminder):
+/// fulfilment's mail, with a fresh one-time sign-in link (the first one may be spent or past
+/// its hour) and the day the payment stops waiting. `public_url` and `product` are the server's
+/// (`server.public_url`, `product.name`). `NotHeld` when it is not waiting (any more).
+pub async fn remind_held(
+    db: &Db,
+    mailer: &Mailer,
+    public_url: &url::Url,
+    product: &str,
+    tracking_id: &str,
+) -> Result<(), HeldError> {
+    let payment = billing_store::held_payment(db, tracking_id)
+        .await
+        .map_err(BillingError::from)?
+        .ok_or(HeldError::NotHeld)?;
+    let secret = token::new_secret();
+    let base = public_url.as_str().trim_end_matches('/');
+    let email: String =
+        url::form_urlencoded::byte_serialize(payment.owner_email.as_bytes()).collect();
+    let link = format!("{base}/?success=true&jwt={secret}&email={email}");
+    let paid_at = payment.completed_at.unwrap_or_else(Utc::now);
+    let until = hold_expiry(Some(paid_at))
+        .map(|expiry| format!("by {}", expiry.format("%B %-d, %Y at %H:%M UTC")))
+        .unwrap_or_default();
+    let (subject, body) =
+        super::held_mail(product, paid_at, &until, &link, &format!("{base}/login"));
+    let queued = billing_store::queue_held_reminder(
+        db,
+        HeldReminder {
+            tracking_id: payment.tracking_id,
+            owner_id: payment.owner_id,
+            recipient: payment.owner_email,
+            subject,
+            body,
+            token_hash: token::hash_secret(&secret),
+            token_expires_at: Utc::now()
+                + chrono::Duration::from_std(SIGN_IN_TOKEN_LIFETIME)
+                    .unwrap_or(chrono::Duration::hours(1)),
+        },
+    )
+    .await
+    .map_err(BillingError::from)?;
+    if !queued {
+        return Err(HeldError::NotHeld);
+    }
+    // Queued with its link in one transaction; delivered now rather than at the retry worker's
+    // next pass.
+    let mailer = mailer.clone();
+    tokio::spawn(async move {
+        if let Err(error) = mailer.retry_unsent().await {
+            tracing::warn!(%error, "cannot deliver queued mail");
+        }
+    });
+    Ok(())
+}
+
 impl Billing {
+    /// Every payment held for its owner, the first to expire first (the operator's list).
+    pub async fn held_payments_for_owners(&self) -> Result<Vec<OwnerHeldView>, BillingError> {
+        let held = billing_store::held_payments_for_owners(&self.db).await?;
+        Ok(held
+            .into_iter()
+            .map(|payment| OwnerHeldView {
+                id: payment.tracking_id,
+                email: payment.owner_email,
+                paid_at: payment.completed_at,
+                expires_at: hold_expiry(payment.completed_at),
+                setup_fee: payment.refundable_fee,
+            })
+            .collect())
+    }
+
+    /// The operator declines the held payment `tracking_id` for its owner, as the owner's
+    /// decline does: its subscription is canceled at once and its setup fee refunded.
+    pub async fn decline_held_for_owner(&self, tracking_id: &str) -> Result<(), HeldError> {
+        let payment = billing_store::held_payment(&self.db, tracking_id)
+            .await
+            .map_err(BillingError::from)?
+            .ok_or(HeldError::NotHeld)?;
+        self.decline_held(&payment.owner_id, tracking_id, "declined by the operator")
+            .await
+    }
+
     /// The payments held for the member.
     pub async fn held_payments(&self, user_id: &str) -> Result<Vec<HeldView>, BillingError> {
         let held = billing_store::held_payments_of(&self.db, user_id).await?;
@@ -52,9 +172,7 @@ impl Billing {
                 id: payment.tracking_id,
                 paid_at: payment.completed_at,
                 setup_fee: payment.refundable_fee,
-                expires_at: payment
-                    .completed_at
-                    .map(|paid| paid + chrono::Duration::days(HOLD_DAYS)),
+                expires_at: hold_expiry(payment.completed_at),
             })
             .collect())
     }

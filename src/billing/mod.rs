@@ -10,6 +10,7 @@ pub mod stripe;
 
 use std::collections::BTreeMap;
 
+use chrono::{DateTime, Utc};
 use futures_util::future::BoxFuture;
 
 use crate::domain::billing::{CheckoutSource, CompletedCheckout, SubscriptionSnapshot};
@@ -163,4 +164,35 @@ pub trait PaymentProvider: Send + Sync + 'static {
         &'a self,
         checkout: &'a StoredCheckout,
     ) -> BoxFuture<'a, Result<(), BillingError>>;
+}
+
+/// The mail about a payment held for its owner: `(subject, text)`. `until` says how long it
+/// waits ("within 3 days" when it is held; the date when the operator sends it again), `link`
+/// the one-time sign-in link, `login` the sign-in page.
+/// Fulfilment sends it when it holds a payment; the operator's reminder sends it again.
+pub fn held_mail(
+    product: &str,
+    paid_at: DateTime<Utc>,
+    until: &str,
+    link: &str,
+    login: &str,
+) -> (String, String) {
+    let sign_in = format!(
+        "Sign in with this link (it works once, for one hour):\n\n{link}\n\n\
+         Later, sign in at {login} with your email and the password you choose.",
+    );
+    let text = format!(
+        "Hello,\n\nSomeone paid for {product} on {} with this email address, without being \
+         signed in to your account. Nothing in your account has changed.\n\nIf it was you, \
+         open the link below (it signs you in and shows us the address is yours; you may be \
+         asked to choose your password again) and choose 'Add it to my account' on your \
+         members page. If it was not, choose 'Not me: cancel it' there, or do nothing: unless \
+         it is added to your account {until}, it is canceled and refunded.\n\n\
+         {sign_in}\n\nThe {product} team\n",
+        paid_at.format("%B %-d, %Y"),
+    );
+    (
+        format!("A payment for {product} was made with your email address"),
+        text,
+    )
 }

@@ -545,16 +545,12 @@ impl Billing {
              has had it (or the card could not be identified). Cancel anytime.\n\n\
              {sign_in}\n\nThe {product} team\n",
         );
-        let held_text = format!(
-            "Hello,\n\nSomeone paid for {product} on {} with this email address, without being \
-             signed in to your account. Nothing in your account has changed.\n\nIf it was you, \
-             open the link below (it signs you in and shows us the address is yours; you may be \
-             asked to choose your password again) and choose 'Add it to my account' on your \
-             members page. If it was not, choose 'Not me: cancel it' there, or do nothing: unless \
-             it is added to your account within {} days, it is canceled and refunded.\n\n\
-             {sign_in}\n\nThe {product} team\n",
-            completed.completed_at.format("%B %-d, %Y"),
-            super::HOLD_DAYS,
+        let (held_subject, held_text) = super::held_mail(
+            product,
+            completed.completed_at,
+            &format!("within {} days", super::HOLD_DAYS),
+            &link,
+            &self.absolute("/login"),
         );
         // No trial without a card told apart from the cards that had one (docs/billing.md, "One
         // trial per account and per card"): an unreadable card is charged as a returning one.
@@ -598,7 +594,7 @@ impl Billing {
                 welcome_text,
                 paid_subject: format!("Welcome back to {product}: your subscription has started"),
                 paid_text,
-                held_subject: format!("A payment for {product} was made with your email address"),
+                held_subject,
                 held_text,
             },
         )

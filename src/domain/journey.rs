@@ -151,7 +151,8 @@ pub struct Figures {
     pub subscription_cents: i64,
     /// Payments taken less fees given back.
     pub net_cents: i64,
-    /// Net cents per visitor, rounded down (what a visitor is worth, against the cost per click).
+    /// Net cents per visitor, rounded half away from zero (what a visitor is worth, against the
+    /// cost per click).
     pub net_cents_per_visitor: i64,
 }
 
@@ -174,7 +175,7 @@ impl Figures {
         self.net_cents_per_visitor = if self.visitors == 0 {
             0
         } else {
-            self.net_cents.div_euclid(self.visitors as i64)
+            rounded_div(self.net_cents, self.visitors as i64)
         };
     }
 
@@ -199,6 +200,19 @@ impl Figures {
             Step::Fee | Step::FeeRefund | Step::Subscription => 0,
         }
     }
+}
+
+/// `numerator / denominator` rounded to the nearest whole number, halves away from zero (2/3 is
+/// 1, -1/2 is -1), as money is rounded to the cent. The denominator must not be 0.
+pub fn rounded_div(numerator: i64, denominator: i64) -> i64 {
+    let (numerator, denominator) = (i128::from(numerator), i128::from(denominator));
+    let half_away = if (numerator < 0) == (denominator < 0) {
+        numerator * 2 + denominator
+    } else {
+        numerator * 2 - denominator
+    };
+    // (Integer division cuts toward zero.)
+    (half_away / (denominator * 2)) as i64
 }
 
 /// A date range of whole UTC days, both ends included, as `YYYY-MM-DD`.
@@ -265,6 +279,30 @@ mod tests {
         total.merge(&figures);
         total.merge(&figures);
         assert_eq!((total.visitors, total.net_cents), (6, 4200));
+    }
+
+    #[test]
+    fn net_per_visitor_is_rounded_half_away_from_zero_not_cut() {
+        let per_visitor = |cents: i64, visitors: u64| {
+            let mut figures = Figures::default();
+            figures.add(Step::Visitors, visitors, 0);
+            figures.add(Step::Fee, 1, cents);
+            figures.net_cents_per_visitor
+        };
+        // 2 cents over 3 visitors is 0.67 cents: 1, where cutting made 0.
+        assert_eq!(per_visitor(2, 3), 1);
+        assert_eq!(per_visitor(200, 3), 67);
+        assert_eq!(per_visitor(100, 3), 33);
+        assert_eq!(per_visitor(1, 2), 1);
+        // A loss rounds the same way, from zero (cutting down made -1 of -0.33).
+        assert_eq!(per_visitor(-200, 3), -67);
+        assert_eq!(per_visitor(-1, 3), 0);
+        assert_eq!(per_visitor(-1, 2), -1);
+        assert_eq!(per_visitor(-2, 3), -1);
+        assert_eq!(per_visitor(5, 0), 0);
+        assert_eq!(rounded_div(7, -2), -4);
+        assert_eq!(rounded_div(-7, -2), 4);
+        assert_eq!(rounded_div(i64::MAX, 1), i64::MAX);
     }
 
     #[test]

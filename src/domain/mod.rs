@@ -1,5 +1,6 @@
 //! Parse-don't-validate types: a value of one of these types is known to be valid.
 
+pub mod ad_costs;
 pub mod analytics;
 pub mod billing;
 pub mod email;

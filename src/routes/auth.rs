@@ -246,13 +246,19 @@ pub async fn logout(
 }
 
 /// Who is signed in, with what access: `{user: {id, email, hasPassword, mustChoosePassword,
-/// access, pendingSetup, funnel, shortcuts}}`,
-/// or `{user: null}` for a visitor. `pendingSetup` names the checkout of an account that a
-/// checkout created and that has no password yet (the page shows 'Complete Your Account Setup').
+/// admin, access, pendingSetup, funnel, shortcuts}}`,
+/// or `{user: null}` for a visitor. `admin`: the endpoints under `/api/admin` answer this session
+/// (`CurrentUser::is_admin`), so the header's menu shows the dashboard's link. `pendingSetup`
+/// names the checkout of an account that a checkout created and that has no password yet (the
+/// page shows 'Complete Your Account Setup').
 /// `mustChoosePassword`: a mailed link proved the address and took the account over; this
 /// session chooses a new password (account setup) before anything else answers it.
 #[get("/auth/me")]
-pub async fn me(user: SessionHolder, db: web::Data<Db>) -> Result<HttpResponse, ApiError> {
+pub async fn me(
+    user: SessionHolder,
+    db: web::Data<Db>,
+    settings: web::Data<Settings>,
+) -> Result<HttpResponse, ApiError> {
     let Some(user) = user.0 else {
         return Ok(HttpResponse::Ok().json(json!({ "user": null })));
     };
@@ -306,6 +312,7 @@ pub async fn me(user: SessionHolder, db: web::Data<Db>) -> Result<HttpResponse, 
             "email": user.email,
             "hasPassword": has_password,
             "mustChoosePassword": user.password_pending(),
+            "admin": user.is_admin(&settings.admin.emails),
             "access": access.unwrap_or_else(|| json!({
                 "hasAccess": false, "trialActive": false, "hasActiveSubscription": false, "trialEndDate": null,
                 "feeRefundable": false

@@ -4,6 +4,7 @@
 //! Durability: the embedded SurrealKV engine syncs its write-ahead log on every commit (its default
 //! `sync=every`, grouped under concurrency), so a write the API acknowledged survives `kill -9`.
 
+pub mod ad_costs;
 pub mod analytics;
 pub mod batch;
 pub mod billing;
@@ -11,7 +12,7 @@ pub mod chats;
 mod funnel_rows;
 pub mod funnels;
 pub mod journeys;
-mod migrate;
+pub(crate) mod migrate;
 pub mod outbox;
 pub mod password_resets;
 pub mod rollups;

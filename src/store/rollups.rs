@@ -16,7 +16,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use surrealdb::types::{RecordId, SurrealValue};
 
 use super::Db;
-use super::journeys::{Breakdown, StepSum};
+use super::journeys::Breakdown;
 use crate::domain::journey::DayRange;
 
 /// Days are packed once this many days old: today and yesterday stay in `analytics_daily`.
@@ -97,17 +97,6 @@ struct Span {
 
 /// Sums being gathered: (by, scope) → value → (funnel, step) → (n, cents).
 type Sums = BTreeMap<(String, String), BTreeMap<String, BTreeMap<(String, String), (i64, i64)>>>;
-
-/// A sum of raw rows as the dashboard reads them.
-#[derive(Debug, Clone, SurrealValue)]
-struct RawSum {
-    day: String,
-    funnel: String,
-    key: String,
-    step: String,
-    n: i64,
-    cents: i64,
-}
 
 /// The scope of a campaign's own records ('' is every journey's).
 fn campaign_scope(campaign: &str) -> String {
@@ -351,31 +340,143 @@ pub fn spawn_packer(db: Db, every: std::time::Duration) -> tokio::task::JoinHand
     })
 }
 
+/// What [`sums`] reads: the values of one breakdown, over every journey or one campaign's, and
+/// what each sum is kept apart by besides.
+#[derive(Debug, Clone, Copy)]
+pub struct Reading<'a> {
+    /// The breakdown whose values the sums are of (`Funnel`: no value, every sum's is ''; `Day`
+    /// is `Funnel` with `per_day`).
+    pub by: Breakdown,
+    /// Only this campaign's journeys (every sum names it).
+    pub campaign: Option<&'a str>,
+    /// Each campaign's journeys apart: every sum names its campaign ('' for the journeys of none).
+    /// Packed, each campaign's own records (`c:{campaign}`, one id range a span) and the
+    /// whole's, the journeys of no campaign being the whole less every campaign's.
+    pub per_campaign: bool,
+    /// Each keyword apart: every sum names its keyword. Packed records hold a keyword beside no
+    /// other breakdown's value, so unless `by` is the keyword every day is read raw.
+    pub per_keyword: bool,
+    /// Each day apart: every sum names its day (single days' spans).
+    pub per_day: bool,
+}
+
+impl<'a> Reading<'a> {
+    /// A breakdown's values over every journey, all days together.
+    pub fn of(by: Breakdown) -> Self {
+        Reading {
+            by,
+            campaign: None,
+            per_campaign: false,
+            per_keyword: false,
+            per_day: matches!(by, Breakdown::Day),
+        }
+    }
+
+    /// Only `campaign`'s journeys (every journey's when none).
+    pub fn within(mut self, campaign: Option<&'a str>) -> Self {
+        self.campaign = campaign;
+        self
+    }
+
+    pub fn per_campaign(mut self) -> Self {
+        self.per_campaign = true;
+        self
+    }
+
+    pub fn per_keyword(mut self) -> Self {
+        self.per_keyword = true;
+        self
+    }
+
+    pub fn per_day(mut self) -> Self {
+        self.per_day = true;
+        self
+    }
+
+    /// The packed records' `by` (the funnels' totals for `Funnel` and `Day`).
+    fn packed_by(self) -> &'static str {
+        match self.by {
+            Breakdown::Funnel | Breakdown::Day => "funnel",
+            other => other.field(),
+        }
+    }
+
+    /// The raw rows' field that holds the value (none for the funnels' totals, whose value is '').
+    fn raw_value(self) -> &'static str {
+        match self.by {
+            Breakdown::Funnel | Breakdown::Day => "''",
+            other => other.field(),
+        }
+    }
+
+    /// Whether the packed records can answer it: a keyword beside another breakdown's value is
+    /// only in the raw rows.
+    fn packable(self) -> bool {
+        !self.per_keyword || self.by == Breakdown::Keyword
+    }
+}
+
+/// One sum of the roll-ups: a funnel's step for one value of the breakdown, and for the campaign,
+/// keyword and day when the [`Reading`] keeps them apart ('' when it does not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sum {
+    pub funnel: String,
+    pub campaign: String,
+    pub keyword: String,
+    pub day: String,
+    pub value: String,
+    pub step: String,
+    pub n: i64,
+    pub cents: i64,
+}
+
+/// A raw row's sum as the dashboard reads it.
+#[derive(Debug, Clone, SurrealValue)]
+struct RawSum {
+    day: String,
+    funnel: String,
+    campaignid: String,
+    keyword: String,
+    value: String,
+    step: String,
+    n: i64,
+    cents: i64,
+}
+
+/// Sums being read: (funnel, campaign, keyword, day, value, step) → (n, cents).
+type ReadSums = BTreeMap<(String, String, String, String, String, String), (i64, i64)>;
+
 /// The roll-ups of the journeys that began in `range`, summed per funnel, step and value of the
-/// breakdown; only those of one campaign when `campaign` is given (a campaign's keywords). Packed
-/// rows for the packed, unmarked days; `analytics_daily` for the rest.
-pub async fn step_sums(
+/// breakdown, and per what `reading` keeps apart. Packed records for the packed, unmarked days;
+/// `analytics_daily` for the rest (today, yesterday, marked days, and every day when the packed
+/// records cannot answer). A sum of nothing (no count, no cents) is left out, so both ways answer
+/// the same sums.
+pub async fn sums(
     db: &Db,
     range: &DayRange,
-    breakdown: Breakdown,
-    campaign: Option<&str>,
-) -> Result<Vec<StepSum>, surrealdb::Error> {
-    let mut response = db
-        .query(
-            "SELECT VALUE record::id(id)[0] FROM analytics_packed_day:[$from]..=[$to];
-             SELECT VALUE day FROM analytics_dirty:[$from]..[$to, {}];",
-        )
-        .bind(("from", range.from_key()))
-        .bind(("to", range.to_key()))
-        .await?
-        .check()?;
-    let packed: Vec<String> = response.take(0)?;
-    let marked: BTreeSet<String> = response.take::<Vec<String>>(1)?.into_iter().collect();
-    let clean: BTreeSet<NaiveDate> = packed
-        .iter()
-        .filter(|day| !marked.contains(*day))
-        .filter_map(|day| parse_day(day))
-        .collect();
+    reading: Reading<'_>,
+) -> Result<Vec<Sum>, surrealdb::Error> {
+    let per_day = reading.per_day || reading.by == Breakdown::Day;
+    let clean: BTreeSet<NaiveDate> = if reading.packable() {
+        let mut response = db
+            .query(
+                "SELECT VALUE record::id(id)[0] FROM analytics_packed_day:[$from]..=[$to];
+                 SELECT VALUE day FROM analytics_dirty:[$from]..[$to, {}];",
+            )
+            .bind(("from", range.from_key()))
+            .bind(("to", range.to_key()))
+            .await?
+            .check()?;
+        let packed: Vec<String> = response.take(0)?;
+        let marked: BTreeSet<String> = response.take::<Vec<String>>(1)?.into_iter().collect();
+        packed
+            .iter()
+            .filter(|day| !marked.contains(*day))
+            .filter_map(|day| parse_day(day))
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
 
     // The range as runs of consecutive days: clean ones read as spans, the others raw.
     let mut runs: Vec<(bool, NaiveDate, NaiveDate)> = Vec::new();
@@ -395,18 +496,16 @@ pub async fn step_sums(
         raw = vec![(raw[0].0, raw[raw.len() - 1].1)];
     }
 
-    let (by, by_day) = match breakdown {
-        Breakdown::Day => ("funnel", true),
-        other => (other.field(), false),
-    };
-    let scope = campaign.map(campaign_scope).unwrap_or_default();
     // From each clean run's first day, the longest span that begins there and ends within the
-    // run (single days for the day-by-day table).
+    // run (single days when each day is kept apart): each read as one record (every journey's
+    // or one campaign's), or as the whole's and every campaign's (one id range).
+    let by = reading.packed_by();
     let mut keys: Vec<Vec<String>> = Vec::new();
+    let mut campaign_ranges: Vec<Vec<String>> = Vec::new();
     for (_, first, last) in runs.iter().filter(|(is_clean, _, _)| *is_clean) {
         let mut day = *first;
         while day <= *last {
-            let level = if by_day {
+            let level = if per_day {
                 0
             } else {
                 (0..=LEVELS)
@@ -417,34 +516,37 @@ pub async fn step_sums(
                     })
                     .unwrap_or(0)
             };
-            keys.push(vec![
-                level.to_string(),
-                day_key(day),
-                by.to_owned(),
-                scope.clone(),
-            ]);
+            let span = vec![level.to_string(), day_key(day), by.to_owned()];
+            let scope = reading.campaign.map(campaign_scope).unwrap_or_default();
+            if reading.per_campaign && reading.campaign.is_none() {
+                campaign_ranges.push(span.clone());
+            }
+            keys.push([span, vec![scope]].concat());
             day = day + chrono::Days::new(1u64 << level);
         }
     }
 
-    let filter = if campaign.is_some() {
+    let filter = if reading.campaign.is_some() {
         " WHERE campaignid = $campaign"
     } else {
         ""
     };
+    // (Every campaign's records of a span: `c:` up to `c;`, ':' and ';' being neighbours.)
     let mut sql = String::from(
-        "SELECT * OMIT id FROM array::map($keys, |$k| type::record('analytics_span', $k));",
+        "SELECT * OMIT id FROM array::map($keys, |$k| type::record('analytics_span', $k));
+         array::flatten(array::map($ranges, |$k| (SELECT * OMIT id FROM analytics_span:[$k[0], $k[1], $k[2], 'c:']..[$k[0], $k[1], $k[2], 'c;'])));",
     );
     for index in 0..raw.len() {
         sql.push_str(&format!(
-            "SELECT day, funnel, {field} AS key, step, n, cents FROM analytics_daily:[$a{index}]..[$b{index}, {{}}]{filter};",
-            field = breakdown.field()
+            "SELECT day, funnel, campaignid, keyword, {value} AS value, step, n, cents FROM analytics_daily:[$a{index}]..[$b{index}, {{}}]{filter};",
+            value = reading.raw_value()
         ));
     }
     let mut query = db
         .query(sql)
         .bind(("keys", keys))
-        .bind(("campaign", campaign.map(str::to_owned)));
+        .bind(("ranges", campaign_ranges))
+        .bind(("campaign", reading.campaign.map(str::to_owned)));
     for (index, (first, last)) in raw.iter().enumerate() {
         query = query
             .bind((format!("a{index}"), day_key(*first)))
@@ -452,39 +554,95 @@ pub async fn step_sums(
     }
     let mut response = query.await?.check()?;
 
-    let mut sums: BTreeMap<(String, String, String), (i64, i64)> = BTreeMap::new();
-    let spans: Vec<Span> = response.take(0)?;
-    for span in spans {
+    let mut sums = ReadSums::new();
+    let whole: Vec<Span> = response.take(0)?;
+    let campaigns: Vec<Span> = response.take(1)?;
+    for (span, sign) in whole
+        .into_iter()
+        .map(|span| (span, 1))
+        .chain(campaigns.into_iter().map(|span| (span, -1)))
+    {
+        // A campaign's own record: its journeys, and the whole's less them (the journeys of no
+        // campaign, once every campaign's are taken away).
+        let campaign = span
+            .scope
+            .strip_prefix("c:")
+            .map(str::to_owned)
+            .unwrap_or_default();
+        let mut apart = vec![(campaign, 1)];
+        if sign < 0 {
+            apart.push((String::new(), -1));
+        }
+        let day = if per_day { span.start } else { String::new() };
         for value in span.values {
-            let key = if by_day { span.start.clone() } else { value.v };
+            let keyword = if reading.per_keyword {
+                value.v.clone()
+            } else {
+                String::new()
+            };
             for cell in value.c {
-                let sum = sums.entry((cell.f, key.clone(), cell.s)).or_default();
-                sum.0 += cell.n;
-                sum.1 += cell.c;
+                for (campaign, sign) in &apart {
+                    let campaign = if reading.per_campaign || reading.campaign.is_some() {
+                        campaign.clone()
+                    } else {
+                        String::new()
+                    };
+                    let sum = sums
+                        .entry((
+                            cell.f.clone(),
+                            campaign,
+                            keyword.clone(),
+                            day.clone(),
+                            value.v.clone(),
+                            cell.s.clone(),
+                        ))
+                        .or_default();
+                    sum.0 += sign * cell.n;
+                    sum.1 += sign * cell.c;
+                }
             }
         }
     }
     for index in 0..raw.len() {
-        let rows: Vec<RawSum> = response.take(index + 1)?;
+        let rows: Vec<RawSum> = response.take(index + 2)?;
         for row in rows {
             // A span of raw days may hold clean ones (past MAX_RAW_RANGES): those were read packed.
             if parse_day(&row.day).is_some_and(|day| clean.contains(&day)) {
                 continue;
             }
-            let sum = sums.entry((row.funnel, row.key, row.step)).or_default();
+            let kept = |kept: bool, value: String| if kept { value } else { String::new() };
+            let sum = sums
+                .entry((
+                    row.funnel,
+                    kept(
+                        reading.per_campaign || reading.campaign.is_some(),
+                        row.campaignid,
+                    ),
+                    kept(reading.per_keyword, row.keyword),
+                    kept(per_day, row.day),
+                    row.value,
+                    row.step,
+                ))
+                .or_default();
             sum.0 += row.n;
             sum.1 += row.cents;
         }
     }
     Ok(sums
         .into_iter()
-        .map(|((funnel, key, step), (n, cents))| StepSum {
-            funnel,
-            key,
-            step,
-            n,
-            cents,
-        })
+        .filter(|(_, (n, cents))| *n != 0 || *cents != 0)
+        .map(
+            |((funnel, campaign, keyword, day, value, step), (n, cents))| Sum {
+                funnel,
+                campaign,
+                keyword,
+                day,
+                value,
+                step,
+                n,
+                cents,
+            },
+        )
         .collect())
 }
 

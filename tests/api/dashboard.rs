@@ -242,7 +242,7 @@ async fn the_dashboard_counts_each_funnels_visitors_to_payment_refund_and_retent
     let csv = response.text().await.expect("csv");
     assert!(csv.starts_with("campaign,visitors,first_message"), "{csv}");
     assert!(
-        csv.contains("\nc1,2,0,0,1,1,1,1,1.00,1.00,20.00,20.00,10.00\n"),
+        csv.contains("\nc1,2,0,0,1,1,1,1,1.00,1.00,20.00,20.00,10.00,,,,,,\n"),
         "{csv}"
     );
 
@@ -439,10 +439,40 @@ async fn packed_days_read_as_they_were_counted_and_a_late_step_counts_at_once() 
         ["keyword", "day", "utm_source"].map(|by| format!("{range}&by={by}&campaign={campaign}")),
     )
     .collect();
+    // A keyword's figures: by keyword (each campaign's), by campaign, day and week (within a
+    // campaign too), and by a UTM field (always read raw).
+    let keyword = report(&app, &admin, &format!("{range}&by=keyword")).await["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|row| row["key"].as_str().expect("key").to_owned())
+        .find(|key| !key.is_empty())
+        .expect("a keyword");
+    let keyword = keyword.replace(' ', "+");
+    let queries: Vec<String> = queries
+        .into_iter()
+        .chain(
+            [
+                "by=keyword".to_owned(),
+                "by=campaign".to_owned(),
+                "by=day".to_owned(),
+                format!("by=week&campaign={campaign}"),
+                "by=utm_source".to_owned(),
+            ]
+            .map(|by| format!("{range}&{by}&keyword={keyword}")),
+        )
+        .collect();
     let mut before = Vec::new();
     for query in &queries {
         before.push(report(&app, &admin, query).await);
     }
+    // By keyword, a row is one campaign's keyword, and says which.
+    let pairs = before[1]["rows"].as_array().expect("rows");
+    let campaigns: std::collections::BTreeSet<&str> = pairs
+        .iter()
+        .map(|row| row["campaign"].as_str().expect("a campaign on every row"))
+        .collect();
+    assert!(campaigns.len() > 1, "{campaigns:?}");
 
     // Every day with steps but today and yesterday packs: 11 of the 12 days' history, a day short
     // before 00:10, and also late in the day, when the first day's part of the history (from

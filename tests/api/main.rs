@@ -1,5 +1,6 @@
 //! The one integration-test binary: each module drives the real server over HTTP.
 
+mod admin_accounts;
 mod ai;
 mod ai_mock;
 mod auth;
@@ -7,7 +8,9 @@ mod billing;
 mod chats;
 mod cluster;
 mod content;
+mod costs;
 mod dashboard;
+mod dashboard_report;
 mod durability;
 mod events;
 mod expiry;

@@ -22,6 +22,9 @@ pub struct DashboardRequest {
     funnel: Option<String>,
     #[serde(default)]
     campaign: Option<String>,
+    /// A keyword (within the campaign, if one is chosen).
+    #[serde(default)]
+    keyword: Option<String>,
     /// `csv`: the breakdown table as CSV (`table=funnels`: the funnels' table).
     #[serde(default)]
     format: Option<String>,
@@ -62,6 +65,7 @@ fn dashboard_query(request: &DashboardRequest) -> Result<dashboard::Query, ApiEr
         by,
         funnel: nonempty(&request.funnel),
         campaign: nonempty(&request.campaign),
+        keyword: nonempty(&request.keyword),
     })
 }
 
@@ -80,14 +84,12 @@ pub async fn dashboard_report(
     if request.format.as_deref() == Some("csv") {
         let funnels = request.table.as_deref() == Some("funnels");
         let (name, csv) = if funnels {
-            let rows = report
-                .funnels
-                .iter()
-                .map(|f| (f.funnel.as_str(), &f.figures));
-            ("funnels", dashboard::csv("funnel", rows))
+            ("funnels", dashboard::funnels_csv(&report.funnels))
         } else {
-            let rows = report.rows.iter().map(|r| (r.key.as_str(), &r.figures));
-            (query.by.as_str(), dashboard::csv(query.by.as_str(), rows))
+            (
+                query.by.as_str(),
+                dashboard::rows_csv(query.by, &report.rows),
+            )
         };
         let file = format!("helpnow-{name}-{}-{}.csv", report.from, report.to);
         return Ok(HttpResponse::Ok()

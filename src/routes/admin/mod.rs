@@ -54,22 +54,6 @@ fn app_data<T: 'static>(req: &HttpRequest) -> Result<web::Data<T>, ApiError> {
         .ok_or_else(|| ApiError::internal("admin", "the app's state is not registered"))
 }
 
-/// Whether `user`'s address is listed in `admin.emails`.
-fn listed_admin(settings: &Settings, user: &CurrentUser) -> bool {
-    settings
-        .admin
-        .emails
-        .iter()
-        .any(|email| email.trim().eq_ignore_ascii_case(&user.email))
-}
-
-/// Whether the endpoints under `/api/admin` answer `user`: listed in `admin.emails`, the address
-/// proved by a mailed link and the password chosen by its prover (what [`Admin`] checks, less the
-/// rate limit). The header's menu shows the dashboard's link by it; the server decides access.
-pub fn is_admin(settings: &Settings, user: &CurrentUser) -> bool {
-    listed_admin(settings, user) && user.proved_with_password()
-}
-
 /// The admin behind a request, or the error to answer; `debug`: the debug tools are asked for.
 async fn admin_of(req: HttpRequest, debug: bool) -> Result<CurrentUser, ApiError> {
     let settings = app_data::<Settings>(&req)?;
@@ -88,7 +72,7 @@ async fn admin_of(req: HttpRequest, debug: bool) -> Result<CurrentUser, ApiError
     }
     let user = crate::auth::session::current_user(&db, &req)
         .await?
-        .filter(|user| listed_admin(&settings, user))
+        .filter(|user| user.listed_admin(&settings.admin.emails))
         .ok_or_else(ApiError::not_found)?;
     if user.proved_with_password() {
         Ok(user)

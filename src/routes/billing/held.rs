@@ -1,7 +1,6 @@
 //! Payments held for an account's owner (`/api/billing/held`): the list, and the owner's claim or
 //! decline of one.
 
-use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, post, web};
 use serde_json::json;
 
@@ -50,11 +49,11 @@ pub async fn claim_held_payment(
     user: CurrentUser,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    held_for_prover(&user).map_err(held_error)?;
+    held_for_prover(&user).map_err(ApiError::from)?;
     billing
         .claim_held(&user.id, &id)
         .await
-        .map_err(held_error)?;
+        .map_err(ApiError::from)?;
     let check = billing
         .check(&user.id)
         .await
@@ -73,23 +72,12 @@ pub async fn decline_held_payment(
     user: CurrentUser,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    held_for_prover(&user).map_err(held_error)?;
+    held_for_prover(&user).map_err(ApiError::from)?;
     billing
         .decline_held(&user.id, &id, "declined by the owner")
         .await
-        .map_err(held_error)?;
+        .map_err(ApiError::from)?;
     Ok(HttpResponse::Ok().json(json!({
         "message": "The payment was canceled and refunded. Nothing in your account changed."
     })))
-}
-
-fn held_error(error: HeldError) -> ApiError {
-    match error {
-        HeldError::NotHeld => ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_held",
-            "This payment is no longer waiting: it was added or canceled already.",
-        ),
-        HeldError::Billing(error) => ApiError::internal("cannot settle a held payment", error),
-    }
 }

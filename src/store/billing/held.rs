@@ -64,6 +64,131 @@ pub async fn decline_held(
     Ok(rows.into_iter().next())
 }
 
+/// A payment held for an account, as the operator sees it: whose it is (the account's id and
+/// address: the one the payment was made with, if the account was deleted since), when it was
+/// paid, and whether it carries a setup fee. No text the payer typed.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct HeldForOwner {
+    pub tracking_id: String,
+    pub owner_id: String,
+    pub owner_email: String,
+    pub refundable_fee: bool,
+    pub completed_at: Option<DateTime<Utc>>,
+}
+
+/// How many held payments the operator's list shows at most. A hold lasts
+/// `billing::HOLD_DAYS`, so the list is a few days of payments made with taken addresses.
+pub const HELD_LIST_LIMIT: usize = 1000;
+
+const HELD_FOR_OWNER_FIELDS: &str = "tracking_id, record::id(held_for) AS owner_id, \
+     held_for.email ?? email AS owner_email, refundable_fee, completed_at";
+
+/// Every payment held for its owner (up to [`HELD_LIST_LIMIT`]), the oldest (the first to
+/// expire) first.
+pub async fn held_payments_for_owners(db: &Db) -> Result<Vec<HeldForOwner>, surrealdb::Error> {
+    let mut response = db
+        .query(format!(
+            "SELECT {HELD_FOR_OWNER_FIELDS} FROM checkout_session \
+             WHERE status = 'held' AND held_for != NONE ORDER BY completed_at LIMIT $limit"
+        ))
+        .bind(("limit", HELD_LIST_LIMIT))
+        .await?
+        .check()?;
+    response.take(0)
+}
+
+/// The payment `tracking_id`, while it is held for its owner.
+pub async fn held_payment(
+    db: &Db,
+    tracking_id: &str,
+) -> Result<Option<HeldForOwner>, surrealdb::Error> {
+    let mut response = db
+        .query(format!(
+            "SELECT {HELD_FOR_OWNER_FIELDS} FROM checkout_session \
+             WHERE tracking_id = $tracking AND status = 'held' AND held_for != NONE LIMIT 1"
+        ))
+        .bind(("tracking", tracking_id.to_owned()))
+        .await?
+        .check()?;
+    let rows: Vec<HeldForOwner> = response.take(0)?;
+    Ok(rows.into_iter().next())
+}
+
+/// The mail about a held payment sent again to its owner, with a fresh one-time sign-in link.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct HeldReminder {
+    pub tracking_id: String,
+    /// The owner the reminder was read for: nothing is sent if the payment is held for anyone
+    /// else by then.
+    pub owner_id: String,
+    pub recipient: String,
+    pub subject: String,
+    pub body: String,
+    /// The SHA-256 of the link's secret, and when the link stops working.
+    pub token_hash: String,
+    pub token_expires_at: DateTime<Utc>,
+}
+
+/// Queues the reminder's mail and stores its link's token (for the owner, as fulfilment's mail
+/// about the payment does), in one transaction, while the payment is still held for that owner:
+/// false when it is not (claimed, declined or expired meanwhile), and then nothing is stored.
+pub async fn queue_held_reminder(
+    db: &Db,
+    reminder: HeldReminder,
+) -> Result<bool, surrealdb::Error> {
+    let result = crate::store::retry_on_conflict(|| async {
+        db.query(
+            "BEGIN TRANSACTION;
+             LET $cs = (SELECT provider_session_id, held_for FROM checkout_session
+                 WHERE tracking_id = $r.tracking_id AND status = 'held'
+                 AND held_for = type::record('user', $r.owner_id) LIMIT 1)[0];
+             -- An account deleted since: its payment waits for the upkeep's refund, unclaimable.
+             IF $cs = NONE OR !record::exists($cs.held_for) { THROW 'not_held'; };
+             CREATE sign_in_token CONTENT {
+                 token_hash: $r.token_hash, user: $cs.held_for, email: $r.recipient,
+                 purpose: 'mail', checkout_session_id: $cs.provider_session_id,
+                 expires_at: $r.token_expires_at
+             } RETURN NONE;
+             CREATE mail_outbox CONTENT {
+                 recipient: $r.recipient, subject: $r.subject, body: $r.body,
+                 kind: 'payment_held', pending: true
+             } RETURN NONE;
+             COMMIT TRANSACTION;",
+        )
+        .bind(("r", reminder.clone()))
+        .await
+        .and_then(crate::store::check_transaction)
+    })
+    .await;
+    match result {
+        Ok(_) => Ok(true),
+        Err(error) if error.to_string().contains("not_held") => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
+/// An account as the operator's lookup shows it before deleting it: its id, address, and since
+/// when it exists. (Here rather than in `store::users` for issue 52's split of the work.)
+#[derive(Debug, Clone, SurrealValue)]
+pub struct AccountSince {
+    pub id: String,
+    pub email: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// The account with the address `email` (already normalised, as `Email` is), if any.
+pub async fn account_since(db: &Db, email: &str) -> Result<Option<AccountSince>, surrealdb::Error> {
+    let mut response = db
+        .query(
+            "SELECT record::id(id) AS id, email, created_at FROM user WHERE email = $email LIMIT 1",
+        )
+        .bind(("email", email.to_owned()))
+        .await?
+        .check()?;
+    let rows: Vec<AccountSince> = response.take(0)?;
+    Ok(rows.into_iter().next())
+}
+
 /// A held payment whose owner did not answer in time.
 #[derive(Debug, Clone, SurrealValue)]
 pub struct ExpiredHold {

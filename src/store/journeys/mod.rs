@@ -231,16 +231,6 @@ impl Breakdown {
     }
 }
 
-/// One sum of the roll-ups: a funnel's step for one value of the breakdown.
-#[derive(Debug, Clone, SurrealValue)]
-pub struct StepSum {
-    pub funnel: String,
-    pub key: String,
-    pub step: String,
-    pub n: i64,
-    pub cents: i64,
-}
-
 /// How many journeys one [`decide_retention`] decides at most.
 pub const RETENTION_BATCH: u64 = 500;
 
