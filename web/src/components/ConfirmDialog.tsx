@@ -13,11 +13,17 @@ type ConfirmDialogProps = {
   busy: boolean;
   onConfirm: () => void;
   onCancel: () => void;
+  /** The red button's words, and while it works ('Delete', 'Deleting...' unless said). */
+  confirmLabel?: string;
+  busyLabel?: string;
+  /** The button that leaves things as they are ('Cancel' unless said). */
+  cancelLabel?: string;
 };
 
 /**
- * Asks before a deletion that cannot be undone (a task, a chat, an account): the question, a red
- * Delete button and Cancel, which has the focus so that Enter does no harm.
+ * Asks before a step that cannot be undone (deleting a task, a chat, an account; canceling a
+ * payment): the question, a red button (Delete unless said) and Cancel, which has the focus so
+ * that Enter does no harm.
  */
 export function ConfirmDialog({
   title,
@@ -27,6 +33,9 @@ export function ConfirmDialog({
   busy,
   onConfirm,
   onCancel,
+  confirmLabel = 'Delete',
+  busyLabel = 'Deleting...',
+  cancelLabel = 'Cancel',
 }: ConfirmDialogProps) {
   const cancelRef = useRef<HTMLButtonElement>(null);
   return (
@@ -40,10 +49,10 @@ export function ConfirmDialog({
       )}
       <div className="confirm-dialog__actions">
         <Button variant="danger" disabled={busy} onClick={onConfirm}>
-          {busy ? 'Deleting...' : 'Delete'}
+          {busy ? busyLabel : confirmLabel}
         </Button>
         <Button ref={cancelRef} variant="secondary" onClick={onCancel}>
-          Cancel
+          {cancelLabel}
         </Button>
       </div>
     </Modal>

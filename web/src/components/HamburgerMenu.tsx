@@ -1,24 +1,31 @@
 import { useEffect, useId, useRef, useState, type KeyboardEvent } from 'react';
+import { Link } from 'react-router';
 import { LEGAL_DOCUMENTS, type LegalSlug } from '../lib/legal';
+import { useSession } from '../lib/session';
 import { LegalDialog } from './LegalDialog';
+import './HamburgerMenu.css';
 
 /**
- * The header's menu button: the four legal dialogs. A menu button as assistive technology
- * expects it: arrows move between the entries, Escape, Tab away or a click elsewhere close it.
+ * The header's menu button: the four legal dialogs, and for an admin (as `/api/auth/me` says)
+ * the operator's dashboard above them. A menu button as assistive technology expects it: arrows,
+ * Home and End move between the entries, Escape, Tab away or a click elsewhere close it.
  */
 export function HamburgerMenu() {
+  const admin = useSession().user?.admin === true;
   const [open, setOpen] = useState(false);
   const [openSlug, setOpenSlug] = useState<LegalSlug | null>(null);
   const menuId = useId();
   const containerRef = useRef<HTMLDivElement>(null);
   const buttonRef = useRef<HTMLButtonElement>(null);
-  const itemRefs = useRef<Array<HTMLButtonElement | null>>([]);
+  /** The entries in order: the dashboard link (admins) first, then the legal dialogs. */
+  const itemRefs = useRef<Array<HTMLElement | null>>([]);
+  const legalOffset = admin ? 1 : 0;
   /** Which entry takes focus when the menu opens: the first, or the last (Arrow Up on the button). */
   const focusOnOpen = useRef<'first' | 'last'>('first');
 
   useEffect(() => {
     if (!open) return undefined;
-    const items = itemRefs.current.filter((item): item is HTMLButtonElement => item !== null);
+    const items = itemRefs.current.filter((item): item is HTMLElement => item !== null);
     (focusOnOpen.current === 'last' ? items[items.length - 1] : items[0])?.focus();
 
     function onPointerDown(event: Event) {
@@ -52,8 +59,8 @@ export function HamburgerMenu() {
     }
   }
 
-  function onItemKeyDown(event: KeyboardEvent<HTMLButtonElement>, index: number) {
-    const items = itemRefs.current.filter((item): item is HTMLButtonElement => item !== null);
+  function onItemKeyDown(event: KeyboardEvent<HTMLElement>, index: number) {
+    const items = itemRefs.current.filter((item): item is HTMLElement => item !== null);
     const last = items.length - 1;
     const target = {
       ArrowDown: index === last ? 0 : index + 1,
@@ -102,17 +109,36 @@ export function HamburgerMenu() {
       </button>
       {open && (
         <ul id={menuId} role="menu" aria-label="Menu" className="site-menu__list">
-          {LEGAL_DOCUMENTS.map(({ slug, title }, index) => (
+          {admin && (
+            <>
+              <li role="none">
+                <Link
+                  ref={(element) => {
+                    itemRefs.current[0] = element;
+                  }}
+                  to="/admin"
+                  role="menuitem"
+                  className="site-menu__item site-menu__item--link"
+                  onClick={() => setOpen(false)}
+                  onKeyDown={(event) => onItemKeyDown(event, 0)}
+                >
+                  Dashboard
+                </Link>
+              </li>
+              <li role="separator" className="site-menu__separator" />
+            </>
+          )}
+          {LEGAL_DOCUMENTS.map(({ slug, title }, legalIndex) => (
             <li key={slug} role="none">
               <button
                 ref={(element) => {
-                  itemRefs.current[index] = element;
+                  itemRefs.current[legalOffset + legalIndex] = element;
                 }}
                 type="button"
                 role="menuitem"
                 className="site-menu__item"
                 onClick={() => choose(slug)}
-                onKeyDown={(event) => onItemKeyDown(event, index)}
+                onKeyDown={(event) => onItemKeyDown(event, legalOffset + legalIndex)}
               >
                 {title}
               </button>

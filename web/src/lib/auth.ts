@@ -61,6 +61,8 @@ export type User = {
   pendingSetup?: PendingSetup | null;
   /** The shortcut names kept with the account. */
   shortcuts?: string[];
+  /** May open the operator's pages (/admin): the header's menu offers the dashboard. */
+  admin?: boolean;
 };
 type UserAnswer = { user: User };
 

@@ -61,7 +61,10 @@ export function LivePanel() {
         ["Members' chats open", formatCount(latest.memberChats)],
         ['Messages a minute', rate(messages)],
         ['AI calls a minute', rate(aiCalls)],
+        // A failure is a provider error or a time-out; the offline helper's designed replies are
+        // counted apart, as scripted, not failed.
         ['AI calls failed since start', `${formatCount(latest.aiFailures)} of ${formatCount(latest.aiCalls)}`],
+        ['Scripted replies since start', formatCount(latest.aiScripted ?? 0)],
       ]
     : [];
   return (

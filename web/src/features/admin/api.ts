@@ -18,8 +18,33 @@ export type Figures = {
 
 export type By = 'campaign' | 'keyword' | 'utm_source' | 'utm_medium' | 'utm_campaign' | 'day' | 'week';
 
+/**
+ * What the ads cost for a row or the total (money in cents): null parts have no base (no
+ * visitors, no trials, no cost).
+ */
+export type Cost = {
+  cost_cents: number;
+  clicks: number;
+  cost_per_visitor_cents: number | null;
+  /** The cost of acquiring a customer (CAC). */
+  cost_per_trial_cents: number | null;
+  /** Return on ad spend: net revenue / cost. */
+  roas: number | null;
+  profit_cents: number;
+};
+
+/**
+ * The first cohort day of the range whose "First month paid" (`paid_from`) or "Subscribed after 30
+ * days" (`retained_from`) can still grow: its trials are not due yet. Null when all are final.
+ */
+export type Pending = { paid_from: string | null; retained_from: string | null };
+
 export type FunnelFigures = Figures & { funnel: string };
-export type Row = Figures & { key: string };
+/**
+ * A breakdown row. `campaign` is set by keyword ('' when none); `cost` is null when no cost is
+ * loaded for it (and absent from a server that does not know costs).
+ */
+export type Row = Figures & { key: string; campaign?: string; cost?: Cost | null };
 
 export type Report = {
   from: string;
@@ -27,9 +52,13 @@ export type Report = {
   by: By;
   funnel: string | null;
   campaign: string | null;
+  keyword?: string | null;
+  /** Each funnel's figures within the campaign and keyword chosen (whatever the funnel chosen). */
   funnels: FunnelFigures[];
-  total: Figures;
+  /** The funnel, campaign and keyword chosen. */
+  total: Figures & { cost?: Cost | null };
   rows: Row[];
+  pending?: Pending;
 };
 
 export type Live = {
@@ -39,6 +68,8 @@ export type Live = {
   messagesStored: number;
   aiCalls: number;
   aiFailures: number;
+  /** The offline helper's designed answers (not failures). */
+  aiScripted?: number;
 };
 
 /** What deleting an account took with it. */
@@ -61,12 +92,15 @@ export type ReportQuery = {
   by: By;
   funnel?: string;
   campaign?: string;
+  /** A keyword within the campaign chosen. */
+  keyword?: string;
 };
 
 export function queryString(query: ReportQuery, extra: Record<string, string> = {}): string {
   const params = new URLSearchParams({ from: query.from, to: query.to, by: query.by, ...extra });
   if (query.funnel) params.set('funnel', query.funnel);
   if (query.campaign) params.set('campaign', query.campaign);
+  if (query.keyword) params.set('keyword', query.keyword);
   return params.toString();
 }
 
