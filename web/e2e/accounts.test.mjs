@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { DESKTOP, PHONE, openPage, setUp } from './harness.mjs';
+import { DESKTOP, openPage, PHONE, setUp, sidewaysOverflow } from './harness.mjs';
 
 let env;
 before(async () => {
@@ -95,8 +95,8 @@ describe('accounts', () => {
     await page.goto(`${env.baseUrl}/login`);
     await page.getByRole('heading', { name: 'Sign in to your account' }).waitFor();
     await page.getByRole('link', { name: 'Need an account? Sign up' }).waitFor();
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
-    assert.equal(overflow, false, 'no sideways scrolling');
+    const overflow = await sidewaysOverflow(page);
+    assert.ok(overflow <= 0, `no sideways scrolling (${overflow} px)`);
     assert.deepEqual(problems, []);
     await context.close();
   });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { DESKTOP, PHONE, openPage, resultsDir, setUp, signInLinkMailedTo } from './harness.mjs';
+import { DESKTOP, openPage, PHONE, resultsDir, setUp, sidewaysOverflow, signInLinkMailedTo } from './harness.mjs';
 import { payTrial, signUp } from './members-support.mjs';
 import path from 'node:path';
 
@@ -193,8 +193,8 @@ describe('checkout on the demo provider', () => {
     await page.getByRole('button', { name: 'Cancel' }).click();
     await page.waitForURL((url) => url.pathname === '/');
     await page.getByText(/canceled/i).first().waitFor();
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
-    assert.equal(overflow, false);
+    const overflow = await sidewaysOverflow(page);
+    assert.ok(overflow <= 0, `no sideways scrolling (${overflow} px)`);
     assert.deepEqual(problems, []);
     await context.close();
   });

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { DESKTOP, PHONE, assertAccessible, launchBrowser, openPage, resultsDir, startServer } from './harness.mjs';
+import { assertAccessible, DESKTOP, launchBrowser, openPage, PHONE, resultsDir, sidewaysOverflow, startServer } from './harness.mjs';
 import { adminPage, signInAsAdmin } from './admin-support.mjs';
 import { payAndSetUpAccount } from './members-support.mjs';
 
@@ -122,8 +122,8 @@ describe('the operator dashboard', () => {
     const csv = await page.request.get(`${server.baseUrl}${href}`);
     assert.equal(csv.status(), 200);
     const text = await csv.text();
-    assert.match(text, /^keyword,visitors,/);
-    assert.match(text, /\nprinter,1,1,0,/);
+    assert.match(text, /^keyword,campaign,visitors,/);
+    assert.match(text, /\nprinter,111,1,1,0,/);
 
     assert.deepEqual(problems, []);
     for (const opened of [ann, bob, cat]) await opened.context.close();
@@ -135,7 +135,7 @@ describe('the operator dashboard', () => {
     await page.goto(`${server.baseUrl}/admin`);
     await page.getByRole('table', { name: /how far they got/ }).waitFor();
     await page.getByRole('region', { name: 'Live' }).getByText('Conversations open').waitFor();
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const overflow = await sidewaysOverflow(page);
     assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px`);
     await page.screenshot({ path: path.join(resultsDir, 'admin-dashboard-phone.png'), fullPage: true });
     await page
@@ -166,7 +166,11 @@ describe('the operator dashboard', () => {
     await page.goto(`${server.baseUrl}/admin`);
     const section = page.getByRole('region', { name: 'Delete an account' });
     await section.getByLabel('Email address').fill('ann@example.com');
-    await section.getByRole('button', { name: 'Delete account' }).click();
+    // The account is found first: its address, plan and since when, before anything is deleted.
+    await section.getByRole('button', { name: 'Find the account' }).click();
+    const found = section.getByRole('group', { name: 'The account ann@example.com' });
+    await found.getByText(/Free trial until/).waitFor();
+    await section.getByRole('button', { name: 'Delete this account' }).click();
     const dialog = page.getByRole('dialog', { name: 'Delete account' });
     await dialog.getByText('Are you sure you want to delete the account ann@example.com?', { exact: false }).waitFor();
     // The admin's own password again: a session left open is not enough.

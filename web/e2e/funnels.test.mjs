@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { DESKTOP, PHONE, openPage, resultsDir, setUp } from './harness.mjs';
+import { DESKTOP, openPage, PHONE, resultsDir, setUp, sidewaysOverflow } from './harness.mjs';
 import { payAndSetUpAccount } from './members-support.mjs';
 
 let env;
@@ -391,7 +391,7 @@ describe('marketing funnels', { concurrency: true }, () => {
 
   test('chat funnel on a phone: no sideways scrolling, and Send in reach', async (t) => {
     const { page, context, problems } = await openPage(env.browser, PHONE);
-    const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const overflow = () => sidewaysOverflow(page);
 
     await page.goto(`${env.baseUrl}/chat-help?keyword=outlook%20email&campaignid=123`);
     await page.getByRole('heading', { level: 1, name: 'Need Outlook Email Assistance? Get Instant Expert Assistance Now' }).waitFor();

@@ -160,6 +160,17 @@ export async function setUp() {
 export const PHONE = { viewport: { width: 375, height: 667 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
 export const DESKTOP = { viewport: { width: 1280, height: 900 } };
 
+/**
+ * How many pixels the page is wider than the device's screen (0 or less: no sideways scroll).
+ * Measured against the viewport the test gave the page, not `window.innerWidth`: on an emulated
+ * phone Chromium widens the layout viewport to a page that overflows, so that comparison never
+ * sees the overflow.
+ */
+export async function sidewaysOverflow(page) {
+  const { width } = page.viewportSize();
+  return (await page.evaluate(() => document.documentElement.scrollWidth)) - width;
+}
+
 // axe-core, run in the page (through the DevTools protocol, which the page's Content-Security-Policy
 // does not stop) against the WCAG 2.0, 2.1 and 2.2 rules of levels A and AA.
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');

@@ -5,16 +5,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import {
-  DESKTOP,
-  PHONE,
-  assertAccessible,
-  launchBrowser,
-  openPage,
-  resultsDir,
-  signInLinkMailedTo,
-  startServer,
-} from './harness.mjs';
+import { assertAccessible, DESKTOP, launchBrowser, openPage, PHONE, resultsDir, sidewaysOverflow, signInLinkMailedTo, startServer } from './harness.mjs';
 
 const OWNER = 'operator@example.com';
 let server;
@@ -111,7 +102,7 @@ describe('an address taken back by its owner', () => {
     await page.goto(await signInLinkMailedTo(server, email));
     await page.waitForURL((url) => url.pathname === '/account-setup');
     await page.getByLabel('Confirm Password').waitFor();
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const overflow = await sidewaysOverflow(page);
     assert.ok(overflow <= 0, `the page is ${overflow}px wider than the phone`);
     await page.screenshot({ path: path.join(resultsDir, 'takeover-choose-password-phone.png'), fullPage: true });
     await context.close();
