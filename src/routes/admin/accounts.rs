@@ -75,7 +75,7 @@ pub async fn find_account(
     let email = query
         .into_inner()
         .email("Enter the email address of the account to delete.")?;
-    let account = store::billing::account_since(&db, email.as_str())
+    let account = store::users::account_since(&db, email.as_str())
         .await
         .context("accounts: account")?
         .ok_or_else(|| {

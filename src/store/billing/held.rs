@@ -167,28 +167,6 @@ pub async fn queue_held_reminder(
     }
 }
 
-/// An account as the operator's lookup shows it before deleting it: its id, address, and since
-/// when it exists. (Here rather than in `store::users` for issue 52's split of the work.)
-#[derive(Debug, Clone, SurrealValue)]
-pub struct AccountSince {
-    pub id: String,
-    pub email: String,
-    pub created_at: DateTime<Utc>,
-}
-
-/// The account with the address `email` (already normalised, as `Email` is), if any.
-pub async fn account_since(db: &Db, email: &str) -> Result<Option<AccountSince>, surrealdb::Error> {
-    let mut response = db
-        .query(
-            "SELECT record::id(id) AS id, email, created_at FROM user WHERE email = $email LIMIT 1",
-        )
-        .bind(("email", email.to_owned()))
-        .await?
-        .check()?;
-    let rows: Vec<AccountSince> = response.take(0)?;
-    Ok(rows.into_iter().next())
-}
-
 /// A held payment whose owner did not answer in time.
 #[derive(Debug, Clone, SurrealValue)]
 pub struct ExpiredHold {
