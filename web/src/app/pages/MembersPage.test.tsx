@@ -212,6 +212,15 @@ describe('MembersPage for each kind of person', () => {
     await waitFor(() => expect(sockets.map((socket) => socket.namespace)).toEqual(['/member']));
   });
 
+  it('asks nothing of a session that must choose a password first: it goes to account setup', async () => {
+    // A mailed link proved the address: the server answers this session 403 choose_password to
+    // everything until it has chosen one, so the page must not ask (a browser would log the 403).
+    const fetchMock = mockApi(signedInAs(member({ access: TRIAL, mustChoosePassword: true })));
+    const router = await renderApp('/');
+    await waitFor(() => expect(router.state.location.pathname).toBe('/account-setup'));
+    expect(requestsTo(fetchMock, '/api/billing/held')).toEqual([]);
+  });
+
   it('shows an active subscription', async () => {
     mockApi(signedInAs(member({ access: SUBSCRIBED })));
     await renderApp('/');

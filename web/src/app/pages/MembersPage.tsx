@@ -241,7 +241,11 @@ export function MembersPage() {
         </p>
       )}
       {user?.pendingSetup && <PendingSetupBanner pending={user.pendingSetup} />}
-      {user && <HeldPayments key={user.id} email={user.email} onChanged={() => void refresh()} />}
+      {/* A session that must choose a password first is on its way to account setup: the server
+          answers it nothing else, so the page asks nothing. */}
+      {user && !user.mustChoosePassword && (
+        <HeldPayments key={user.id} email={user.email} onChanged={() => void refresh()} />
+      )}
       {notice && (
         <CheckoutNotice
           kind={notice}
