@@ -1,6 +1,7 @@
 import { fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { mockApi } from '../../test/fetch-mock';
-import { DeleteAccount, FIND_FAILED } from './DeleteAccount';
+import { SessionProvider } from '../../lib/session';
+import { DeleteAccount, FIND_FAILED, OWN_ACCOUNT } from './DeleteAccount';
 import type { AccountFound } from './operations-api';
 
 const DELETED = {
@@ -121,6 +122,19 @@ describe('DeleteAccount', () => {
     await waitFor(() =>
       expect(screen.getByRole('alert').textContent).toBe('No account found with the address bob@example.com.'),
     );
+    expect(screen.queryByRole('button', { name: 'Delete this account' })).toBeNull();
+  });
+
+  it("offers no delete for the admin's own account, and says why", async () => {
+    // Signed in as Ann: the server would refuse (409 own_account); the form says so first.
+    mockApi({ ...FIND, 'GET /api/auth/me': { body: { user: { id: 'u1', email: 'Ann@example.com' } } } });
+    render(
+      <SessionProvider>
+        <DeleteAccount />
+      </SessionProvider>,
+    );
+    typeAndFind('ann@example.com');
+    await screen.findByText(OWN_ACCOUNT);
     expect(screen.queryByRole('button', { name: 'Delete this account' })).toBeNull();
   });
 

@@ -2,6 +2,7 @@ import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { Button } from '../../components/Button';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { ApiError } from '../../lib/api';
+import { useSession } from '../../lib/session';
 import { adminApi } from './api';
 import { formatCount } from './format';
 import { operationsApi, type AccountFound } from './operations-api';
@@ -13,6 +14,7 @@ function some(count: number, thing: string): string {
   return `${formatCount(count)} ${thing}${count === 1 ? '' : 's'}`;
 }
 
+export const OWN_ACCOUNT = 'You cannot delete the account you are signed in with.';
 export const DELETE_FAILED = 'The account could not be deleted. Please try again.';
 export const FIND_FAILED = 'The account could not be looked up. Please try again.';
 /** Answers about the admin's own password: the dialog stays open for another try. */
@@ -25,6 +27,7 @@ const PASSWORD_ERRORS = new Set(['password_required', 'wrong_password', 'too_man
  * came from. The day's dashboard figures, which name no one, stay.
  */
 export function DeleteAccount() {
+  const signedInAs = useSession().user?.email.toLowerCase();
   const [email, setEmail] = useState('');
   const [finding, setFinding] = useState(false);
   const [found, setFound] = useState<AccountFound | null>(null);
@@ -181,9 +184,14 @@ export function DeleteAccount() {
               <dd>{formatDay(found.createdAt)}</dd>
             </div>
           </dl>
-          <Button variant="danger" disabled={busy} onClick={() => ask(found)}>
-            Delete this account
-          </Button>
+          {found.email.toLowerCase() === signedInAs ? (
+            // The server refuses it too (409 own_account); the form says so before asking.
+            <p className="admin-section__note">{OWN_ACCOUNT}</p>
+          ) : (
+            <Button variant="danger" disabled={busy} onClick={() => ask(found)}>
+              Delete this account
+            </Button>
+          )}
         </div>
       )}
       {confirming && (
