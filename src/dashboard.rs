@@ -297,17 +297,13 @@ fn assemble(query: &Query, sums: &[Sum], spending: &Spending, today: NaiveDate) 
 
     // What each row's ads cost, and a row for what cost something but brought no visitor.
     let days_of_week = |week: &str| -> Option<Spend> {
-        let mut days = spending
-            .days
-            .iter()
-            .filter(|(day, _)| week_of(day).as_deref() == Some(week))
-            .map(|(_, spend)| *spend)
-            .peekable();
-        days.peek()?;
-        Some(days.fold(Spend::default(), |mut sum, spend| {
-            sum.add(spend);
-            sum
-        }))
+        Spend::total(
+            spending
+                .days
+                .iter()
+                .filter(|(day, _)| week_of(day).as_deref() == Some(week))
+                .map(|(_, spend)| *spend),
+        )
     };
     let cost_of = |campaign: &str, key: &str| -> Option<Spend> {
         match (query.by, &keyword) {
@@ -402,23 +398,16 @@ fn assemble(query: &Query, sums: &[Sum], spending: &Spending, today: NaiveDate) 
             total.merge(figures);
         }
     }
-    let total_spend = |spends: &mut dyn Iterator<Item = Spend>| -> Option<Spend> {
-        let first = spends.next()?;
-        Some(spends.fold(first, |mut sum, spend| {
-            sum.add(spend);
-            sum
-        }))
-    };
     let total_cost = match (&keyword, &query.campaign) {
-        (Some(keyword), _) => total_spend(
-            &mut spending
+        (Some(keyword), _) => Spend::total(
+            spending
                 .keywords
                 .iter()
                 .filter(|((campaign, key), _)| chosen_campaign(campaign) && key == keyword)
                 .map(|(_, spend)| *spend),
         ),
         (None, Some(campaign)) => spending.campaigns.get(campaign).copied(),
-        (None, None) => total_spend(&mut spending.campaigns.values().copied()),
+        (None, None) => Spend::total(spending.campaigns.values().copied()),
     };
 
     let mut funnels: Vec<FunnelFigures> = funnels

@@ -29,6 +29,16 @@ impl Spend {
         self.cost_cents += other.cost_cents;
         self.clicks += other.clicks;
     }
+
+    /// The sum of `spends`; none when there are none (no cost loaded, as against a cost of 0).
+    pub fn total(spends: impl IntoIterator<Item = Spend>) -> Option<Spend> {
+        let mut spends = spends.into_iter();
+        let first = spends.next()?;
+        Some(spends.fold(first, |mut sum, spend| {
+            sum.add(spend);
+            sum
+        }))
+    }
 }
 
 /// The costs of a range of days, as the dashboard's rows need them.

@@ -9,25 +9,10 @@ import { alignedDays, dayTicks, tickLabel } from './DailyChart';
 import { DATE_SETTLE_MS, RANGE_ORDER } from './FilterBar';
 import { change, dayKey, formatRange, previousPeriod } from './format';
 import { PRESETS, readState, writeState } from './url-state';
-import type { Cost, Figures, Live, Report, Row } from './api';
-
-const ZERO: Figures = {
-  visitors: 0,
-  first_message: 0,
-  final_message: 0,
-  checkout: 0,
-  trial: 0,
-  paid: 0,
-  retained: 0,
-  fee_cents: 0,
-  fee_refund_cents: 0,
-  subscription_cents: 0,
-  net_cents: 0,
-  net_cents_per_visitor: 0,
-};
+import { NO_FIGURES, type Cost, type Figures, type Live, type Report, type Row } from './api';
 
 const CHAT: Figures = {
-  ...ZERO,
+  ...NO_FIGURES,
   visitors: 40,
   first_message: 30,
   final_message: 20,
@@ -42,16 +27,16 @@ const CHAT: Figures = {
   net_cents_per_visitor: 217,
 };
 
-const HELP: Figures = { ...ZERO, visitors: 60, first_message: 50, trial: 2, net_cents: 4000, net_cents_per_visitor: 67 };
+const HELP: Figures = { ...NO_FIGURES, visitors: 60, first_message: 50, trial: 2, net_cents: 4000, net_cents_per_visitor: 67 };
 
 function row(key: string, figures: Partial<Figures>, extra: Partial<Row> = {}): Row {
-  return { ...ZERO, ...figures, key, ...extra };
+  return { ...NO_FIGURES, ...figures, key, ...extra };
 }
 
 function sum(figures: Figures[]): Figures {
-  const total = { ...ZERO };
+  const total = { ...NO_FIGURES };
   for (const each of figures) {
-    for (const name of Object.keys(ZERO) as (keyof Figures)[]) total[name] += each[name];
+    for (const name of Object.keys(NO_FIGURES) as (keyof Figures)[]) total[name] += each[name];
   }
   total.net_cents_per_visitor = total.visitors > 0 ? Math.round(total.net_cents / total.visitors) : 0;
   return total;
@@ -78,7 +63,7 @@ function report(url: URL, changes: Partial<Report> = {}): Report {
     campaign: url.searchParams.get('campaign'),
     keyword: url.searchParams.get('keyword'),
     funnels,
-    total: funnel ? (funnels.find((each) => each.funnel === funnel) ?? ZERO) : sum(funnels),
+    total: funnel ? (funnels.find((each) => each.funnel === funnel) ?? NO_FIGURES) : sum(funnels),
     rows: rows[by] ?? [],
     pending: { paid_from: null, retained_from: null },
     ...changes,

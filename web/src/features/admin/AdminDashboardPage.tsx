@@ -3,7 +3,7 @@ import { Link, useSearchParams } from 'react-router';
 import { Button } from '../../components/Button';
 import { ApiError } from '../../lib/api';
 import { usePublicConfig } from '../../lib/public-config';
-import { adminApi, type Cost, type Figures, type FunnelFigures, type Report, type ReportQuery, type Row } from './api';
+import { adminApi, NO_FIGURES, type Cost, type Figures, type FunnelFigures, type Report, type ReportQuery, type Row } from './api';
 import { CostUpload } from './CostUpload';
 import { DailyChart } from './DailyChart';
 import { DeleteAccount } from './DeleteAccount';
@@ -76,22 +76,6 @@ function scopeText(state: DashboardState): string {
   if (state.campaign && state.keyword) parts.push(`keyword ${state.keyword}`);
   return parts.join(', ');
 }
-
-/** A funnel or row with nothing in a period. */
-const ZERO: Figures = {
-  visitors: 0,
-  first_message: 0,
-  final_message: 0,
-  checkout: 0,
-  trial: 0,
-  paid: 0,
-  retained: 0,
-  fee_cents: 0,
-  fee_refund_cents: 0,
-  subscription_cents: 0,
-  net_cents: 0,
-  net_cents_per_visitor: 0,
-};
 
 /** A row's figures in the previous period, when the page compares. */
 type Previous<T> = ((row: T) => Figures) | null;
@@ -239,7 +223,7 @@ function Section({
 /** Each funnel's steps, with each step's rate from the step before it. */
 function FunnelsTable({ report, previous, query }: { report: Report; previous: Report | null; query: ReportQuery }) {
   const before = previous
-    ? (row: FunnelFigures) => previous.funnels.find((candidate) => candidate.funnel === row.funnel) ?? ZERO
+    ? (row: FunnelFigures) => previous.funnels.find((candidate) => candidate.funnel === row.funnel) ?? NO_FIGURES
     : null;
   const columns: Column<FunnelFigures>[] = [
     { key: 'funnel', label: 'Funnel', value: (row) => funnelName(row.funnel) },
@@ -401,7 +385,7 @@ function Breakdown({
   const keywordChoice = by === 'keyword' && !keyword;
   const rowKey = (row: Row) => (row.campaign === undefined ? row.key : `${row.campaign}\u0000${row.key}`);
   const previousRows = previous && !ordered ? new Map(previous.rows.map((row) => [rowKey(row), row])) : null;
-  const before = previousRows ? (row: Row) => previousRows.get(rowKey(row)) ?? ZERO : null;
+  const before = previousRows ? (row: Row) => previousRows.get(rowKey(row)) ?? NO_FIGURES : null;
   const withCost = report.rows.some((row) => row.cost);
 
   function keyCell(row: Row) {

@@ -16,6 +16,22 @@ export type Figures = {
   net_cents_per_visitor: number;
 };
 
+/** A funnel or row with nothing in a period. */
+export const NO_FIGURES: Figures = {
+  visitors: 0,
+  first_message: 0,
+  final_message: 0,
+  checkout: 0,
+  trial: 0,
+  paid: 0,
+  retained: 0,
+  fee_cents: 0,
+  fee_refund_cents: 0,
+  subscription_cents: 0,
+  net_cents: 0,
+  net_cents_per_visitor: 0,
+};
+
 export type By = 'campaign' | 'keyword' | 'utm_source' | 'utm_medium' | 'utm_campaign' | 'day' | 'week';
 
 /**

@@ -5,13 +5,7 @@ import { BY_NAMES, dayKey, isDayKey } from './format';
 
 export type Sort = { key: string; descending: boolean };
 
-export type DashboardState = {
-  from: string;
-  to: string;
-  by: By;
-  funnel?: string;
-  campaign?: string;
-  keyword?: string;
+export type DashboardState = ReportQuery & {
   /** Also read the previous period of the same length, and show each figure's change. */
   compare: boolean;
   /** Keeps the breakdown's rows whose name holds this (as typed). */
