@@ -53,7 +53,7 @@ fn conversation(index: usize) -> Conversation {
             funnel: FunnelKind::Chat,
         },
         version: 1,
-        flow: "default".into(),
+        flow: helpnow_actors::rules::flows::FlowRef::published("default", 1),
         headline: "Get Help With Outlook Email Now".into(),
         attribution: Attribution::default(),
         stage: 0,

@@ -143,6 +143,9 @@ pub enum ClusterEvent {
     /// that holds the conversation (to one process's inbox): a relay message of the funnels'
     /// (`funnels::relay::RelayMessage`, a JSON object), which this layer carries unread.
     Funnel(serde_json::Value),
+    /// A flow, a routing or a preview was published (issue 47): every process reloads its
+    /// catalog of flows from the store.
+    FlowsChanged,
 }
 
 /// On the wire: the event and the process that sent it (which has acted on it already).

@@ -136,7 +136,9 @@ async fn call(
 }
 
 /// Summarises the issue (unless it is under 5 characters) and writes the intro, at once.
-pub async fn answer(ai: Arc<dyn Ai>, issue: &str) -> HelpAnswer {
+/// `default_intro`: what step 2 says when the AI's intro is unusable (the routed flow's; none:
+/// the spec's default).
+pub async fn answer(ai: Arc<dyn Ai>, issue: &str, default_intro: Option<String>) -> HelpAnswer {
     let style = if rand::rng().random_bool(0.5) {
         IntroStyle::Friendly
     } else {
@@ -186,7 +188,9 @@ pub async fn answer(ai: Arc<dyn Ai>, issue: &str) -> HelpAnswer {
     ai_events.push(intro_event);
     HelpAnswer {
         summary: summary.filter(|s| !s.is_empty()),
-        intro: cleaned_intro.unwrap_or_else(|| DEFAULT_INTRO.to_owned()),
+        intro: cleaned_intro
+            .or(default_intro)
+            .unwrap_or_else(|| DEFAULT_INTRO.to_owned()),
         intro_style: style,
         ai_events,
     }
@@ -236,6 +240,7 @@ mod tests {
                 Ok("That sounds frustrating. The steps below will help."),
             ),
             "my outlook keeps asking me for my password every time",
+            None,
         )
         .await;
         assert_eq!(
@@ -258,6 +263,7 @@ mod tests {
                 Ok("Here's an introduction: hello"),
             ),
             "My computer keeps freezing when I open Chrome",
+            None,
         )
         .await;
         assert_eq!(answer.summary.as_deref(), Some("My computer keeps"));
@@ -270,15 +276,24 @@ mod tests {
         let answer = answer(
             ai(Err(AiError::Offline), Err(AiError::Offline)),
             "printer offline again",
+            None,
         )
         .await;
         assert_eq!(answer.summary.as_deref(), Some("printer offline again"));
         assert_eq!(answer.intro, DEFAULT_INTRO);
+        // The routed flow's intro, when it has one.
+        let answer = super::answer(
+            ai(Err(AiError::Offline), Err(AiError::Offline)),
+            "printer offline again",
+            Some("The flow's own intro.".into()),
+        )
+        .await;
+        assert_eq!(answer.intro, "The flow's own intro.");
     }
 
     #[tokio::test]
     async fn a_short_issue_is_not_summarised() {
-        let answer = answer(ai(Ok("never asked"), Ok("An intro.")), " wifi ").await;
+        let answer = answer(ai(Ok("never asked"), Ok("An intro.")), " wifi ", None).await;
         assert_eq!(answer.summary, None);
         assert_eq!(answer.ai_events.len(), 1, "only the intro was asked for");
     }
@@ -291,7 +306,7 @@ mod tests {
             intro_delay: Duration::from_secs(10),
         });
         let started = tokio::time::Instant::now();
-        let answer = answer(slow, "my printer is offline").await;
+        let answer = answer(slow, "my printer is offline", None).await;
         assert_eq!(answer.intro, DEFAULT_INTRO);
         assert!(started.elapsed() < Duration::from_millis(3100));
         assert_eq!(answer.ai_events.last().map(|e| e.outcome), Some("timeout"));

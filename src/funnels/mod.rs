@@ -10,13 +10,13 @@ pub mod relay;
 
 use std::sync::Arc;
 
-use helpnow_actors::funnel::ports::{FunnelClaims, NoClaims};
+use helpnow_actors::funnel::ports::{FlowTally, FunnelClaims, NoClaims};
 use helpnow_actors::funnel::{Deps, FunnelRegistry, FunnelSettings};
 use helpnow_actors::ports::{Ai, SystemClock, Telemetry};
 use helpnow_actors::rules::FunnelKind;
-use helpnow_actors::rules::scripts::FunnelScripts;
+use helpnow_actors::rules::flows::FlowSource;
 
-pub use namespace::FunnelNamespace;
+pub use namespace::{FunnelNamespace, PreviewChats};
 pub use ports::FunnelCheckouts;
 
 use crate::adapters::analytics::BatchedAnalytics;
@@ -42,13 +42,19 @@ pub struct FunnelStores {
     pub journeys: store::journeys::JourneyRecorder,
 }
 
+/// The flows the funnel actors follow, and where they count the steps reached (issue 47).
+pub struct FunnelFlows {
+    pub flows: Arc<dyn FlowSource>,
+    pub tally: Arc<dyn FlowTally>,
+}
+
 /// Builds the registry of funnel conversations for this process.
 pub fn registry(
     settings: &Settings,
     stores: FunnelStores,
     ai: Arc<dyn Ai>,
     checkouts: FunnelCheckouts,
-    scripts: Arc<FunnelScripts>,
+    flows: FunnelFlows,
     telemetry: Arc<dyn Telemetry>,
     cluster: &Cluster,
 ) -> FunnelRegistry {
@@ -66,9 +72,33 @@ pub fn registry(
             stores.journeys,
         )),
         clock: Arc::new(SystemClock),
-        scripts,
+        flows: flows.flows,
+        tally: flows.tally,
         telemetry,
         claims,
+        settings: FunnelSettings::new(&settings.product.assistant_name, &settings.product.name),
+    })
+}
+
+/// Builds the registry of the previews' conversations (`/admin`'s "Try it"): the real funnel
+/// actor on the same store and AI, counted nowhere (no analytics, no drop-off, no metrics), its
+/// checkout opening none. Each process serves its own (no claims): a preview is one admin's tab.
+pub fn preview_registry(
+    settings: &Settings,
+    conversations: Batcher,
+    ai: Arc<dyn Ai>,
+    flows: Arc<dyn FlowSource>,
+) -> FunnelRegistry {
+    FunnelRegistry::new(Deps {
+        store: Arc::new(store::funnels::ConversationStore::new(conversations)),
+        ai,
+        checkout: Arc::new(ports::PreviewCheckout),
+        analytics: Arc::new(ports::NoAnalytics),
+        clock: Arc::new(SystemClock),
+        flows,
+        tally: Arc::new(helpnow_actors::funnel::ports::NoTally),
+        telemetry: Arc::new(helpnow_actors::ports::NoTelemetry),
+        claims: Arc::new(NoClaims),
         settings: FunnelSettings::new(&settings.product.assistant_name, &settings.product.name),
     })
 }

@@ -14,6 +14,7 @@ use helpnow_actors::funnel::{
 };
 use helpnow_actors::ports::ActorClient;
 use helpnow_actors::rules::FunnelKind;
+use helpnow_actors::rules::flows::FlowRef;
 use helpnow_actors::rules::text::clean_query_value;
 use serde_json::{Map, Value, json};
 
@@ -24,10 +25,24 @@ use crate::auth::SessionCookies;
 use crate::client::AddressLimiter;
 use crate::domain::VisitorId;
 use crate::domain::journey::Step;
+use crate::flows::FlowLibrary;
 use crate::realtime::{ConnectError, ConnectRequest, Namespace, SocketEvent, SocketRef};
 use crate::store;
+use crate::store::Db;
 use crate::store::batch::Batcher;
 use crate::store::journeys::JourneyRecorder;
+
+/// What a preview's socket is joined with (`auth.preview`, from `/admin`'s "Try it"): its own
+/// registry (counted nowhere), the flows (the preview's draft), and who may open one: an admin,
+/// by the session cookie the page's frame sends.
+#[derive(Clone)]
+pub struct PreviewChats {
+    pub registry: FunnelRegistry,
+    pub flows: FlowLibrary,
+    pub db: Db,
+    /// `admin.emails`.
+    pub admins: Vec<String>,
+}
 
 /// The cookie that names a visitor (set with the pages, HttpOnly).
 pub struct FunnelNamespace {
@@ -44,6 +59,7 @@ pub struct FunnelNamespace {
     joins: Option<AddressLimiter>,
     /// The visitor cookie's name (`__Host-vid` over https).
     cookies: SessionCookies,
+    previews: PreviewChats,
 }
 
 impl FunnelNamespace {
@@ -54,6 +70,7 @@ impl FunnelNamespace {
         journeys: JourneyRecorder,
         joins_per_minute: u32,
         cookies: SessionCookies,
+        previews: PreviewChats,
     ) -> Self {
         Self {
             registry,
@@ -61,6 +78,7 @@ impl FunnelNamespace {
             batcher,
             journeys,
             cookies,
+            previews,
             joins: (joins_per_minute > 0)
                 .then(|| AddressLimiter::per_minute(joins_per_minute, joins_per_minute)),
         }
@@ -104,6 +122,24 @@ impl Namespace for FunnelNamespace {
                 .boxed();
             }
         };
+        if let Some(preview) = request.auth.get("preview").and_then(Value::as_str) {
+            if !request.recovered && !self.allow_join(request.handshake.address) {
+                return futures_util::future::ready(Err(ConnectError::new(
+                    "Too many chats from your connection. Please wait a minute and try again.",
+                )))
+                .boxed();
+            }
+            let session = request.handshake.cookie(self.cookies.session());
+            return connect_preview(
+                self.previews.clone(),
+                preview.to_owned(),
+                funnel,
+                session.map(str::to_owned),
+                attribution(&request.auth),
+                socket,
+                request.handshake.address,
+            );
+        }
         let visitor = request
             .handshake
             .cookie(self.cookies.visitor())
@@ -148,7 +184,10 @@ impl Namespace for FunnelNamespace {
                 visitor_id: visitor_id.into_string(),
                 funnel,
             };
-            let start = NewConversation { attribution };
+            let start = NewConversation {
+                attribution,
+                flow: None,
+            };
             let client: Arc<dyn ActorClient> = Arc::new(SocketClient {
                 socket: socket.clone(),
                 address,
@@ -167,6 +206,81 @@ impl Namespace for FunnelNamespace {
         }
         .boxed()
     }
+}
+
+/// Joins a preview's socket to its conversation: only for an admin (the session cookie), only
+/// for a preview that exists; counted nowhere (no visit, no journey, no event).
+fn connect_preview(
+    previews: PreviewChats,
+    preview: String,
+    funnel: FunnelKind,
+    session: Option<String>,
+    attribution: Attribution,
+    socket: SocketRef,
+    address: Option<IpAddr>,
+) -> BoxFuture<'static, Result<Recipient<SocketEvent>, ConnectError>> {
+    async move {
+        let refused = || {
+            ConnectError::new(
+                "This preview is not available. Please start it again from the Flows page.",
+            )
+        };
+        let admin = match session {
+            Some(secret) => crate::auth::session::user_of_session(&previews.db, &secret)
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|user| user.is_admin(&previews.admins)),
+            None => false,
+        };
+        if !admin {
+            return Err(refused());
+        }
+        let mut flow = previews
+            .flows
+            .catalog()
+            .previews
+            .get(&preview)
+            .map(|(flow, _)| flow.clone());
+        if flow.is_none() {
+            // Made a moment ago on another process.
+            let _ = previews.flows.reload().await;
+            flow = previews
+                .flows
+                .catalog()
+                .previews
+                .get(&preview)
+                .map(|(flow, _)| flow.clone());
+        }
+        let Some(flow) = flow else {
+            return Err(refused());
+        };
+        let key = ConversationKey {
+            visitor_id: crate::flows::preview_visitor(&preview),
+            funnel,
+        };
+        let start = NewConversation {
+            // Only the keyword (for `{keyword}` and the headline): nothing else of an ad.
+            attribution: Attribution {
+                keyword: attribution.keyword,
+                ..Attribution::default()
+            },
+            flow: Some(FlowRef {
+                name: flow,
+                version: 0,
+                preview: Some(preview),
+            }),
+        };
+        let client: Arc<dyn ActorClient> = Arc::new(SocketClient { socket, address });
+        match previews.registry.join(key, start, client).await {
+            Ok(actor) => Ok(actor.recipient()),
+            Err(_) => Err(ConnectError::new(
+                "We could not open your chat just now. Please try again in a moment.",
+            )
+            .with_data(json!({ "code": "unavailable" }))),
+        }
+    }
+    .boxed()
 }
 
 /// The socket's events, as the conversation actor understands them.

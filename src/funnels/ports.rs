@@ -124,6 +124,29 @@ impl FunnelClaims for ClusterClaims {
     }
 }
 
+/// Where a preview's checkout leads: nowhere real. The preview page shows that a visitor would
+/// go to the checkout now instead of leaving (web: `ChatFunnelPage` in preview mode).
+pub const PREVIEW_CHECKOUT_URL: &str = "/admin/flows";
+
+/// A preview's checkout: opens none (no call to the payment provider, no checkout record).
+pub struct PreviewCheckout;
+
+impl FunnelCheckout for PreviewCheckout {
+    fn start(
+        &self,
+        _request: FunnelCheckoutRequest,
+    ) -> BoxFuture<'static, Result<String, CheckoutError>> {
+        futures_util::future::ready(Ok(PREVIEW_CHECKOUT_URL.to_owned())).boxed()
+    }
+}
+
+/// A preview's analytics: none (a preview is counted nowhere).
+pub struct NoAnalytics;
+
+impl helpnow_actors::ports::Analytics for NoAnalytics {
+    fn record(&self, _event: &'static str, _subject: &str, _properties: serde_json::Value) {}
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -203,7 +203,10 @@ impl FunnelRelay {
                     relay: self.clone(),
                     client: Arc::new(client),
                     key,
-                    start: NewConversation { attribution },
+                    start: NewConversation {
+                        attribution,
+                        flow: None,
+                    },
                     actor: None,
                     last_ack: None,
                 };

@@ -77,6 +77,7 @@ pub async fn help_answer(
     settings: web::Data<Settings>,
     ai: web::Data<AiProvider>,
     limiter: web::Data<HelpLimiter>,
+    flows: web::Data<crate::flows::FlowLibrary>,
     body: web::Json<HelpRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.into_inner();
@@ -112,7 +113,25 @@ pub async fn help_answer(
         utm_campaign: clean(body.utm_campaign.as_deref()),
         gclid: clean(body.gclid.as_deref()),
     };
-    let answer = help::answer(ai.0.clone(), &issue).await;
+    // The intro shown when the AI's is unusable is the routed flow's (issue 47).
+    let default_intro = flows
+        .catalog()
+        .choose(
+            helpnow_actors::rules::FunnelKind::Help,
+            attribution.campaignid.as_deref(),
+            attribution.keyword.as_deref(),
+        )
+        .map(|(_, script)| {
+            helpnow_actors::rules::scripts::render(
+                &script.help_intro,
+                &helpnow_actors::rules::scripts::ScriptContext {
+                    assistant: &settings.product.assistant_name,
+                    product: &settings.product.name,
+                    keyword: None,
+                },
+            )
+        });
+    let answer = help::answer(ai.0.clone(), &issue, default_intro).await;
     let headline = help::headline(&attribution);
     let visitor = SessionCookies::read(&req, SessionCookies::visitor)
         .and_then(|value| VisitorId::parse(&value));

@@ -32,6 +32,9 @@ pub async fn request_id_header(
     Ok(response)
 }
 
+/// The pages the site itself may frame: the chat funnels', for /admin's preview of a draft.
+const FRAMED_BY_SITE: [&str; 3] = ["/chat-help", "/Chat-Help-2", "/email-help"];
+
 /// Security headers on every answer; long caching for content-hashed assets.
 pub async fn security_headers(
     req: ServiceRequest,
@@ -39,21 +42,31 @@ pub async fn security_headers(
     hsts: bool,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let cache = super::web_app::cache_headers_for(req.path());
+    // The chat funnels' pages may be framed by the site itself: /admin's Flows page tries a
+    // draft in one (issue 47). Nothing else may be framed, by anyone.
+    let framed_by_site = FRAMED_BY_SITE.contains(&req.path());
     let mut response = next.call(req).await?;
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
+        HeaderValue::from_static(if framed_by_site {
             "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
              connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; \
-             frame-ancestors 'none'; form-action 'self'",
-        ),
+             frame-ancestors 'self'; form-action 'self'"
+        } else {
+            "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
+             connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; \
+             frame-ancestors 'none'; form-action 'self'"
+        }),
     );
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_FRAME_OPTIONS,
+        HeaderValue::from_static(if framed_by_site { "SAMEORIGIN" } else { "DENY" }),
+    );
     headers.insert(
         header::REFERRER_POLICY,
         HeaderValue::from_static("strict-origin-when-cross-origin"),

@@ -45,6 +45,8 @@ pub const APP_ROUTES: &[&str] = &[
     // shows what the admin API answers, which is 404 for anyone else).
     "/admin",
     "/admin/checkout-debug",
+    // The funnels' flows: edit, try, publish, and the drop-off (issue 47).
+    "/admin/flows",
 ];
 
 /// Pages answer HEAD as they answer GET (load balancers and uptime checks use HEAD).
@@ -112,7 +114,13 @@ async fn index(
                 .as_ref()
                 .map(|visitor| visitor.as_str().to_owned())
                 .unwrap_or_else(token::new_secret);
+            // A preview of a draft (/admin's Flows page) is counted nowhere.
+            let preview = req
+                .query_string()
+                .split('&')
+                .any(|pair| pair.split('=').next() == Some("preview"));
             if req.method() == actix_web::http::Method::GET
+                && !preview
                 && let (Some(analytics), Some(journeys), Some(browser)) =
                     (analytics, journeys, browser)
             {

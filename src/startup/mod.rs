@@ -52,6 +52,8 @@ pub struct Application {
     workers: Vec<tokio::task::JoinHandle<()>>,
     /// How long a stop waits for connections to finish.
     shutdown_timeout: Duration,
+    /// The drop-off's counts still in memory are written when the process stops.
+    flow_tallies: Arc<crate::flows::tally::FlowTallies>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +79,8 @@ pub enum StartupError {
     Metrics(#[from] prometheus::Error),
     #[error("analytics forwarding: {0}")]
     Forward(#[from] reqwest::Error),
+    #[error("flows: {0}")]
+    Flows(surrealdb::Error),
     #[error("cannot start the HTTP server: {0}")]
     Server(std::io::Error),
 }
@@ -140,6 +144,14 @@ impl Application {
             None => Cluster::alone(),
         };
         let auth_throttle = Arc::new(AuthThrottle::new(cluster.clone()));
+        // The funnels' flows (issue 47): the file's as version 1 on the first start, then what
+        // is published, in memory, kept up to date from the store.
+        let flows =
+            crate::flows::FlowLibrary::start(db.clone(), cluster.clone(), &content.funnel_scripts)
+                .await
+                .map_err(StartupError::Flows)?;
+        workers.push(flows.spawn_watcher(crate::flows::POLL_EVERY));
+        let flow_tallies = crate::flows::tally::FlowTallies::start(db.clone());
         // The live conversations' store calls (conversation loads and saves, visits, funnel
         // events; the member chat's access reads, messages, chat reads and events), committed
         // in groups.
@@ -163,10 +175,24 @@ impl Application {
                 billing: billing.clone(),
                 throttle: auth_throttle.clone(),
             },
-            content.funnel_scripts.clone(),
+            funnels::FunnelFlows {
+                flows: Arc::new(flows.clone()),
+                tally: flow_tallies.clone(),
+            },
             metrics.clone(),
             &cluster,
         );
+        let preview_chats = funnels::PreviewChats {
+            registry: funnels::preview_registry(
+                &settings,
+                live_store.clone(),
+                ai.clone(),
+                Arc::new(flows.clone()),
+            ),
+            flows: flows.clone(),
+            db: db.clone(),
+            admins: settings.admin.emails.clone(),
+        };
         let funnel_relay =
             funnels::relay::FunnelRelay::new(cluster.clone(), funnel_registry.clone());
         let member_registry = members::registry(
@@ -181,7 +207,16 @@ impl Application {
         cluster.listen({
             let members = member_registry.clone();
             let funnel_relay = funnel_relay.clone();
+            let flows = flows.clone();
             move |from, event| match event {
+                ClusterEvent::FlowsChanged => {
+                    let flows = flows.clone();
+                    tokio::spawn(async move {
+                        if let Err(error) = flows.reload().await {
+                            tracing::warn!(%error, "the flows could not be reloaded");
+                        }
+                    });
+                }
                 ClusterEvent::SignedOut { user_id, session } => {
                     members.signed_out(&user_id, session);
                 }
@@ -213,6 +248,7 @@ impl Application {
                     journeys.clone(),
                     settings.realtime.funnel_joins_per_minute,
                     SessionCookies::for_public_url(&settings.server.public_url),
+                    preview_chats,
                 ),
             )
             .namespace("/", crate::realtime::KeepAlive::new())
@@ -244,6 +280,8 @@ impl Application {
                 cluster,
                 analytics_store,
                 journeys,
+                flows,
+                flow_tallies: flow_tallies.clone(),
             },
         )
         .map_err(StartupError::Server)?;
@@ -254,6 +292,7 @@ impl Application {
             realtime,
             workers,
             shutdown_timeout: Duration::from_secs(shutdown_timeout),
+            flow_tallies,
         })
     }
 
@@ -278,6 +317,7 @@ impl Application {
             realtime,
             workers,
             shutdown_timeout,
+            flow_tallies,
             ..
         } = self;
         let served = tokio::select! {
@@ -304,7 +344,11 @@ impl Application {
         for worker in workers {
             let _ = worker.await;
         }
+        // The funnel actors' registry goes first; then the drop-off's last counts are written
+        // and its task ends (it holds a store handle).
         drop(realtime);
+        flow_tallies.stop().await;
+        drop(flow_tallies);
         drop(db);
         wait_for_background_tasks(STORE_CLOSE_TIMEOUT).await;
         served
@@ -369,6 +413,10 @@ struct Services {
     analytics_store: store::batch::Batcher,
     /// The dashboard's journey steps of page loads and view events.
     journeys: store::journeys::JourneyRecorder,
+    /// The funnels' flows (the Flows page's changes and the help funnel's intro).
+    flows: crate::flows::FlowLibrary,
+    /// The drop-off's counts (the Flows page reads them written).
+    flow_tallies: Arc<crate::flows::tally::FlowTallies>,
 }
 
 fn run(
@@ -389,6 +437,8 @@ fn run(
         cluster,
         analytics_store,
         journeys,
+        flows,
+        flow_tallies,
     } = services;
     let billing = web::Data::from(billing);
     let hsts = settings.server.public_url.scheme() == "https";
@@ -421,6 +471,8 @@ fn run(
     let realtime_data = web::Data::new(realtime.clone());
     let analytics_store = web::Data::new(analytics_store);
     let journeys = web::Data::new(journeys);
+    let flows = web::Data::new(flows);
+    let flow_tallies = web::Data::from(flow_tallies);
     let app = move || {
         App::new()
             .app_data(db.clone())
@@ -436,6 +488,8 @@ fn run(
             .app_data(help_limiter.clone())
             .app_data(members.clone())
             .app_data(cluster.clone())
+            .app_data(flows.clone())
+            .app_data(flow_tallies.clone())
             .app_data(realtime_data.clone())
             .app_data(analytics_store.clone())
             .app_data(journeys.clone())

@@ -20,6 +20,10 @@ pub struct ConversationRow {
     pub(super) funnel: String,
     pub(super) version: i64,
     pub(super) flow: String,
+    /// The flow's version the conversation follows (issue 47; none stored before it: 1).
+    pub(super) flow_version: i64,
+    /// A preview's id (`/admin`'s "Try it"), only on a preview's conversation.
+    pub(super) flow_preview: Option<String>,
     pub(super) headline: String,
     pub(super) keyword: Option<String>,
     pub(super) campaignid: Option<String>,

@@ -20,6 +20,7 @@ use helpnow_actors::funnel::ports::{ConversationChange, FunnelStore};
 use helpnow_actors::funnel::{Attribution, Conversation, ConversationKey, FunnelMessage, Speaker};
 use helpnow_actors::ports::StoreError;
 use helpnow_actors::rules::FunnelKind;
+use helpnow_actors::rules::flows::{DEFAULT_FLOW, FlowRef};
 use surrealdb::types::{Array, Number, RecordId, RecordIdKey, SurrealValue, Value};
 
 use super::Db;
@@ -34,6 +35,8 @@ struct StoredConversation {
     funnel: String,
     version: i64,
     flow: Option<String>,
+    flow_version: Option<i64>,
+    flow_preview: Option<String>,
     headline: Option<String>,
     attribution: Option<serde_json::Value>,
     checkout_deadline: Option<DateTime<Utc>>,
@@ -79,7 +82,9 @@ fn to_row(conversation: &Conversation) -> Result<ConversationRow, StoreError> {
         visitor: RecordId::new("visitor", conversation.key.visitor_id.as_str()),
         funnel: conversation.key.funnel.as_str().to_owned(),
         version: version(conversation),
-        flow: conversation.flow.clone(),
+        flow: conversation.flow.name.clone(),
+        flow_version: i64::from(conversation.flow.version),
+        flow_preview: conversation.flow.preview.clone(),
         headline: conversation.headline.clone(),
         keyword: conversation.attribution.keyword.clone(),
         campaignid: conversation.attribution.campaignid.clone(),
@@ -169,7 +174,14 @@ fn from_stored(stored: Stored) -> Result<Conversation, StoreError> {
             funnel,
         },
         version: u64::try_from(row.version).unwrap_or(0),
-        flow: row.flow.unwrap_or_else(|| "default".to_owned()),
+        flow: FlowRef {
+            name: row.flow.unwrap_or_else(|| DEFAULT_FLOW.to_owned()),
+            version: row
+                .flow_version
+                .and_then(|version| u32::try_from(version).ok())
+                .unwrap_or(1),
+            preview: row.flow_preview,
+        },
         headline: row.headline.unwrap_or_default(),
         attribution,
         stage: 0,

@@ -9,6 +9,8 @@ pub mod analytics;
 pub mod batch;
 pub mod billing;
 pub mod chats;
+pub mod flow_tally;
+pub mod flows;
 mod funnel_rows;
 pub mod funnels;
 pub mod journeys;

@@ -1158,3 +1158,139 @@ async fn the_balancers_cookie_is_secure_when_the_public_url_is_https() {
         );
     }
 }
+
+/// An admin's session on `server` (listed in `admin.emails`, the address proved through the
+/// mailed reset link, read from the shared store's outbox).
+async fn admin_on(pair: &Pair, server: &Server, email: &str) -> String {
+    let http = reqwest::Client::new();
+    let response = http
+        .post(format!("{}/api/auth/signup", server.address))
+        .json(&json!({ "email": email, "password": PASSWORD }))
+        .send()
+        .await
+        .expect("sign-up");
+    assert_eq!(response.status(), 201);
+    let response = http
+        .post(format!("{}/api/auth/reset", server.address))
+        .json(&json!({ "email": email }))
+        .send()
+        .await
+        .expect("reset");
+    assert_eq!(response.status(), 200);
+    let mut settings = crate::helpers::test_settings().database;
+    settings.url = pair.surreal.url.clone();
+    settings.username = Some(pair.surreal.username.clone());
+    settings.password = Some(pair.surreal.password.clone().into());
+    let db = helpnow::store::connect(&settings)
+        .await
+        .expect("the shared store");
+    let mut mailed = None;
+    for _ in 0..100 {
+        let mut response = db
+            .query("SELECT VALUE body FROM mail_outbox WHERE recipient = $to AND kind = 'password_reset'")
+            .bind(("to", email.to_owned()))
+            .await
+            .expect("query");
+        let bodies: Vec<String> = response.take(0).expect("bodies");
+        mailed = bodies.into_iter().next();
+        if mailed.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let token = mailed.expect("a reset mail");
+    let start = token.find("/login?reset=").expect("a reset link") + "/login?reset=".len();
+    let token: String = token[start..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect();
+    let response = http
+        .post(format!("{}/api/auth/reset/confirm", server.address))
+        .json(&json!({ "token": token, "password": "a new password 2" }))
+        .send()
+        .await
+        .expect("confirm");
+    assert_eq!(response.status(), 200);
+    let response = http
+        .post(format!("{}/api/auth/login", server.address))
+        .json(&json!({ "email": email, "password": "a new password 2" }))
+        .send()
+        .await
+        .expect("sign-in");
+    assert_eq!(response.status(), 200);
+    crate::helpers::cookie_named(&response, "helpnow_session").expect("a session")
+}
+
+/// A flow published on one process (issue 47) is what a new conversation on the other gets
+/// within 2 s (the event through Redis), while a conversation begun before keeps its version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_published_on_one_process_reaches_new_conversations_on_the_other_within_2_s() {
+    let pair = Pair::start_with(&[("APP__ADMIN__EMAILS", "ops@example.com".to_owned())]);
+    let admin = admin_on(&pair, &pair.first, "ops@example.com").await;
+    let (mut before, conversation) = join_funnel(&pair.second, "flows-visitor-before-0").await;
+    let old_greeting = conversation["messages"][0]["text"].clone();
+
+    let http = reqwest::Client::new();
+    let flows: Value = http
+        .get(format!("{}/api/admin/flows", pair.first.address))
+        .header("cookie", &admin)
+        .send()
+        .await
+        .expect("flows")
+        .json()
+        .await
+        .expect("JSON");
+    let default = flows["flows"]
+        .as_array()
+        .expect("flows")
+        .iter()
+        .find(|flow| flow["name"] == "default")
+        .expect("the default flow")
+        .clone();
+    let mut script = default["script"].clone();
+    script["greeting"] = json!("Published on the first process.");
+    let response = http
+        .put(format!(
+            "{}/api/admin/flows/default/draft",
+            pair.first.address
+        ))
+        .header("cookie", &admin)
+        .json(&json!({ "script": script, "basedOn": 1 }))
+        .send()
+        .await
+        .expect("draft");
+    assert_eq!(response.status(), 200);
+    let response = http
+        .post(format!(
+            "{}/api/admin/flows/default/publish",
+            pair.first.address
+        ))
+        .header("cookie", &admin)
+        .json(&json!({ "basedOn": 1 }))
+        .send()
+        .await
+        .expect("publish");
+    assert_eq!(response.status(), 200);
+    let published = Instant::now();
+
+    let mut visitors = 0;
+    let took = loop {
+        visitors += 1;
+        let (_, conversation) =
+            join_funnel(&pair.second, &format!("flows-visitor-after-{visitors}")).await;
+        if conversation["messages"][0]["text"] == "Published on the first process." {
+            break published.elapsed();
+        }
+        assert!(
+            published.elapsed() < Duration::from_secs(2),
+            "the second process still greets with the old version after 2 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    eprintln!("the publish reached the second process's new conversations in {took:?}");
+    // The conversation begun before keeps version 1: its script's reply.
+    send(&mut before, "my printer is offline").await;
+    let reply = next_event(&mut before, "message").await;
+    assert_eq!(reply["text"], default["script"]["followUp"], "{reply}");
+    assert_ne!(old_greeting, "Published on the first process.");
+}

@@ -48,7 +48,7 @@ fn conversation(visitor: &str, version: u64) -> Conversation {
         id: key.conversation_id(),
         key,
         version,
-        flow: "email".to_owned(),
+        flow: helpnow_actors::rules::flows::FlowRef::published("email", 1),
         headline: "Need Help? Get Instant Expert Assistance Now!".to_owned(),
         attribution: Attribution {
             keyword: Some("outlook email".into()),

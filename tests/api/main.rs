@@ -15,6 +15,8 @@ mod durability;
 mod events;
 mod expiry;
 mod flood;
+mod flows;
+mod flows_dropoff;
 mod forwarding;
 mod funnels;
 mod health;

@@ -24,6 +24,9 @@ const PAGES = {
   'account-setup': 'src/features/account-setup/AccountSetupPage.tsx',
   'checkout-success': 'src/features/checkout/CheckoutSuccessPage.tsx',
   admin: 'src/features/admin/AdminDashboardPage.tsx',
+  // /admin/flows: served admin.html by its first segment, as /admin/checkout-debug is; named
+  // here so that its page chunk is known.
+  flows: 'src/features/admin/flows/FlowsPage.tsx',
   'checkout-debug': 'src/features/checkout-debug/CheckoutDebugPage.tsx',
   'demo-checkout': 'src/features/checkout/DemoCheckoutPage.tsx',
 };

@@ -15,12 +15,13 @@ use super::messages::{
     CheckoutAck, ClientEvent, Join, JoinError, NewConversation, Refusal, SendAck,
 };
 use super::model::{Conversation, ConversationKey, FunnelMessage, Speaker};
-use super::ports::{ConversationChange, FunnelCheckoutRequest, Holder};
+use super::ports::{ConversationChange, FlowStep, FunnelCheckoutRequest, Holder, StepReached};
 use super::prompts;
 use crate::live::LiveActors;
 use crate::ports::{ActorClient, AiError, AiPurpose, AiRequest, StoreError};
 use crate::reply::Reply;
 use crate::rules::FunnelKind;
+use crate::rules::flows::{FlowRef, FlowScript};
 use crate::rules::headline::funnel_headline;
 use crate::rules::junk::is_junk;
 use crate::rules::scripts::{ScriptContext, render};
@@ -48,6 +49,8 @@ pub struct FunnelActor {
     live: Weak<LiveActors<ConversationKey, FunnelActor>>,
     /// None until the first join loaded or created it.
     conversation: Option<Conversation>,
+    /// The script of the conversation's flow version (set with the conversation).
+    script: Option<Arc<FlowScript>>,
     clients: Vec<Arc<dyn ActorClient>>,
     /// A visitor's message is being saved.
     saving_message: bool,
@@ -80,6 +83,7 @@ impl FunnelActor {
             key,
             live,
             conversation: None,
+            script: None,
             clients: Vec::new(),
             saving_message: false,
             reply_pending: false,
@@ -110,18 +114,17 @@ impl FunnelActor {
         deps: &Deps,
         key: &ConversationKey,
         start: NewConversation,
+        flow: FlowRef,
+        script: &FlowScript,
     ) -> Conversation {
         let now = deps.clock.now();
         let keyword = start.attribution.keyword.as_deref();
-        let flow =
-            deps.scripts
-                .choose_flow(key.funnel, start.attribution.campaignid.as_deref(), keyword);
         let context = ScriptContext {
             assistant: &deps.settings.assistant_name,
             product: &deps.settings.product_name,
             keyword,
         };
-        let greeting = render(&deps.scripts.flow(&flow).greeting, &context);
+        let greeting = render(&script.greeting, &context);
         Conversation {
             id: key.conversation_id(),
             key: key.clone(),
@@ -178,6 +181,15 @@ impl FunnelActor {
         );
     }
 
+    /// Counts the step the conversation's last change reached, for the drop-off by flow version.
+    fn reached(&self, step: FlowStep, after: Option<chrono::DateTime<chrono::Utc>>) {
+        if let Some(conversation) = &self.conversation {
+            let now = self.deps.clock.now();
+            let after = after.and_then(|at| (now - at).to_std().ok());
+            tally_step(&self.deps, conversation, step, after);
+        }
+    }
+
     fn is_working(&self) -> bool {
         self.saving_message || self.reply_pending || self.checkout_in_flight
     }
@@ -210,6 +222,15 @@ impl FunnelActor {
         let load = self.deps.store.load(&self.key);
         ctx.wait(load.into_actor(self).map(|loaded, act, ctx| match loaded {
             Ok(Some(conversation)) => {
+                // Started over by another process, perhaps on another flow version.
+                if act.conversation.as_ref().is_none_or(|c| c.flow != conversation.flow) {
+                    act.script = act
+                        .deps
+                        .flows
+                        .catalog()
+                        .script_or_published(&conversation.flow)
+                        .or(act.script.take());
+                }
                 act.conversation = Some(conversation);
                 act.reply_pending = false;
                 act.emit_conversation_to_all();
@@ -272,8 +293,13 @@ impl FunnelActor {
         };
         let now = self.deps.clock.now();
         let mut next = conversation.clone();
-        next.checkout_deadline =
-            Some(now + chrono_duration(self.deps.settings.auto_checkout_after));
+        let after = self
+            .script
+            .as_ref()
+            .map_or(Duration::from_secs(15), |script| {
+                script.auto_checkout_after()
+            });
+        next.checkout_deadline = Some(now + chrono_duration(after));
         next.version += 1;
         next.updated_at = now;
         self.save_then(
@@ -341,9 +367,16 @@ impl FunnelActor {
             }
             reply.send(SendAck::Stored);
             act.deps.telemetry.message_stored(ACTOR_KIND);
-            if let Some(message) = act.conversation.as_ref().and_then(|c| c.messages.last()) {
+            if let Some(conversation) = &act.conversation
+                && let Some(message) = conversation.messages.last()
+            {
                 let view = json!(message.view());
                 act.broadcast_except(&client_id, "message", &view);
+                let number = conversation.user_messages().count();
+                let before = conversation.messages.iter().rev().nth(1).map(|m| m.at);
+                if let Some(step) = FlowStep::message(number) {
+                    act.reached(step, before);
+                }
             }
             if first {
                 act.track(ConversationEvent::FirstMessage);
@@ -353,9 +386,13 @@ impl FunnelActor {
     }
 
     fn typing_delay(&self) -> Duration {
-        let settings = &self.deps.settings;
-        let min = settings.typing_delay_min.as_millis();
-        let max = settings.typing_delay_max.as_millis().max(min);
+        let (min, max) = self
+            .script
+            .as_ref()
+            .map_or((Duration::ZERO, Duration::ZERO), |script| {
+                script.typing_delay_range()
+            });
+        let (min, max) = (min.as_millis(), max.as_millis());
         let millis = rand::rng().random_range(min..=max);
         Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX))
     }
@@ -431,10 +468,13 @@ impl FunnelActor {
             self.broadcast("typing", &json!({ "active": false }));
             return;
         }
+        let Some(flow) = self.script.clone() else {
+            self.reply_pending = false;
+            return;
+        };
         let context = self.script_context();
-        let flow = self.deps.scripts.flow(&conversation.flow);
         let (text, source, is_final) = if stage >= 2 {
-            let text = render(self.deps.scripts.final_message(self.key.funnel), &context);
+            let text = render(flow.final_message(self.key.funnel), &context);
             (text, "final", true)
         } else {
             match ai.map(usable_ai_reply) {
@@ -450,12 +490,11 @@ impl FunnelActor {
                         .rev()
                         .find(|m| m.role == Speaker::User)
                         .is_some_and(|m| m.junk);
-                    let unclear_replies = &self.deps.scripts.unclear;
                     let script = match (stage, unclear) {
                         (0, false) => &flow.follow_up,
-                        (0, true) => &unclear_replies.follow_up,
+                        (0, true) => &flow.unclear_follow_up,
                         (_, false) => &flow.troubleshooting,
-                        (_, true) => &unclear_replies.troubleshooting,
+                        (_, true) => &flow.unclear_troubleshooting,
                     };
                     (render(script, &context), "script", false)
                 }
@@ -475,8 +514,7 @@ impl FunnelActor {
         next.stage = (stage + 1).min(2);
         if is_final {
             next.is_final = true;
-            next.checkout_deadline =
-                Some(now + chrono_duration(self.deps.settings.auto_checkout_after));
+            next.checkout_deadline = Some(now + chrono_duration(flow.auto_checkout_after()));
         }
         next.updated_at = now;
         self.save_reply(next, 1, ctx);
@@ -498,6 +536,16 @@ impl FunnelActor {
                 };
                 let is_final = message.is_final;
                 act.broadcast("message", &json!(message.view()));
+                let replies = conversation
+                    .messages
+                    .iter()
+                    .skip(1)
+                    .filter(|m| m.role == Speaker::Assistant)
+                    .count();
+                let before = conversation.messages.iter().rev().nth(1).map(|m| m.at);
+                if let Some(step) = FlowStep::reply(replies, is_final) {
+                    act.reached(step, before);
+                }
                 if is_final {
                     act.track(ConversationEvent::FinalMessage);
                     act.arm_checkout_timer(ctx);
@@ -594,6 +642,20 @@ impl FunnelActor {
             return;
         };
         self.checkout_in_flight = true;
+        // The conversation's first checkout is a step of its flow: by the button or by itself.
+        let first = conversation.checkout_started_at.is_none().then(|| {
+            let step = if self.checkout_waiters.is_empty() {
+                FlowStep::CheckoutAuto
+            } else {
+                FlowStep::CheckoutButton
+            };
+            let final_at = conversation
+                .messages
+                .iter()
+                .find(|m| m.is_final)
+                .map(|m| m.at);
+            (step, final_at)
+        });
         let request = FunnelCheckoutRequest {
             conversation_id: conversation.id.clone(),
             visitor_id: self.key.visitor_id.clone(),
@@ -604,11 +666,14 @@ impl FunnelActor {
             client_address,
         };
         let start = self.deps.checkout.start(request);
-        ctx.spawn(start.into_actor(self).map(|result, act, ctx| {
+        ctx.spawn(start.into_actor(self).map(move |result, act, ctx| {
             act.checkout_in_flight = false;
             let url = match result {
                 Ok(url) => {
                     act.track(ConversationEvent::CheckoutInitiated);
+                    if let Some((step, final_at)) = first {
+                        act.reached(step, final_at);
+                    }
                     act.recent_checkout = Some((url.clone(), tokio::time::Instant::now()));
                     url
                 }
@@ -754,12 +819,13 @@ impl Handler<Join> for FunnelActor {
                 .map_err(Loaded::Failed)
         };
         AtomicResponse::new(Box::pin(load.into_actor(self).map(
-            move |loaded: Result<Conversation, Loaded>, act, ctx| match loaded {
-                Ok(conversation) => {
+            move |loaded: Result<(Conversation, Arc<FlowScript>), Loaded>, act, ctx| match loaded {
+                Ok((conversation, script)) => {
                     act.claimed = true;
                     act.renew_claim_regularly(ctx);
                     if act.conversation.is_none() {
                         act.conversation = Some(conversation);
+                        act.script = Some(script);
                     }
                     act.attach(client, ctx);
                     act.resume(ctx);
@@ -786,7 +852,78 @@ enum Loaded {
     Failed(StoreError),
 }
 
-/// The stored conversation of `key`, or a new one started from `start` (and stored).
+/// The flow a new conversation follows and its script: the one `start` names (a preview), or
+/// the routing's choice. A preview the catalog does not hold yet (made a moment ago on another
+/// process) is looked for again after a reload.
+async fn new_flow(
+    deps: &Deps,
+    key: &ConversationKey,
+    start: &NewConversation,
+) -> Result<(FlowRef, Arc<FlowScript>), StoreError> {
+    if let Some(flow) = &start.flow {
+        if let Some(script) = deps.flows.catalog().script(flow) {
+            return Ok((flow.clone(), script));
+        }
+        deps.flows.refresh().await;
+        return deps
+            .flows
+            .catalog()
+            .script(flow)
+            .map(|script| (flow.clone(), script))
+            .ok_or_else(|| StoreError::Failed(format!("no preview {:?}", flow.preview)));
+    }
+    let attribution = &start.attribution;
+    deps.flows
+        .catalog()
+        .choose(
+            key.funnel,
+            attribution.campaignid.as_deref(),
+            attribution.keyword.as_deref(),
+        )
+        .ok_or_else(|| StoreError::Failed("no flow is published".into()))
+}
+
+/// The script of a stored conversation's flow version: from the catalog, or from the store's
+/// after a reload (a version published a moment ago on another process), else the flow's
+/// published version (a version the store no longer has: never deleted, so only by hand).
+async fn script_of(
+    deps: &Deps,
+    conversation: &Conversation,
+) -> Result<Arc<FlowScript>, StoreError> {
+    if let Some(script) = deps.flows.catalog().script(&conversation.flow) {
+        return Ok(script);
+    }
+    deps.flows.refresh().await;
+    let catalog = deps.flows.catalog();
+    if let Some(script) = catalog.script(&conversation.flow) {
+        return Ok(script);
+    }
+    tracing::warn!(conversation = %conversation.id, flow = ?conversation.flow, "a conversation's flow version is unknown; it follows the published one");
+    catalog
+        .script_or_published(&conversation.flow)
+        .ok_or_else(|| StoreError::Failed("no flow is published".into()))
+}
+
+/// Counts a step of `conversation` (a preview counts nowhere).
+fn tally_step(deps: &Deps, conversation: &Conversation, step: FlowStep, after: Option<Duration>) {
+    if conversation.flow.preview.is_some() {
+        return;
+    }
+    deps.tally.reached(StepReached {
+        conversation_id: conversation.id.clone(),
+        day: conversation.created_at.date_naive(),
+        funnel: conversation.key.funnel,
+        flow: conversation.flow.name.clone(),
+        version: conversation.flow.version,
+        campaignid: conversation.attribution.campaignid.clone(),
+        keyword: conversation.attribution.keyword.clone(),
+        step,
+        after,
+    });
+}
+
+/// The stored conversation of `key`, or a new one started from `start` (and stored), with the
+/// script of its flow version.
 ///
 /// Most first joins are a new visitor's, so the start is tried before any read: one store call.
 /// A visitor who already has a conversation in this funnel makes it a conflict with nothing
@@ -795,17 +932,22 @@ async fn load_or_start(
     deps: &Deps,
     key: &ConversationKey,
     start: NewConversation,
-) -> Result<Conversation, StoreError> {
-    let mut fresh = FunnelActor::new_conversation(deps, key, start);
+) -> Result<(Conversation, Arc<FlowScript>), StoreError> {
+    let (flow, script) = new_flow(deps, key, &start).await?;
+    let mut fresh = FunnelActor::new_conversation(deps, key, start, flow, &script);
     match deps.store.save(&fresh, ConversationChange::Started).await {
-        Ok(()) => return Ok(fresh),
+        Ok(()) => {
+            tally_step(deps, &fresh, FlowStep::Joined, None);
+            return Ok((fresh, script));
+        }
         Err(StoreError::Conflict) => {}
         Err(error) => return Err(error),
     }
     let lifetime = chrono_duration(deps.settings.conversation_lifetime);
     match deps.store.load(key).await? {
         Some(conversation) if deps.clock.now() - conversation.updated_at < lifetime => {
-            return Ok(conversation);
+            let script = script_of(deps, &conversation).await?;
+            return Ok((conversation, script));
         }
         // The spec keeps funnel data for an hour: a visitor back later (perhaps from
         // another ad) starts over, in the same record.
@@ -818,13 +960,20 @@ async fn load_or_start(
         None => {}
     }
     match deps.store.save(&fresh, ConversationChange::Started).await {
-        Ok(()) => Ok(fresh),
+        Ok(()) => {
+            tally_step(deps, &fresh, FlowStep::Joined, None);
+            Ok((fresh, script))
+        }
         // Another process started it at the same moment: take theirs.
-        Err(StoreError::Conflict) => deps
-            .store
-            .load(key)
-            .await?
-            .ok_or_else(|| StoreError::Failed("the conversation vanished".into())),
+        Err(StoreError::Conflict) => {
+            let conversation = deps
+                .store
+                .load(key)
+                .await?
+                .ok_or_else(|| StoreError::Failed("the conversation vanished".into()))?;
+            let script = script_of(deps, &conversation).await?;
+            Ok((conversation, script))
+        }
         Err(error) => Err(error),
     }
 }

@@ -99,10 +99,12 @@ pub enum ClientEvent {
     },
 }
 
-/// What a new conversation starts from: the first handshake's ad parameters.
+/// What a new conversation starts from: the first handshake's ad parameters, and (a preview of a
+/// draft) the flow it must follow whatever the routing says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewConversation {
     pub attribution: Attribution,
+    pub flow: Option<crate::rules::flows::FlowRef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -28,17 +28,15 @@ pub use prompts::follow_up_system_prompt;
 pub use registry::FunnelRegistry;
 
 use crate::ports::{Ai, Analytics, Clock, Telemetry};
-use crate::rules::scripts::FunnelScripts;
-use ports::{FunnelCheckout, FunnelClaims, FunnelStore};
+use crate::rules::flows::FlowSource;
+use ports::{FlowTally, FunnelCheckout, FunnelClaims, FunnelStore};
 
-/// The funnel's numbers (the spec's, unless configured otherwise).
+/// The funnel's numbers besides its flows' (the typing delay and the automatic checkout are a
+/// flow version's: `rules::flows::FlowScript`).
 #[derive(Debug, Clone)]
 pub struct FunnelSettings {
     pub assistant_name: String,
     pub product_name: String,
-    pub typing_delay_min: Duration,
-    pub typing_delay_max: Duration,
-    pub auto_checkout_after: Duration,
     pub ai_timeout: Duration,
     pub idle_stop_after: Duration,
     /// A conversation untouched this long starts over (the spec's 1 hour for funnel data).
@@ -48,14 +46,10 @@ pub struct FunnelSettings {
 }
 
 impl FunnelSettings {
-    /// The spec's timings: typing 1.5 s plus up to 1 s, auto-checkout 15 s after the final message.
     pub fn new(assistant_name: impl Into<String>, product_name: impl Into<String>) -> Self {
         Self {
             assistant_name: assistant_name.into(),
             product_name: product_name.into(),
-            typing_delay_min: Duration::from_millis(1500),
-            typing_delay_max: Duration::from_millis(2500),
-            auto_checkout_after: Duration::from_secs(15),
             ai_timeout: Duration::from_secs(8),
             idle_stop_after: Duration::from_secs(60),
             conversation_lifetime: Duration::from_secs(3600),
@@ -72,7 +66,10 @@ pub struct Deps {
     pub checkout: Arc<dyn FunnelCheckout>,
     pub analytics: Arc<dyn Analytics>,
     pub clock: Arc<dyn Clock>,
-    pub scripts: Arc<FunnelScripts>,
+    /// The flows in memory: which one a new conversation follows, and each version's script.
+    pub flows: Arc<dyn FlowSource>,
+    /// The steps conversations reach, by flow version (`NoTally` for previews).
+    pub tally: Arc<dyn FlowTally>,
     /// Actors started and stopped, messages stored, timer lateness (the server's metrics).
     pub telemetry: Arc<dyn Telemetry>,
     /// Which process holds each conversation (`NoClaims` for one process alone).

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::rules::FunnelKind;
+use crate::rules::flows::FlowRef;
 
 /// A conversation is one per visitor and funnel.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -80,8 +81,9 @@ pub struct Conversation {
     /// are numbered by their place instead); a save that finds another version, or a message
     /// already in its place, lost a race with another process.
     pub version: u64,
-    /// The scripted flow chosen at the start (see `rules::scripts`).
-    pub flow: String,
+    /// The flow and version chosen at the start (see `rules::flows`): the conversation follows
+    /// it to the end, whatever is published meanwhile.
+    pub flow: FlowRef,
     pub headline: String,
     pub attribution: Attribution,
     /// 0 before the first reply, 1 after the empathetic follow-up, 2 after the troubleshooting

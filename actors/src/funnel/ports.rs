@@ -102,3 +102,72 @@ pub trait FunnelCheckout: Send + Sync + 'static {
         request: FunnelCheckoutRequest,
     ) -> BoxFuture<'static, Result<String, CheckoutError>>;
 }
+
+/// A step of a chat funnel conversation, in order, for the drop-off by flow version (issue 47).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FlowStep {
+    /// The conversation started (its greeting).
+    Joined,
+    FirstMessage,
+    FirstReply,
+    SecondMessage,
+    SecondReply,
+    ThirdMessage,
+    FinalMessage,
+    /// The first checkout of the conversation opened, by the 'Get started >>' button.
+    CheckoutButton,
+    /// The first checkout opened by itself after the final message.
+    CheckoutAuto,
+}
+
+impl FlowStep {
+    /// The step a visitor's message of this number (1 for the first) is.
+    pub fn message(number: usize) -> Option<Self> {
+        match number {
+            1 => Some(FlowStep::FirstMessage),
+            2 => Some(FlowStep::SecondMessage),
+            3 => Some(FlowStep::ThirdMessage),
+            _ => None,
+        }
+    }
+
+    /// The step a reply of this number (1 for the first after the greeting) is.
+    pub fn reply(number: usize, is_final: bool) -> Option<Self> {
+        match (number, is_final) {
+            (_, true) => Some(FlowStep::FinalMessage),
+            (1, false) => Some(FlowStep::FirstReply),
+            (2, false) => Some(FlowStep::SecondReply),
+            _ => None,
+        }
+    }
+}
+
+/// A conversation reached a step: what the drop-off counts it under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepReached {
+    pub conversation_id: String,
+    /// The conversation's cohort: the UTC day it started.
+    pub day: chrono::NaiveDate,
+    pub funnel: crate::rules::FunnelKind,
+    /// The flow and the version the conversation follows (never a preview: those count nowhere).
+    pub flow: String,
+    pub version: u32,
+    pub campaignid: Option<String>,
+    pub keyword: Option<String>,
+    pub step: FlowStep,
+    /// How long the conversation spent at the step before this one (none for `Joined`).
+    pub after: Option<std::time::Duration>,
+}
+
+/// Counts the steps conversations reach, by flow version (the drop-off on `/admin`).
+pub trait FlowTally: Send + Sync + 'static {
+    fn reached(&self, step: StepReached);
+}
+
+/// Counts nothing (previews, tests).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoTally;
+
+impl FlowTally for NoTally {
+    fn reached(&self, _step: StepReached) {}
+}

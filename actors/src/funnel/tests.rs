@@ -12,10 +12,13 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::ports::{CheckoutError, ConversationChange, FunnelCheckoutRequest};
+use super::ports::{
+    CheckoutError, ConversationChange, FlowStep, FlowTally, FunnelCheckoutRequest, StepReached,
+};
 use super::*;
 use crate::ports::{AiError, AiPurpose, AiRequest, StoreError};
 use crate::rules::FunnelKind;
+use crate::rules::flows::{FlowCatalog, FlowRef, FlowScript, FlowSource};
 use crate::test_support::{Events, RecordedAnalytics, RecordedTelemetry, TestClient};
 
 const KEYWORD: &str = "outlook email";
@@ -205,6 +208,57 @@ impl super::ports::FunnelClaims for ProcessClaims {
     }
 }
 
+/// The flows of a deployment, which a test publishes to as the server's catalog would take a
+/// publish: a new catalog swapped in whole.
+struct TestFlows(Mutex<Arc<FlowCatalog>>);
+
+impl TestFlows {
+    fn shipped() -> Self {
+        Self(Mutex::new(Arc::new(FlowCatalog::from_scripts(
+            &shipped_scripts(),
+        ))))
+    }
+
+    /// Publishes `change` of the flow's published script as its next version.
+    fn publish(&self, flow: &str, change: impl FnOnce(&mut FlowScript)) -> u32 {
+        let mut current = self.0.lock().expect("lock");
+        let mut catalog = current.as_ref().clone();
+        let mut script = catalog
+            .published_script(flow)
+            .expect("published")
+            .as_ref()
+            .clone();
+        change(&mut script);
+        let version = catalog.versions[flow].keys().max().copied().unwrap_or(0) + 1;
+        catalog.insert(flow, version, script);
+        catalog.published.insert(flow.into(), version);
+        *current = Arc::new(catalog);
+        version
+    }
+}
+
+impl FlowSource for TestFlows {
+    fn catalog(&self) -> Arc<FlowCatalog> {
+        self.0.lock().expect("lock").clone()
+    }
+}
+
+/// The steps counted for the drop-off.
+#[derive(Default)]
+struct RecordedTally(Mutex<Vec<StepReached>>);
+
+impl RecordedTally {
+    fn steps(&self) -> Vec<StepReached> {
+        self.0.lock().expect("lock").clone()
+    }
+}
+
+impl FlowTally for RecordedTally {
+    fn reached(&self, step: StepReached) {
+        self.0.lock().expect("lock").push(step);
+    }
+}
+
 /// Wall-clock time that follows tokio's (paused) clock.
 struct PausedClock {
     base: DateTime<Utc>,
@@ -226,6 +280,8 @@ struct Harness {
     checkout: Arc<FakeCheckout>,
     analytics: Arc<RecordedAnalytics>,
     telemetry: Arc<RecordedTelemetry>,
+    flows: Arc<TestFlows>,
+    tally: Arc<RecordedTally>,
     registry: FunnelRegistry,
     claims: Arc<SharedClaims>,
     base: DateTime<Utc>,
@@ -237,12 +293,14 @@ impl Harness {
         tokio::time::pause();
         let store = Arc::new(MemoryStore::default());
         let claims = Arc::new(SharedClaims::default());
-        Self::with_store(store, claims, "p1", Utc::now(), Instant::now())
+        let flows = Arc::new(TestFlows::shipped());
+        Self::with_store(store, claims, flows, "p1", Utc::now(), Instant::now())
     }
 
     fn with_store(
         store: Arc<MemoryStore>,
         claims: Arc<SharedClaims>,
+        flows: Arc<TestFlows>,
         process: &str,
         base: DateTime<Utc>,
         start: Instant,
@@ -250,15 +308,16 @@ impl Harness {
         let ai = Arc::new(ScriptedAi::default());
         let checkout = Arc::new(FakeCheckout::default());
         let analytics = Arc::new(RecordedAnalytics::default());
-        let scripts = shipped_scripts();
         let telemetry = Arc::new(RecordedTelemetry::default());
+        let tally = Arc::new(RecordedTally::default());
         let registry = FunnelRegistry::new(Deps {
             store: store.clone(),
             ai: ai.clone(),
             checkout: checkout.clone(),
             analytics: analytics.clone(),
             clock: Arc::new(PausedClock { base, start }),
-            scripts: Arc::new(scripts),
+            flows: flows.clone(),
+            tally: tally.clone(),
             telemetry: telemetry.clone(),
             claims: Arc::new(ProcessClaims {
                 process: process.into(),
@@ -272,6 +331,8 @@ impl Harness {
             checkout,
             analytics,
             telemetry,
+            flows,
+            tally,
             registry,
             claims,
             base,
@@ -284,6 +345,7 @@ impl Harness {
         Self::with_store(
             self.store.clone(),
             self.claims.clone(),
+            self.flows.clone(),
             "p2",
             self.base,
             self.start,
@@ -298,6 +360,15 @@ impl Harness {
     }
 
     async fn connect(&self, funnel: FunnelKind, client_id: &str) -> Connected {
+        self.connect_visitor(funnel, "visitor-1", client_id).await
+    }
+
+    async fn connect_visitor(
+        &self,
+        funnel: FunnelKind,
+        visitor: &str,
+        client_id: &str,
+    ) -> Connected {
         let (client, events) = TestClient::new(client_id);
         let start = NewConversation {
             attribution: Attribution {
@@ -305,12 +376,13 @@ impl Harness {
                 campaignid: Some("555".into()),
                 ..Attribution::default()
             },
+            flow: None,
         };
-        let addr = self
-            .registry
-            .join(Self::key(funnel), start, client)
-            .await
-            .expect("join");
+        let key = ConversationKey {
+            visitor_id: visitor.into(),
+            funnel,
+        };
+        let addr = self.registry.join(key, start, client).await.expect("join");
         Connected {
             id: client_id.into(),
             addr,
@@ -438,7 +510,7 @@ async fn a_new_visitor_gets_the_greeting_and_the_keyword_headline() {
             .get(&Harness::key(FunnelKind::Chat))
             .expect("stored")
             .flow,
-        "email"
+        FlowRef::published("email", 1)
     );
 }
 
@@ -984,4 +1056,139 @@ impl actix::Handler<StopForTest> for FunnelActor {
     fn handle(&mut self, _: StopForTest, ctx: &mut Self::Context) {
         actix::ActorContext::stop(ctx);
     }
+}
+
+#[actix::test]
+async fn a_conversation_keeps_its_flow_version_while_new_ones_get_the_published_one() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    let first = client.next_named("conversation").await;
+    let old_greeting = first["messages"][0]["text"].clone();
+    let (reply, _) = client.exchange("my outlook will not open").await;
+    let version = harness.flows.publish("email", |script| {
+        script.greeting = "Hello from version 2, {assistant}.".into();
+        script.troubleshooting = "Version 2 asks what you tried.".into();
+        script.final_chat = "Version 2's offer: click 'Get started >>'.".into();
+        script.typing_delay_min_ms = 500;
+        script.typing_delay_max_ms = 500;
+        script.auto_checkout_after_s = 5;
+    });
+    assert_eq!(version, 2);
+    // The AI is offline: the scripts answer, each from version 1, also once the actor stopped
+    // (nobody connected) and was rebuilt from the store.
+    let v1 = FlowScript::from_file(&shipped_scripts(), shipped_scripts().flow("email"));
+    assert_eq!(reply["text"], v1.follow_up);
+    client.leave();
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    assert_eq!(harness.registry.live_count(), 0, "the idle actor stopped");
+    let mut client = harness.connect(FunnelKind::Chat, "a2").await;
+    client.next_named("conversation").await;
+    let (reply, elapsed) = client.exchange("it says the password is wrong").await;
+    assert_eq!(reply["text"], v1.troubleshooting);
+    assert_typing_window(elapsed);
+    let (last, _) = client.exchange("I restarted it").await;
+    assert_eq!(last["text"], v1.final_chat);
+    let countdown = client.next_named("countdown").await;
+    assert!(
+        countdown["checkoutInMs"].as_i64().expect("ms") > 14_000,
+        "{countdown}"
+    );
+
+    // A new visitor follows version 2: its greeting, its typing delay and its checkout delay.
+    let mut other = harness
+        .connect_visitor(FunnelKind::Chat, "visitor-2", "b")
+        .await;
+    let conversation = other.next_named("conversation").await;
+    assert_eq!(
+        conversation["messages"][0]["text"],
+        "Hello from version 2, Emma."
+    );
+    assert_ne!(conversation["messages"][0]["text"], old_greeting);
+    let (_, elapsed) = other.exchange("my email is broken").await;
+    assert_about(elapsed, Duration::from_millis(500));
+    let (reply, _) = other.exchange("it will not load").await;
+    assert_eq!(reply["text"], "Version 2 asks what you tried.");
+    let (last, _) = other.exchange("nothing yet").await;
+    assert_eq!(last["text"], "Version 2's offer: click 'Get started >>'.");
+    let countdown = other.next_named("countdown").await;
+    let left = countdown["checkoutInMs"].as_i64().expect("ms");
+    assert!((4_000..=5_000).contains(&left), "{countdown}");
+
+    // A conversation rebuilt from the store (an idle stop, another process) keeps its version.
+    let stored = harness
+        .store
+        .get(&Harness::key(FunnelKind::Chat))
+        .expect("stored");
+    assert_eq!(stored.flow, FlowRef::published("email", 1));
+    let key_2 = ConversationKey {
+        visitor_id: "visitor-2".into(),
+        funnel: FunnelKind::Chat,
+    };
+    assert_eq!(
+        harness.store.get(&key_2).expect("stored").flow,
+        FlowRef::published("email", 2)
+    );
+}
+
+#[actix::test]
+async fn each_step_is_counted_once_on_its_flow_version_with_the_time_spent_before_it() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Refundable, "a").await;
+    client.next_named("conversation").await;
+    tokio::time::advance(Duration::from_secs(7)).await;
+    for text in ["my printer is offline", "it blinks", "I unplugged it"] {
+        client.exchange(text).await;
+        tokio::time::advance(Duration::from_secs(3)).await;
+    }
+    client.next_named("checkout").await;
+    // A second tab and a press of the button later count nothing more.
+    let mut second = harness.connect(FunnelKind::Refundable, "b").await;
+    second.next_named("conversation").await;
+    let steps = harness.tally.steps();
+    let names: Vec<FlowStep> = steps.iter().map(|step| step.step).collect();
+    assert_eq!(
+        names,
+        [
+            FlowStep::Joined,
+            FlowStep::FirstMessage,
+            FlowStep::FirstReply,
+            FlowStep::SecondMessage,
+            FlowStep::SecondReply,
+            FlowStep::ThirdMessage,
+            FlowStep::FinalMessage,
+            FlowStep::CheckoutAuto,
+        ]
+    );
+    for step in &steps {
+        assert_eq!((step.flow.as_str(), step.version), ("email", 1));
+        assert_eq!(step.funnel, FunnelKind::Refundable);
+        assert_eq!(step.campaignid.as_deref(), Some("555"));
+        assert_eq!(step.keyword.as_deref(), Some(KEYWORD));
+    }
+    let after = |index: usize| steps[index].after.expect("a time");
+    assert_eq!(steps[0].after, None);
+    assert_about(after(1), Duration::from_secs(7));
+    assert_typing_window(after(2));
+    assert_about(after(3), Duration::from_secs(3));
+    assert_about(after(7), Duration::from_secs(15));
+}
+
+#[actix::test]
+async fn the_first_checkout_by_the_button_is_counted_as_the_buttons() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    for text in ["my printer is offline", "it blinks", "I unplugged it"] {
+        client.exchange(text).await;
+    }
+    client.press_get_started().await;
+    client.press_get_started().await;
+    let checkouts: Vec<FlowStep> = harness
+        .tally
+        .steps()
+        .iter()
+        .map(|step| step.step)
+        .filter(|step| matches!(step, FlowStep::CheckoutAuto | FlowStep::CheckoutButton))
+        .collect();
+    assert_eq!(checkouts, [FlowStep::CheckoutButton]);
 }

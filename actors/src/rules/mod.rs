@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod chat;
+pub mod flows;
 pub mod headline;
 pub mod junk;
 pub mod scripts;

@@ -25,6 +25,8 @@ use crate::store::{self, Db};
 mod accounts;
 mod costs;
 mod dashboard;
+mod dropoff;
+mod flows;
 
 const LIST_LIMIT: usize = 25;
 
@@ -370,6 +372,8 @@ pub async fn delete_account(
 /// This module's endpoints.
 pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
     dashboard::configure(cfg);
+    dropoff::configure(cfg);
+    flows::configure(cfg);
     costs::configure(cfg);
     accounts::configure(cfg);
     cfg.service(overview)

@@ -141,6 +141,9 @@ BEGIN TRANSACTION;
 LET $cs = (SELECT * FROM checkout_session WHERE provider_session_id = $f.provider_session_id LIMIT 1)[0];
 IF $cs = NONE { THROW 'unknown_checkout'; };
 IF $cs.fulfilled_at != NONE { THROW 'already_fulfilled'; };
+-- The drop-off by flow version (migration 0028): the trial paid of the funnel conversation that
+-- opened the checkout, once per conversation, held or not.
+fn::flow_trial_paid($cs);
 -- A checkout started signed in belongs to that account, whatever address was typed.
 LET $starter = IF $cs.user != NONE AND record::exists($cs.user) { $cs.user } ELSE { NONE };
 LET $owner = (SELECT VALUE id FROM user WHERE email = $f.email LIMIT 1)[0];

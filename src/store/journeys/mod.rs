@@ -303,6 +303,9 @@ pub async fn record_payment(
                  fn::journey({ visitor: $j.visitor, funnel: $j.funnel, step: 'paid', once: true });
                  fn::journey({ visitor: $j.visitor, funnel: $j.funnel, step: 'subscription', once: true, key: $p.event, cents: $cents });
              };
+             -- The drop-off by flow version (migration 0028): the first month paid of the funnel
+             -- conversation whose trial the subscription's checkout counted, once per conversation.
+             IF $cents > 0 AND $p.subscription != NONE { fn::flow_month_paid($p.subscription); };
              COMMIT TRANSACTION;",
         )
         .bind((

@@ -3,6 +3,7 @@ import { Outlet, ScrollRestoration, useLocation, useMatches, useNavigate, type L
 import { readCampaignParams, rememberCampaignParams } from '../lib/campaign-params';
 import { recordPageView } from '../lib/analytics';
 import { Header } from '../components/Header';
+import { previewId } from '../features/funnels/preview';
 import { Footer } from '../components/Footer';
 import { usePublicConfig } from '../lib/public-config';
 import { useSession } from '../lib/session';
@@ -30,8 +31,10 @@ export function AppLayout() {
   const viewed = useRef(pathname);
 
   // An ad may lead to any page: its campaign is kept as the visitor's first touch (the spec's
-  // utm_params), which every checkout then carries to the account.
+  // utm_params), which every checkout then carries to the account. Not an operator's preview of a
+  // draft flow (?preview=): its keyword is a test, not this browser's campaign.
   useEffect(() => {
+    if (previewId(search)) return;
     rememberCampaignParams(readCampaignParams(search));
   }, [search]);
 

@@ -73,7 +73,7 @@ describe('router', () => {
   });
 
   it.each(['/get-help', '/funnel', '/Chat-Help-2', '/email-help', '/login', '/signup',
-    '/account-setup', '/checkout-success', '/admin', '/admin/checkout-debug', '/demo-checkout/abc123'])(
+    '/account-setup', '/checkout-success', '/admin', '/admin/flows', '/admin/checkout-debug', '/demo-checkout/abc123'])(
     'keeps %s (a page of the route table) with the footer',
     async (path) => {
       const router = await renderApp(path);
@@ -86,6 +86,16 @@ describe('router', () => {
   it('leads the checkout debug page\'s first address to its place under the dashboard', async () => {
     const router = await renderApp('/checkout-debug');
     await waitFor(() => expect(router.state.location.pathname).toBe('/admin/checkout-debug'));
+  });
+
+  it("keeps no campaign from an operator's preview of a draft flow", async () => {
+    await renderApp('/chat-help?preview=pv1&keyword=printer&campaignid=77');
+    expect(window.localStorage.getItem('utm_params')).toBeNull();
+  });
+
+  it('keeps the campaign of an ad’s visit (the same page without a preview)', async () => {
+    await renderApp('/chat-help?keyword=printer&campaignid=77');
+    expect(JSON.parse(window.localStorage.getItem('utm_params') ?? 'null')).toMatchObject({ campaignid: '77' });
   });
 
   it('leaves the site footer off /chat-help, where the chat funnel has its own', async () => {

@@ -131,6 +131,15 @@ export const routes: RouteObject[] = [
         handle: { title: 'Dashboard' } satisfies RouteHandle,
       },
       {
+        path: '/admin/flows',
+        caseSensitive: true,
+        lazy: page(async () => {
+          const { FlowsPage } = await import('../features/admin/flows/FlowsPage');
+          return <FlowsPage />;
+        }),
+        handle: { title: 'Flows' } satisfies RouteHandle,
+      },
+      {
         path: '/admin/checkout-debug',
         caseSensitive: true,
         lazy: page(async () => {

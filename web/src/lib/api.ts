@@ -7,12 +7,15 @@ const REQUEST_TIMEOUT_MS = 8000;
 export class ApiError extends Error {
   readonly status: number;
   readonly code: string;
+  /** The answer's whole JSON body, when it had one (what else it says besides code and message). */
+  readonly body: unknown;
 
-  constructor(status: number, code: string, message: string) {
+  constructor(status: number, code: string, message: string, body: unknown = null) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
     this.code = code;
+    this.body = body;
   }
 }
 
@@ -67,8 +70,8 @@ export async function apiRequest<T>(path: string, options: RequestOptions = {}):
 
   const payload = await readJson(response);
   if (!response.ok) {
-    if (isErrorBody(payload)) throw new ApiError(response.status, payload.error, payload.message);
-    throw new ApiError(response.status, 'http_error', `Request failed with status ${response.status}`);
+    if (isErrorBody(payload)) throw new ApiError(response.status, payload.error, payload.message, payload);
+    throw new ApiError(response.status, 'http_error', `Request failed with status ${response.status}`, payload);
   }
   return payload as T;
 }

@@ -602,11 +602,16 @@ export function AdminDashboardPage() {
           <h1 id={TITLE_ID} className="page-title">
             Dashboard
           </h1>
-          {debugTools && (
-            <Link to="/admin/checkout-debug" className="admin-link">
-              Checkout debug
+          <nav className="admin-section__actions admin-pages" aria-label="Admin pages">
+            <Link to="/admin/flows" className="admin-link">
+              Flows
             </Link>
-          )}
+            {debugTools && (
+              <Link to="/admin/checkout-debug" className="admin-link">
+                Checkout debug
+              </Link>
+            )}
+          </nav>
         </div>
         <FilterBar state={state} onChange={update} />
         <p className="admin-range" aria-live="polite">

@@ -4,6 +4,7 @@ import { vi } from 'vitest';
 import { mockApi } from '../../test/fetch-mock';
 import { browserLocation } from '../../lib/browser';
 import { ChatFunnelPage } from './ChatFunnelPage';
+import { PREVIEW_BANNER, PREVIEW_CHECKOUT, previewId } from './preview';
 import type { FakeSocket, SocketOptions } from '../../test/fake-socket';
 
 const sockets = vi.hoisted(() => [] as FakeSocket[]);
@@ -494,5 +495,99 @@ describe('ChatFunnelPage', () => {
     for (const name of ['Privacy Policy', 'Terms & Conditions', 'Contact Us']) {
       expect(screen.getByRole('button', { name })).toBeTruthy();
     }
+  });
+});
+
+describe('ChatFunnelPage as the preview of a draft flow', () => {
+  const PREVIEW_URL = '/api/funnels/checkout/preview1';
+
+  it('carries the preview in the handshake, says it is a preview, and counts and keeps nothing', async () => {
+    const fetchMock = mockApi({ 'POST /api/events': { status: 201, body: { id: 'e1' } } });
+    renderFunnel('/chat-help?preview=pv_123&keyword=printer%20offline&campaignid=77');
+
+    expect(socket().options.auth).toEqual({
+      funnel: 'chat',
+      keyword: 'printer offline',
+      campaignid: '77',
+      preview: 'pv_123',
+    });
+    expect(screen.getByText(PREVIEW_BANNER)).toBeTruthy();
+    server('conversation', conversation());
+    expect(messageTexts()).toEqual([GREETING.text]);
+    // Everything else is the real page: its headline from the keyword, its chat.
+    expect(screen.getByRole('heading', { level: 2, name: 'HelpNow Instant Online Help: Connected' })).toBeTruthy();
+
+    await act(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    });
+    expect(fetchMock.mock.calls.filter(([url]) => url === '/api/events')).toEqual([]);
+    expect(window.localStorage.getItem('utm_params')).toBeNull();
+  });
+
+  it('runs the refundable funnel too, with its own preview', () => {
+    mockApi();
+    renderFunnel('/Chat-Help-2?preview=pv9');
+    expect(socket().options.auth).toEqual({ funnel: 'refundable', preview: 'pv9' });
+    expect(screen.getByText(PREVIEW_BANNER)).toBeTruthy();
+  });
+
+  it('shows no banner and sends no preview on the real page', () => {
+    mockApi();
+    renderFunnel('/chat-help?preview=%20%20');
+    expect(socket().options.auth).toEqual({ funnel: 'chat' });
+    expect(screen.queryByText(PREVIEW_BANNER)).toBeNull();
+  });
+
+  it('stays on the page where the button would open the checkout, whatever the timers', async () => {
+    const assign = watchRedirects();
+    mockApi();
+    renderFunnel('/chat-help?preview=pv1');
+    server('conversation', conversation({ final: true, messages: [GREETING, FINAL] }));
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+
+    fireEvent.click(screen.getByRole('button', { name: 'Get started >>' }));
+    expect(socket().emitted('checkout')).toEqual([{}]);
+    await act(async () => socket().takeAck('checkout').answer({ url: PREVIEW_URL }));
+    expect(screen.getAllByRole('status').map((status) => status.textContent)).toContain(PREVIEW_CHECKOUT);
+    expect(screen.queryByText('Taking you to the secure checkout…')).toBeNull();
+
+    await act(() => vi.advanceTimersByTimeAsync(30_000));
+    expect(assign).not.toHaveBeenCalled();
+  });
+
+  it('stays on the page when the checkout button gets no answer', async () => {
+    const assign = watchRedirects();
+    mockApi();
+    renderFunnel('/chat-help?preview=pv1');
+    server('conversation', conversation({ final: true, messages: [GREETING, FINAL] }));
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+
+    fireEvent.click(screen.getByRole('button', { name: 'Get started >>' }));
+    await act(() => vi.advanceTimersByTimeAsync(30_000));
+    expect(assign).not.toHaveBeenCalled();
+    expect(screen.getByText(PREVIEW_CHECKOUT)).toBeTruthy();
+  });
+
+  it("stays on the page at the server's automatic checkout", async () => {
+    const assign = watchRedirects();
+    mockApi();
+    renderFunnel('/chat-help?preview=pv1');
+    server('conversation', conversation({ final: true, messages: [GREETING, FINAL] }));
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+
+    server('checkout', { url: PREVIEW_URL });
+    expect(screen.getByText(PREVIEW_CHECKOUT).getAttribute('role')).toBe('status');
+    await act(() => vi.advanceTimersByTimeAsync(30_000));
+    expect(assign).not.toHaveBeenCalled();
+    // The button cannot start a second one.
+    fireEvent.click(screen.getByRole('button', { name: 'Get started >>' }));
+    expect(socket().emitted('checkout')).toEqual([]);
+  });
+
+  it('reads the preview id from the query', () => {
+    expect(previewId('?preview=abc')).toBe('abc');
+    expect(previewId('?preview=')).toBeNull();
+    expect(previewId('?keyword=x')).toBeNull();
+    expect(previewId(new URLSearchParams({ preview: ' p1 ' }))).toBe('p1');
   });
 });

@@ -8,6 +8,7 @@ import { ChatComposer } from './ChatComposer';
 import { ChatMessages } from './ChatMessages';
 import { FunnelFooter } from './FunnelFooter';
 import { chatHeadline, type ChatFunnelKind } from './headline';
+import { PREVIEW_BANNER, PREVIEW_CHECKOUT, previewId } from './preview';
 import { useFunnelChat, useSecondsLeft } from './useFunnelChat';
 import './funnels.css';
 
@@ -19,7 +20,11 @@ type ChatFunnelPageProps = {
 
 const VIEW_EVENT = { chat: 'chatbot_funnel_view', refundable: 'refundable_fee_funnel_view' } as const;
 
-/** /chat-help, /Chat-Help-2 and /email-help: a live chat with the assistant that ends in the checkout. */
+/**
+ * /chat-help, /Chat-Help-2 and /email-help: a live chat with the assistant that ends in the
+ * checkout. With `?preview=<id>` it is the operator's preview of a draft flow (preview.ts): the
+ * same page, which counts nothing, keeps no campaign and stays where the checkout would open.
+ */
 export function ChatFunnelPage({ funnel, defaultKeyword }: ChatFunnelPageProps) {
   const { pathname, search } = useLocation();
   const navigate = useNavigate();
@@ -35,6 +40,7 @@ export function ChatFunnelPage({ funnel, defaultKeyword }: ChatFunnelPageProps) 
     navigate({ pathname, search: rest ? `?${rest}` : '' }, { replace: true });
   }, [navigate, pathname, search]);
 
+  const preview = useMemo(() => previewId(search), [search]);
   const queryParams = useMemo(() => readCampaignParams(search), [search]);
   const params = useMemo<CampaignParams>(
     () => (queryParams.keyword || !defaultKeyword ? queryParams : { ...queryParams, keyword: defaultKeyword }),
@@ -42,22 +48,23 @@ export function ChatFunnelPage({ funnel, defaultKeyword }: ChatFunnelPageProps) 
   );
 
   useEffect(() => {
-    rememberCampaignParams(queryParams);
-  }, [queryParams]);
+    // A preview's keyword is the operator's test, not this browser's first campaign.
+    if (!preview) rememberCampaignParams(queryParams);
+  }, [queryParams, preview]);
 
   // One page view per visit of the page, whatever re-renders or strict-mode re-runs happen.
   const viewTracked = useRef(false);
   useEffect(() => {
-    if (viewTracked.current) return;
+    if (viewTracked.current || preview) return;
     viewTracked.current = true;
     // Every field of the ad's address (the dashboard breaks visitors down by each), none left out.
     const properties = Object.fromEntries(CAMPAIGN_KEYS.map((key) => [key, params[key] ?? null]));
     funnelsApi.trackView(VIEW_EVENT[funnel], properties, pathname).catch(() => {
       // Analytics never stands in the visitor's way.
     });
-  }, [funnel, params, pathname]);
+  }, [funnel, params, pathname, preview]);
 
-  const chat = useFunnelChat(funnel, params);
+  const chat = useFunnelChat(funnel, params, preview);
   const { state } = chat;
   const headline = state.headline ?? chatHeadline(funnel, params.keyword);
   const hasOffer = state.messages.some((message) => message.showSubscribeButton);
@@ -73,6 +80,11 @@ export function ChatFunnelPage({ funnel, defaultKeyword }: ChatFunnelPageProps) 
       </section>
 
       <section className="chat-window" aria-labelledby="chat-window-title">
+        {preview && (
+          <p className="chat-preview-banner" data-testid="preview-banner">
+            {PREVIEW_BANNER}
+          </p>
+        )}
         <header className="chat-window__header">
           <h2 id="chat-window-title" className="chat-window__title">
             <span className="chat-window__online" aria-hidden="true" />
@@ -126,10 +138,16 @@ export function ChatFunnelPage({ funnel, defaultKeyword }: ChatFunnelPageProps) 
               {chat.sendError}
             </p>
           )}
-          {chat.checkoutBusy && (
+          {chat.previewCheckout ? (
             <p className="chat-status" role="status">
-              Taking you to the secure checkout…
+              {PREVIEW_CHECKOUT}
             </p>
+          ) : (
+            chat.checkoutBusy && (
+              <p className="chat-status" role="status">
+                Taking you to the secure checkout…
+              </p>
+            )
           )}
           {state.final && hasOffer && !chat.checkoutBusy && (
             // No surprise: the page says when it will go, and the button goes now.

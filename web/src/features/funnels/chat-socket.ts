@@ -46,7 +46,12 @@ export type FunnelClientEvents = {
 
 export type FunnelSocket = Socket<FunnelServerEvents, FunnelClientEvents>;
 
-/** The visitor is the server's HttpOnly `vid` cookie, so the handshake carries no visitor id. */
-export function connectFunnel(funnel: ChatFunnelKind, params: CampaignParams): FunnelSocket {
-  return connectNamespace<FunnelServerEvents, FunnelClientEvents>('/funnel', { funnel, ...params });
+/**
+ * The visitor is the server's HttpOnly `vid` cookie, so the handshake carries no visitor id. A
+ * preview of a draft flow (`preview`) carries its id: the server runs the draft, counted nowhere.
+ */
+export function connectFunnel(funnel: ChatFunnelKind, params: CampaignParams, preview: string | null = null): FunnelSocket {
+  const auth: Record<string, string> = { funnel, ...params };
+  if (preview) auth.preview = preview;
+  return connectNamespace<FunnelServerEvents, FunnelClientEvents>('/funnel', auth);
 }

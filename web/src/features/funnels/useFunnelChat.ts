@@ -42,14 +42,18 @@ function checkoutUrl(value: unknown): string | null {
 /**
  * The chat funnel's connection: the conversation as the server tells it, sending with an ack,
  * and the checkout with its safety net. The socket lives as long as the page (or its parameters).
+ * A preview (`preview`: its id) never leaves the page: where the checkout would open,
+ * `previewCheckout` becomes true instead, and no safety timer runs.
  */
-export function useFunnelChat(funnel: ChatFunnelKind, params: CampaignParams) {
+export function useFunnelChat(funnel: ChatFunnelKind, params: CampaignParams, preview: string | null = null) {
   const [state, dispatch] = useReducer(chatReducer, INITIAL_CHAT_STATE);
   const [sending, setSending] = useState(false);
   const [sendError, setSendError] = useState<string | null>(null);
   const [checkoutBusy, setCheckoutBusy] = useState(false);
   // When the server will open the checkout by itself (its `countdown` event), on this clock.
   const [autoCheckoutAt, setAutoCheckoutAt] = useState<number | null>(null);
+  // A preview's checkout: where a visitor would have left for it.
+  const [previewCheckout, setPreviewCheckout] = useState(false);
 
   const socketRef = useRef<FunnelSocket | null>(null);
   // Read by the callbacks, which must not wait for a render to see a send or checkout start.
@@ -60,17 +64,21 @@ export function useFunnelChat(funnel: ChatFunnelKind, params: CampaignParams) {
   const destinationChosen = useRef(false);
   const safetyTimers = useRef<ReturnType<typeof setTimeout>[]>([]);
 
-  const leaveFor = useCallback((url: string) => {
-    if (destinationChosen.current) return;
-    destinationChosen.current = true;
-    browserLocation.assign(url);
-  }, []);
+  const leaveFor = useCallback(
+    (url: string) => {
+      if (destinationChosen.current) return;
+      destinationChosen.current = true;
+      if (preview) setPreviewCheckout(true);
+      else browserLocation.assign(url);
+    },
+    [preview],
+  );
 
   // Once checkout starts, a page still here after 10 s (and again 2 s later) goes to the fallback.
   const beginCheckout = useCallback(() => {
     checkoutStarted.current = true;
     setCheckoutBusy(true);
-    if (safetyTimers.current.length > 0) return;
+    if (preview || safetyTimers.current.length > 0) return;
     safetyTimers.current.push(
       setTimeout(() => {
         browserLocation.assign(CHECKOUT_FALLBACK_URL);
@@ -79,7 +87,7 @@ export function useFunnelChat(funnel: ChatFunnelKind, params: CampaignParams) {
         );
       }, CHECKOUT_SAFETY_MS),
     );
-  }, []);
+  }, [preview]);
 
   useEffect(
     () => () => {
@@ -104,7 +112,7 @@ export function useFunnelChat(funnel: ChatFunnelKind, params: CampaignParams) {
   const paramsKey = JSON.stringify(params);
 
   useEffect(() => {
-    const socket = connectFunnel(funnel, JSON.parse(paramsKey) as CampaignParams);
+    const socket = connectFunnel(funnel, JSON.parse(paramsKey) as CampaignParams, preview);
     socketRef.current = socket;
 
     socket.on('connect', () => dispatch({ type: 'connected' }));
@@ -137,7 +145,7 @@ export function useFunnelChat(funnel: ChatFunnelKind, params: CampaignParams) {
       socket.disconnect();
       if (socketRef.current === socket) socketRef.current = null;
     };
-  }, [funnel, paramsKey, beginCheckout, leaveFor]);
+  }, [funnel, paramsKey, preview, beginCheckout, leaveFor]);
 
   /** Resolves true once the server has stored the message. */
   const send = useCallback(async (text: string): Promise<boolean> => {
@@ -199,6 +207,8 @@ export function useFunnelChat(funnel: ChatFunnelKind, params: CampaignParams) {
     checkoutBusy,
     /** Seconds until the automatic checkout, while the server counts down; else null. */
     autoCheckoutAt,
+    /** A preview reached its checkout (and stayed on the page). */
+    previewCheckout,
     send,
     startCheckout,
     reconnect,

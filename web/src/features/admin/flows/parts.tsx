@@ -1,0 +1,59 @@
+// What the Flows page's sections share: the dashboard's card with its head, and a message that
+// says how an action went.
+import type { ReactNode, Ref } from 'react';
+
+export function Section({
+  id,
+  title,
+  actions,
+  children,
+  className,
+}: {
+  id: string;
+  title: ReactNode;
+  actions?: ReactNode;
+  children: ReactNode;
+  className?: string;
+}) {
+  return (
+    <section className={['card admin-section', className].filter(Boolean).join(' ')} aria-labelledby={id}>
+      <div className="admin-section__head">
+        <h2 id={id} className="admin-section__title">
+          {title}
+        </h2>
+        {actions && <div className="admin-section__actions">{actions}</div>}
+      </div>
+      {children}
+    </section>
+  );
+}
+
+export type Message = { ok: boolean; text: string };
+
+/** A success as a status, a failure as an alert; `children` go after the words (a Reload button). */
+export function MessageLine({
+  message,
+  children,
+  ref,
+  testId,
+}: {
+  message: Message | null;
+  children?: ReactNode;
+  ref?: Ref<HTMLDivElement>;
+  testId?: string;
+}) {
+  if (!message) return null;
+  return (
+    <div
+      ref={ref}
+      tabIndex={-1}
+      className={message.ok ? 'flows-message flows-message--ok' : 'flows-message flows-message--error'}
+      role={message.ok ? 'status' : 'alert'}
+      data-testid={testId}
+    >
+      <p className="flows-message__text">{message.text}</p>
+      {children}
+    </div>
+  );
+}
+
