@@ -582,7 +582,9 @@ pub fn funnels_csv(funnels: &[FunnelFigures]) -> String {
     out
 }
 
-fn csv_cell(value: &str) -> String {
+/// A CSV cell: quoted when it must be, and a value a spreadsheet would read as a formula
+/// prefixed with `'` (the dashboard's files and the drop-off's).
+pub fn csv_cell(value: &str) -> String {
     let guarded = if value.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{value}")
     } else {

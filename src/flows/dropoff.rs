@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use helpnow_actors::rules::FunnelKind;
 use serde::Serialize;
 
+use crate::dashboard::csv_cell;
 use crate::domain::journey::DayRange;
 use crate::store::Db;
 use crate::store::ad_costs::keyword_key;
@@ -300,21 +301,6 @@ pub fn csv(report: &Report) -> String {
         }
     }
     out
-}
-
-/// A cell as the dashboard's CSV writes one: quoted when it must be, and a value a spreadsheet
-/// would read as a formula prefixed with `'`.
-fn csv_cell(value: &str) -> String {
-    let guarded = if value.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        format!("'{value}")
-    } else {
-        value.to_owned()
-    };
-    if guarded.contains([',', '"', '\n', '\r']) || guarded != value {
-        format!("\"{}\"", guarded.replace('"', "\"\""))
-    } else {
-        guarded
-    }
 }
 
 #[cfg(test)]

@@ -157,7 +157,8 @@ impl FlowLibrary {
                 tracing::info!("the flows of config/funnels.toml are version 1");
                 Ok(())
             }
-            // Another process imported them first.
+            // Another process starting at the same moment imported them first (the state it
+            // found, or a conflict with its commit).
             Err(CommitError::Moved) => Ok(()),
             Err(CommitError::Store(error)) => Err(error),
         }
@@ -560,11 +561,6 @@ impl FlowLibrary {
     pub async fn published(&self) -> Result<Option<stored::Published>, FlowError> {
         Ok(stored::published(&self.inner.db).await?)
     }
-
-    /// The file's catalog (what a process falls back on).
-    pub fn file_catalog(&self) -> Arc<FlowCatalog> {
-        self.inner.file.clone()
-    }
 }
 
 impl FlowSource for FlowLibrary {
@@ -671,4 +667,29 @@ fn routing_changes(
         }
     }
     changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file() -> FunnelScripts {
+        toml::from_str(include_str!("../../config/funnels.toml")).expect("the file parses")
+    }
+
+    /// Processes starting together on a new store (`scripts/cluster` starts three at once): the
+    /// file is imported once, and every one of them starts.
+    #[tokio::test]
+    async fn processes_starting_together_import_the_file_once_and_all_start() {
+        let db = crate::store::migrate::migrated_memory_db().await;
+        let file = file();
+        let starts = (0..4).map(|_| FlowLibrary::start(db.clone(), Cluster::alone(), &file));
+        let libraries = futures_util::future::join_all(starts).await;
+        for library in &libraries {
+            let library = library.as_ref().expect("every process starts");
+            assert_eq!(library.catalog().published.len(), 4);
+        }
+        let records = stored::history(&db, None, 100).await.expect("history");
+        assert_eq!(records.len(), 4, "one import record per flow: {records:?}");
+    }
 }

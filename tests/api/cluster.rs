@@ -6,9 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use helpnow::loadtest::client::{Client, Target, ack_of, event_of};
+use helpnow::loadtest::client::{Client, Target, event_of};
 use serde_json::{Value, json};
 
+use crate::funnel_socket::{ack, join, next_event, send, target_at};
 use crate::processes::{Balancer, RedisServer, Server, SurrealServer, start_with};
 
 /// A helpnow process on `surreal`, as a deployment of several runs it (behind the balancer on
@@ -43,65 +44,18 @@ fn target_of(server: &Server) -> Target {
     target_at(&server.address)
 }
 
-fn target_at(address: &str) -> Target {
-    let url = url::Url::parse(address).expect("address");
-    let host = format!(
-        "{}:{}",
-        url.host_str().expect("host"),
-        url.port().expect("port")
-    );
-    Target {
-        address: host.parse().expect("a socket address"),
-        host,
-    }
-}
-
 /// A visitor's funnel connection to `server`, and the `conversation` event it was given.
 async fn join_funnel(server: &Server, visitor: &str) -> (Client, Value) {
     join_funnel_at(&target_of(server), visitor).await
 }
 
 async fn join_funnel_at(target: &Target, visitor: &str) -> (Client, Value) {
-    let auth = json!({ "funnel": "chat", "visitorId": visitor });
-    let local = std::net::IpAddr::from([127, 0, 0, 1]);
-    let mut client = Client::connect(
+    join(
         target,
-        local,
-        "/funnel",
-        &auth,
+        &json!({ "funnel": "chat", "visitorId": visitor }),
         None,
-        Duration::from_secs(30),
     )
     .await
-    .expect("the visitor joins");
-    let conversation = next_event(&mut client, "conversation").await;
-    (client, conversation)
-}
-
-/// The data of the next `name` event (others are skipped), at most 30 s away.
-async fn next_event(client: &mut Client, name: &str) -> Value {
-    tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let packet = client.next_packet().await.expect("a packet");
-            if let Some((event, data)) = event_of(&packet)
-                && event == name
-            {
-                return data.clone();
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("no {name} event within 30 s"))
-}
-
-/// Sends `text` and waits for the acknowledgement that it is stored.
-async fn send(client: &mut Client, text: &str) {
-    let id = client
-        .emit_with_ack("send", json!({ "text": text }))
-        .await
-        .expect("sent");
-    let answer = ack(client, id).await;
-    assert_eq!(answer["ok"], true, "{answer}");
 }
 
 fn texts(conversation: &Value) -> Vec<(String, String)> {
@@ -491,19 +445,6 @@ async fn member_socket(server: &Server, cookie: &str) -> Client {
 }
 
 /// The answer to the acknowledgement `id`, at most 30 s away.
-async fn ack(client: &mut Client, id: u64) -> Value {
-    tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let packet = client.next_packet().await.expect("a packet");
-            if let Some(ack) = ack_of(&packet, id) {
-                return ack.clone();
-            }
-        }
-    })
-    .await
-    .expect("acknowledged within 30 s")
-}
-
 /// Signs the session of `cookie` out through `server`.
 async fn sign_out_on(http: &reqwest::Client, server: &Server, cookie: &str) {
     let response = http

@@ -5,11 +5,12 @@
 
 use std::time::Duration;
 
-use helpnow::loadtest::client::{Client, Target, ack_of, event_of};
+use helpnow::loadtest::client::Client;
 use serde_json::{Value, json};
 
 use crate::auth::{error_of, sign_up};
 use crate::billing::verified_admin;
+use crate::funnel_socket::{self, ack, connect, target_at};
 use crate::helpers::{TestApp, get_with_cookie, post_with_cookie, spawn_app_with};
 
 const ADMIN: &str = "ops@example.com";
@@ -40,8 +41,8 @@ async fn put_json(app: &TestApp, path: &str, cookie: &str, body: &Value) -> (u16
     error_of(response).await
 }
 
-/// The published script of `flow`.
-async fn published_script(app: &TestApp, admin: &str, flow: &str) -> (u32, Value) {
+/// The published version of `flow` and its script.
+pub(crate) async fn published_script(app: &TestApp, admin: &str, flow: &str) -> (u32, Value) {
     let (status, flows) = get_json(app, "/api/admin/flows", admin).await;
     assert_eq!(status, 200, "{flows}");
     let flow = flows["flows"]
@@ -56,7 +57,12 @@ async fn published_script(app: &TestApp, admin: &str, flow: &str) -> (u32, Value
 }
 
 /// Saves `script` as the draft of `flow` (from its published version) and publishes it.
-async fn publish(app: &TestApp, admin: &str, flow: &str, script: &Value) -> (u16, Value) {
+pub(crate) async fn publish(
+    app: &TestApp,
+    admin: &str,
+    flow: &str,
+    script: &Value,
+) -> (u16, Value) {
     let (based_on, _) = published_script(app, admin, flow).await;
     let path = format!("/api/admin/flows/{flow}/draft");
     let (status, saved) = put_json(
@@ -71,30 +77,9 @@ async fn publish(app: &TestApp, admin: &str, flow: &str, script: &Value) -> (u16
     post_json(app, &path, admin, &json!({ "basedOn": based_on })).await
 }
 
-fn target(app: &TestApp) -> Target {
-    let url = url::Url::parse(&app.address).expect("address");
-    let host = format!("127.0.0.1:{}", url.port().expect("port"));
-    Target {
-        address: host.parse().expect("socket address"),
-        host,
-    }
-}
-
 /// A funnel socket with `auth` (and a cookie), and its first `conversation` event.
 async fn join_with(app: &TestApp, auth: Value, cookie: Option<&str>) -> (Client, Value) {
-    let local = std::net::IpAddr::from([127, 0, 0, 1]);
-    let mut client = Client::connect(
-        &target(app),
-        local,
-        "/funnel",
-        &auth,
-        cookie,
-        Duration::from_secs(10),
-    )
-    .await
-    .expect("the socket connects");
-    let conversation = next_event(&mut client, "conversation").await;
-    (client, conversation)
+    funnel_socket::join(&target_at(&app.address), &auth, cookie).await
 }
 
 /// A visitor id of the right shape (16 characters or more) for a test's short name.
@@ -102,6 +87,7 @@ fn vid(visitor: &str) -> String {
     format!("visitor-of-flows-{visitor}")
 }
 
+/// A visitor (`vid` of a short name) joins the chat funnel, with the ad's fields in `extra`.
 async fn join(app: &TestApp, visitor: &str, extra: Value) -> (Client, Value) {
     let mut auth = json!({ "funnel": "chat", "visitorId": vid(visitor) });
     if let (Some(auth), Some(extra)) = (auth.as_object_mut(), extra.as_object()) {
@@ -110,41 +96,10 @@ async fn join(app: &TestApp, visitor: &str, extra: Value) -> (Client, Value) {
     join_with(app, auth, None).await
 }
 
-async fn next_event(client: &mut Client, name: &str) -> Value {
-    tokio::time::timeout(Duration::from_secs(15), async {
-        loop {
-            let packet = client.next_packet().await.expect("a packet");
-            if let Some((event, data)) = event_of(&packet)
-                && event == name
-            {
-                return data.clone();
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("no {name} event within 15 s"))
-}
-
-/// Sends `text`, waits for its acknowledgement and the assistant's reply; the reply's text.
+/// Sends `text` and waits for it to be stored and answered: the reply's text.
 async fn exchange(client: &mut Client, text: &str) -> String {
-    let id = client
-        .emit_with_ack("send", json!({ "text": text }))
-        .await
-        .expect("sent");
-    let answer = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            let packet = client.next_packet().await.expect("a packet");
-            if let Some(answer) = ack_of(&packet, id) {
-                return answer.clone();
-            }
-        }
-    })
-    .await
-    .expect("an acknowledgement");
-    assert_eq!(answer["ok"], true, "{answer}");
-    let message = next_event(client, "message").await;
-    assert_eq!(message["role"], "assistant", "{message}");
-    message["text"].as_str().expect("text").to_owned()
+    let reply = funnel_socket::exchange(client, text).await;
+    reply["text"].as_str().expect("text").to_owned()
 }
 
 fn greeting(conversation: &Value) -> String {
@@ -612,20 +567,11 @@ async fn a_preview_runs_the_draft_in_the_real_actor_for_an_admin_and_counts_nowh
     let last = exchange(&mut client, "I restarted it").await;
     assert_eq!(last, v1["finalChat"]);
     // Its checkout opens none.
-    let id_ack = client
+    let id = client
         .emit_with_ack("checkout", json!({}))
         .await
         .expect("sent");
-    let answer = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            let packet = client.next_packet().await.expect("a packet");
-            if let Some(answer) = ack_of(&packet, id_ack) {
-                return answer.clone();
-            }
-        }
-    })
-    .await
-    .expect("an answer");
+    let answer = ack(&mut client, id).await;
     assert_eq!(answer["url"], "/admin/flows");
 
     // Counted nowhere: no event, no journey, no visitor, no checkout; the published flow is
@@ -649,36 +595,16 @@ async fn a_preview_runs_the_draft_in_the_real_actor_for_an_admin_and_counts_nowh
 
     // Only for an admin, only for a preview that exists.
     let member = sign_up(&app, "ann@example.com", "secret1").await;
+    let target = target_at(&app.address);
     for cookie in [None, Some(member.as_str())] {
-        let local = std::net::IpAddr::from([127, 0, 0, 1]);
-        let refused = Client::connect(
-            &target(&app),
-            local,
-            "/funnel",
-            &auth,
-            cookie,
-            Duration::from_secs(10),
-        )
-        .await;
+        let refused = connect(&target, &auth, cookie).await;
         assert!(
             refused.is_err(),
             "a preview without an admin's session was joined"
         );
     }
     let unknown = json!({ "funnel": "chat", "preview": "nosuchpreview" });
-    let local = std::net::IpAddr::from([127, 0, 0, 1]);
-    assert!(
-        Client::connect(
-            &target(&app),
-            local,
-            "/funnel",
-            &unknown,
-            Some(&admin),
-            Duration::from_secs(10)
-        )
-        .await
-        .is_err()
-    );
+    assert!(connect(&target, &unknown, Some(&admin)).await.is_err());
 }
 
 async fn count(app: &TestApp, table: &str) -> i64 {

@@ -4,11 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use helpnow::loadtest::client::{Client, Target, ack_of, event_of};
+use helpnow::loadtest::client::Client;
 use serde_json::{Value, json};
 
 use crate::billing::{demo_billing, pay, verified_admin};
-use crate::helpers::{TestApp, get_with_cookie, post_with_cookie, spawn_app_with};
+use crate::flows::{publish, published_script};
+use crate::funnel_socket::{ack, exchange, join as join_funnel, next_event, target_at};
+use crate::helpers::{TestApp, get_with_cookie, spawn_app_with};
 
 const ADMIN: &str = "flows-admin@example.com";
 
@@ -25,19 +27,6 @@ const STEPS: [&str; 10] = [
     "month_paid",
 ];
 
-fn target(app: &TestApp) -> Target {
-    let url = url::Url::parse(&app.address).expect("address");
-    let host = format!(
-        "{}:{}",
-        url.host_str().expect("host"),
-        url.port().expect("port")
-    );
-    Target {
-        address: host.parse().expect("a socket address"),
-        host,
-    }
-}
-
 /// A visitor joins the chat funnel from an ad's `campaignid` and `keyword`.
 async fn join(
     app: &TestApp,
@@ -52,69 +41,14 @@ async fn join(
     if let Some(keyword) = keyword {
         auth["keyword"] = json!(keyword);
     }
-    let local = std::net::IpAddr::from([127, 0, 0, 1]);
-    let mut client = Client::connect(
-        &target(app),
-        local,
-        "/funnel",
-        &auth,
-        None,
-        Duration::from_secs(30),
-    )
-    .await
-    .expect("the visitor joins");
-    next_event(&mut client, "conversation").await;
-    client
-}
-
-/// The data of the next `name` event (others are skipped), at most 30 s away.
-async fn next_event(client: &mut Client, name: &str) -> Value {
-    tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let packet = client.next_packet().await.expect("a packet");
-            if let Some((event, data)) = event_of(&packet)
-                && event == name
-            {
-                return data.clone();
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("no {name} event within 30 s"))
-}
-
-/// The answer to the acknowledgement `id`, at most 30 s away.
-async fn ack(client: &mut Client, id: u64) -> Value {
-    tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let packet = client.next_packet().await.expect("a packet");
-            if let Some(ack) = ack_of(&packet, id) {
-                return ack.clone();
-            }
-        }
-    })
-    .await
-    .expect("acknowledged within 30 s")
-}
-
-/// Sends `text`, waits until it is stored, then for the assistant's reply: the reply.
-async fn message_and_reply(client: &mut Client, text: &str) -> Value {
-    let id = client
-        .emit_with_ack("send", json!({ "text": text }))
-        .await
-        .expect("sent");
-    let answer = ack(client, id).await;
-    assert_eq!(answer["ok"], true, "{answer}");
-    let reply = next_event(client, "message").await;
-    assert_eq!(reply["role"], "assistant", "{reply}");
-    reply
+    join_funnel(&target_at(&app.address), &auth, None).await.0
 }
 
 /// The whole chat: three messages, the last answered by the final message.
 async fn to_the_final_message(client: &mut Client) {
-    message_and_reply(client, "my printer will not print").await;
-    message_and_reply(client, "I restarted it and it still does not print").await;
-    let last = message_and_reply(client, "I tried restarting the printer and the computer").await;
+    exchange(client, "my printer will not print").await;
+    exchange(client, "I restarted it and it still does not print").await;
+    let last = exchange(client, "I tried restarting the printer and the computer").await;
     assert_eq!(last["isFinal"], true, "{last}");
 }
 
@@ -130,47 +64,6 @@ async fn pay_checkout(app: &TestApp, url: &str, email: &str) {
         .strip_prefix("/demo-checkout/")
         .unwrap_or_else(|| panic!("the demo checkout: {location}"));
     pay(app, session, email).await;
-}
-
-/// The published version of `flow` and its script.
-async fn published_script(app: &TestApp, admin: &str, flow: &str) -> (u64, Value) {
-    let response = get_with_cookie(app, "/api/admin/flows", admin).await;
-    assert_eq!(response.status(), 200);
-    let flows: Value = response.json().await.expect("json");
-    let flow = flows["flows"]
-        .as_array()
-        .expect("flows")
-        .iter()
-        .find(|f| f["name"] == flow)
-        .unwrap_or_else(|| panic!("no flow {flow} in {flows}"));
-    (
-        flow["published"].as_u64().expect("published"),
-        flow["script"].clone(),
-    )
-}
-
-/// Saves `script` as the draft of `flow` and publishes it: the answer.
-async fn publish(app: &TestApp, admin: &str, flow: &str, script: &Value, based_on: u64) -> Value {
-    let response = app
-        .client
-        .put(app.url(&format!("/api/admin/flows/{flow}/draft")))
-        .header("cookie", admin)
-        .json(&json!({ "script": script, "basedOn": based_on }))
-        .send()
-        .await
-        .expect("request reaches the server");
-    assert_eq!(response.status(), 200);
-    let response = post_with_cookie(
-        app,
-        &format!("/api/admin/flows/{flow}/publish"),
-        admin,
-        &json!({ "basedOn": based_on }),
-    )
-    .await;
-    let status = response.status();
-    let body: Value = response.json().await.expect("json");
-    assert_eq!(status, 200, "{body}");
-    body
 }
 
 async fn report(app: &TestApp, admin: &str, query: &str) -> Value {
@@ -279,8 +172,8 @@ async fn the_dropoff_counts_each_step_of_each_flow_version_by_campaign_and_keywo
     script["typingDelayMaxMs"] = json!(600);
     script["autoCheckoutAfterS"] = json!(5);
     assert_eq!(
-        publish(&app, &admin, "keyword", &script, 1).await,
-        json!({ "version": 2 })
+        publish(&app, &admin, "keyword", &script).await,
+        (200, json!({ "version": 2 }))
     );
 
     // Ann (campaign c1, 'Printer Help'): the whole chat, the button, pays, then a month.
@@ -307,7 +200,7 @@ async fn the_dropoff_counts_each_step_of_each_flow_version_by_campaign_and_keywo
     };
     // Dan (c2, 'wifi'): one message and its reply, then leaves.
     let dan = async {
-        message_and_reply(&mut dan, "my wifi keeps dropping").await;
+        exchange(&mut dan, "my wifi keeps dropping").await;
         dan.close().await;
     };
     // Eve (c2, 'WiFi') and Fay (no ad) leave at once.

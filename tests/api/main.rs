@@ -18,6 +18,7 @@ mod flood;
 mod flows;
 mod flows_dropoff;
 mod forwarding;
+mod funnel_socket;
 mod funnels;
 mod health;
 mod helpers;

@@ -607,15 +607,6 @@ pub trait FlowSource: Send + Sync + 'static {
     }
 }
 
-/// A catalog that never changes (tests, tools).
-pub struct FixedFlows(pub Arc<FlowCatalog>);
-
-impl FlowSource for FixedFlows {
-    fn catalog(&self) -> Arc<FlowCatalog> {
-        self.0.clone()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,6 @@ use serde::Deserialize;
 
 use super::Admin;
 use crate::dashboard;
-use crate::domain::journey::DayRange;
 use crate::error::{ApiError, Context};
 use crate::metrics::Metrics;
 use crate::store::Db;
@@ -34,16 +33,7 @@ pub struct DashboardRequest {
 
 /// The query a dashboard request asks for: the last 30 days by campaign unless it says.
 fn dashboard_query(request: &DashboardRequest) -> Result<dashboard::Query, ApiError> {
-    let today = chrono::Utc::now().date_naive();
-    let default_from = (today - chrono::Days::new(29))
-        .format("%Y-%m-%d")
-        .to_string();
-    let default_to = today.format("%Y-%m-%d").to_string();
-    let range = DayRange::parse(
-        request.from.as_deref().unwrap_or(&default_from),
-        request.to.as_deref().unwrap_or(&default_to),
-    )
-    .map_err(|message| ApiError::bad_request("invalid_range", message))?;
+    let range = super::requested_days(request.from.as_deref(), request.to.as_deref())?;
     let by = match request.by.as_deref() {
         None | Some("") => dashboard::By::Campaign,
         Some(value) => dashboard::By::parse(value).ok_or_else(|| {
@@ -53,13 +43,7 @@ fn dashboard_query(request: &DashboardRequest) -> Result<dashboard::Query, ApiEr
             )
         })?,
     };
-    let nonempty = |value: &Option<String>| {
-        value
-            .as_deref()
-            .map(str::trim)
-            .filter(|value| !value.is_empty())
-            .map(|value| value.chars().take(200).collect::<String>())
-    };
+    let nonempty = super::filter_value;
     Ok(dashboard::Query {
         range,
         by,
@@ -92,13 +76,7 @@ pub async fn dashboard_report(
             )
         };
         let file = format!("helpnow-{name}-{}-{}.csv", report.from, report.to);
-        return Ok(HttpResponse::Ok()
-            .content_type("text/csv; charset=utf-8")
-            .insert_header((
-                actix_web::http::header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"{file}\""),
-            ))
-            .body(csv));
+        return Ok(super::csv_file(&file, csv));
     }
     Ok(HttpResponse::Ok().json(report))
 }

@@ -6,7 +6,6 @@ use helpnow_actors::rules::FunnelKind;
 use serde::Deserialize;
 
 use super::Admin;
-use crate::domain::journey::DayRange;
 use crate::error::{ApiError, Context};
 use crate::flows::dropoff;
 use crate::store::Db;
@@ -35,23 +34,8 @@ pub struct DropoffRequest {
 /// The query a request asks for: the last 30 days, every funnel, flow, campaign and keyword
 /// unless it says.
 fn dropoff_query(request: &DropoffRequest) -> Result<dropoff::Query, ApiError> {
-    let today = chrono::Utc::now().date_naive();
-    let default_from = (today - chrono::Days::new(29))
-        .format("%Y-%m-%d")
-        .to_string();
-    let default_to = today.format("%Y-%m-%d").to_string();
-    let range = DayRange::parse(
-        request.from.as_deref().unwrap_or(&default_from),
-        request.to.as_deref().unwrap_or(&default_to),
-    )
-    .map_err(|message| ApiError::bad_request("invalid_range", message))?;
-    let nonempty = |value: &Option<String>| {
-        value
-            .as_deref()
-            .map(str::trim)
-            .filter(|value| !value.is_empty())
-            .map(|value| value.chars().take(200).collect::<String>())
-    };
+    let range = super::requested_days(request.from.as_deref(), request.to.as_deref())?;
+    let nonempty = super::filter_value;
     let funnel = match nonempty(&request.funnel) {
         None => None,
         Some(funnel) => Some(
@@ -89,13 +73,7 @@ pub async fn dropoff_report(
         .context("flows: drop-off")?;
     if request.format.as_deref() == Some("csv") {
         let file = format!("helpnow-dropoff-{}-{}.csv", report.from, report.to);
-        return Ok(HttpResponse::Ok()
-            .content_type("text/csv; charset=utf-8")
-            .insert_header((
-                actix_web::http::header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"{file}\""),
-            ))
-            .body(dropoff::csv(&report)));
+        return Ok(super::csv_file(&file, dropoff::csv(&report)));
     }
     Ok(HttpResponse::Ok().json(report))
 }

@@ -39,6 +39,44 @@ pub const ADMIN_PER_ADDRESS: Limit = Limit {
     period: Duration::from_millis(500),
 };
 
+/// The days a report asks for (`from` and `to`, YYYY-MM-DD), the last 30 unless it says; 400
+/// `invalid_range` in words otherwise.
+fn requested_days(
+    from: Option<&str>,
+    to: Option<&str>,
+) -> Result<crate::domain::journey::DayRange, ApiError> {
+    let today = chrono::Utc::now().date_naive();
+    let default_from = (today - chrono::Days::new(29))
+        .format("%Y-%m-%d")
+        .to_string();
+    let default_to = today.format("%Y-%m-%d").to_string();
+    crate::domain::journey::DayRange::parse(
+        from.unwrap_or(&default_from),
+        to.unwrap_or(&default_to),
+    )
+    .map_err(|message| ApiError::bad_request("invalid_range", message))
+}
+
+/// A CSV report as a file to save (`file`: its name).
+fn csv_file(file: &str, csv: String) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/csv; charset=utf-8")
+        .insert_header((
+            actix_web::http::header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{file}\""),
+        ))
+        .body(csv)
+}
+
+/// A report's filter as asked: trimmed, at most 200 characters, none when empty.
+fn filter_value(value: &Option<String>) -> Option<String> {
+    value
+        .as_deref()
+        .map(str::trim)
+        .filter(|value| !value.is_empty())
+        .map(|value| value.chars().take(200).collect())
+}
+
 /// A handler argument for the admin endpoints: the signed-in admin (an account listed in
 /// `admin.emails`, its address proved by a mailed link, and the session holding the password
 /// the prover chose: docs/operations.md, "Accounts: who holds one"), within

@@ -11,6 +11,7 @@ import { ChangeNote, Mark, PendingNotes, rowMark, stepMark, type MarkDef } from 
 import { FilterBar } from './FilterBar';
 import { HeldPayments } from './HeldPayments';
 import { LivePanel } from './LivePanel';
+import { Section, Unavailable } from './sections';
 import { SortableTable, type Column, type Sort } from './SortableTable';
 import {
   BY_NAMES,
@@ -31,7 +32,6 @@ import { PAGE_SIZE, readState, reportQuery, writeState, type DashboardState } fr
 import './admin.css';
 
 const TITLE_ID = 'admin-dashboard-title';
-export const NOT_AVAILABLE = 'This page is not available.';
 export const LOAD_FAILED = 'The dashboard could not be loaded. Please try again.';
 export const NO_COST = 'No cost loaded';
 export const PREVIOUS_FAILED = 'The previous period could not be loaded.';
@@ -194,30 +194,6 @@ function costColumns(): Column<Row>[] {
     },
     span: index === 0 ? (row) => (row.cost ? 1 : COST_COLUMNS.length) : undefined,
   }));
-}
-
-function Section({
-  id,
-  title,
-  actions,
-  children,
-}: {
-  id: string;
-  title: string;
-  actions?: ReactNode;
-  children: ReactNode;
-}) {
-  return (
-    <section className="card admin-section" aria-labelledby={id}>
-      <div className="admin-section__head">
-        <h2 id={id} className="admin-section__title">
-          {title}
-        </h2>
-        {actions && <div className="admin-section__actions">{actions}</div>}
-      </div>
-      {children}
-    </section>
-  );
 }
 
 /** Each funnel's steps, with each step's rate from the step before it. */
@@ -541,22 +517,6 @@ function Breakdown({
   );
 }
 
-function Unavailable() {
-  return (
-    <section className="card admin-unavailable" aria-labelledby={TITLE_ID}>
-      <h1 id={TITLE_ID} className="page-title">
-        Dashboard
-      </h1>
-      <p>{NOT_AVAILABLE}</p>
-      <p>
-        <Link to="/" className="btn btn--primary">
-          Return to Home
-        </Link>
-      </p>
-    </section>
-  );
-}
-
 /**
  * `/admin`: the operator's dashboard. Which funnels, campaigns and keywords bring visitors who pay
  * and stay, what they earn and what their ads cost. The server decides who may see it (its
@@ -590,7 +550,7 @@ export function AdminDashboardPage() {
   );
   const reload = useCallback(() => setVersion((current) => current + 1), []);
 
-  if (report.unavailable || daily.unavailable) return <Unavailable />;
+  if (report.unavailable || daily.unavailable) return <Unavailable title="Dashboard" titleId={TITLE_ID} />;
 
   const data = report.data;
   // While the period before is read again (another range), no change is shown against the old one.

@@ -1,7 +1,8 @@
 import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { createMemoryRouter, RouterProvider } from 'react-router';
 import { mockApi } from '../../../test/fetch-mock';
-import { FlowsPage, NOT_AVAILABLE } from './FlowsPage';
+import { FlowsPage } from './FlowsPage';
+import { NOT_AVAILABLE } from '../sections';
 import { MOVED, NOTHING_PUBLISHED } from './FlowEditor';
 import { PREVIEW_PROBLEMS, PREVIEW_TITLE, previewSrc } from './FlowPreview';
 import { NAME_RULE } from './FlowList';

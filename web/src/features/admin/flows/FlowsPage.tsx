@@ -2,6 +2,7 @@ import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { Button } from '../../../components/Button';
 import { ConfirmDialog } from '../../../components/ConfirmDialog';
+import { Unavailable } from '../sections';
 import { Dropoff } from './Dropoff';
 import { readDropoff, writeDropoff } from './dropoff-model';
 import { FlowEditor } from './FlowEditor';
@@ -17,26 +18,9 @@ import './flows.css';
 
 const TITLE_ID = 'admin-flows-title';
 /** As the dashboard says it. */
-export const NOT_AVAILABLE = 'This page is not available.';
 export const FLOWS_LOAD_FAILED = 'The flows could not be loaded. Please try again.';
 
 type Load = { data: FlowsOverview | null; error: string | null; unavailable: boolean };
-
-function Unavailable() {
-  return (
-    <section className="card admin-unavailable" aria-labelledby={TITLE_ID}>
-      <h1 id={TITLE_ID} className="page-title">
-        Flows
-      </h1>
-      <p>{NOT_AVAILABLE}</p>
-      <p>
-        <Link to="/" className="btn btn--primary">
-          Return to Home
-        </Link>
-      </p>
-    </section>
-  );
-}
 
 /**
  * `/admin/flows`: the funnels' scripted flows as versioned data. The flows and the routing; the
@@ -125,7 +109,7 @@ export function FlowsPage() {
     [setParams],
   );
 
-  if (load.unavailable) return <Unavailable />;
+  if (load.unavailable) return <Unavailable title="Flows" titleId={TITLE_ID} />;
 
   return (
     <div className="admin-page flows-page">

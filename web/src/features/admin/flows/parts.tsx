@@ -2,31 +2,7 @@
 // says how an action went.
 import type { ReactNode, Ref } from 'react';
 
-export function Section({
-  id,
-  title,
-  actions,
-  children,
-  className,
-}: {
-  id: string;
-  title: ReactNode;
-  actions?: ReactNode;
-  children: ReactNode;
-  className?: string;
-}) {
-  return (
-    <section className={['card admin-section', className].filter(Boolean).join(' ')} aria-labelledby={id}>
-      <div className="admin-section__head">
-        <h2 id={id} className="admin-section__title">
-          {title}
-        </h2>
-        {actions && <div className="admin-section__actions">{actions}</div>}
-      </div>
-      {children}
-    </section>
-  );
-}
+export { Section } from '../sections';
 
 export type Message = { ok: boolean; text: string };
 
