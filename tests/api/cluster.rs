@@ -362,6 +362,17 @@ struct Pair {
 }
 
 impl Pair {
+    /// The SurrealDB server the processes share, opened in this process.
+    async fn store(&self) -> helpnow::store::Db {
+        let mut settings = crate::helpers::test_settings().database;
+        settings.url = self.surreal.url.clone();
+        settings.username = Some(self.surreal.username.clone());
+        settings.password = Some(self.surreal.password.clone().into());
+        helpnow::store::connect(&settings)
+            .await
+            .expect("the shared store")
+    }
+
     fn start() -> Self {
         Self::start_with(&[])
     }
@@ -394,13 +405,7 @@ async fn member_on(pair: &Pair, server: &Server, email: &str) -> String {
     let cookie = crate::helpers::cookie_named(&response, "helpnow_session").expect("a session");
     let body: Value = response.json().await.expect("JSON");
     let user_id = body["user"]["id"].as_str().expect("id").to_owned();
-    let mut settings = crate::helpers::test_settings().database;
-    settings.url = pair.surreal.url.clone();
-    settings.username = Some(pair.surreal.username.clone());
-    settings.password = Some(pair.surreal.password.clone().into());
-    let db = helpnow::store::connect(&settings)
-        .await
-        .expect("the shared store");
+    let db = pair.store().await;
     db.query(
         "UPDATE type::record('user', $id) SET trial_started = true, \
          trial_start_date = time::now(), trial_end_date = time::now() + 7d",
@@ -1118,13 +1123,7 @@ async fn admin_on(pair: &Pair, server: &Server, email: &str) -> String {
         .await
         .expect("reset");
     assert_eq!(response.status(), 200);
-    let mut settings = crate::helpers::test_settings().database;
-    settings.url = pair.surreal.url.clone();
-    settings.username = Some(pair.surreal.username.clone());
-    settings.password = Some(pair.surreal.password.clone().into());
-    let db = helpnow::store::connect(&settings)
-        .await
-        .expect("the shared store");
+    let db = pair.store().await;
     let mut mailed = None;
     for _ in 0..100 {
         let mut response = db

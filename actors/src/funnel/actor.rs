@@ -536,14 +536,8 @@ impl FunnelActor {
                 };
                 let is_final = message.is_final;
                 act.broadcast("message", &json!(message.view()));
-                let replies = conversation
-                    .messages
-                    .iter()
-                    .skip(1)
-                    .filter(|m| m.role == Speaker::Assistant)
-                    .count();
                 let before = conversation.messages.iter().rev().nth(1).map(|m| m.at);
-                if let Some(step) = FlowStep::reply(replies, is_final) {
+                if let Some(step) = FlowStep::reply(conversation.stage, is_final) {
                     act.reached(step, before);
                 }
                 if is_final {

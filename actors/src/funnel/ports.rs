@@ -131,9 +131,10 @@ impl FlowStep {
         }
     }
 
-    /// The step a reply of this number (1 for the first after the greeting) is.
-    pub fn reply(number: usize, is_final: bool) -> Option<Self> {
-        match (number, is_final) {
+    /// The step a reply is, by the stage it moved the conversation to (1 after the first, 2
+    /// after the second) and whether it is the final message.
+    pub fn reply(stage: u8, is_final: bool) -> Option<Self> {
+        match (stage, is_final) {
             (_, true) => Some(FlowStep::FinalMessage),
             (1, false) => Some(FlowStep::FirstReply),
             (2, false) => Some(FlowStep::SecondReply),

@@ -4,7 +4,9 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, delete, get, post, put, web};
-use helpnow_actors::rules::flows::{FlowScript, PLACEHOLDERS, Routing, TEXT_FIELDS, bounds};
+use helpnow_actors::rules::flows::{
+    FieldProblem, FlowScript, PLACEHOLDERS, Routing, TEXT_FIELDS, bounds,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -16,15 +18,20 @@ use crate::store::flows::{Draft, Record};
 /// The most history entries one answer gives.
 const HISTORY_LIMIT: usize = 200;
 
+/// 422 `invalid`: `message`, and the problems at their fields.
+fn invalid(message: &str, problems: &[FieldProblem]) -> HttpResponse {
+    HttpResponse::UnprocessableEntity().json(json!({
+        "error": "invalid",
+        "message": message,
+        "problems": problems,
+    }))
+}
+
 /// An answer for a refused change: 422 with the problems at their fields, 409 when the flows
 /// moved, 404 for what does not exist.
 fn refused(error: FlowError) -> Result<HttpResponse, ApiError> {
     match error {
-        FlowError::Invalid(problems) => Ok(HttpResponse::UnprocessableEntity().json(json!({
-            "error": "invalid",
-            "message": "Nothing was published: please correct the fields marked.",
-            "problems": problems,
-        }))),
+        FlowError::Invalid(problems) => Ok(invalid("Nothing was published: please correct the fields marked.", &problems)),
         FlowError::Moved => Ok(HttpResponse::Conflict().json(json!({
             "error": "moved",
             "message": "Someone else published a change meanwhile. Reload to see it, then make yours again.",
@@ -246,11 +253,10 @@ pub async fn post_flow(
         Ok(draft) => {
             Ok(HttpResponse::Created().json(json!({ "draft": draft_json(&library, &draft) })))
         }
-        Err(FlowError::Invalid(problems)) => Ok(HttpResponse::UnprocessableEntity().json(json!({
-            "error": "invalid",
-            "message": problems.first().map_or("", |p| p.message.as_str()),
-            "problems": problems,
-        }))),
+        Err(FlowError::Invalid(problems)) => Ok(invalid(
+            problems.first().map_or("", |p| p.message.as_str()),
+            &problems,
+        )),
         Err(error) => refused(error),
     }
 }
@@ -377,11 +383,10 @@ pub async fn post_preview(
             "previewId": preview.id,
             "expiresAt": preview.expires_at,
         }))),
-        Err(FlowError::Invalid(problems)) => Ok(HttpResponse::UnprocessableEntity().json(json!({
-            "error": "invalid",
-            "message": "The draft cannot be tried yet: please correct the fields marked.",
-            "problems": problems,
-        }))),
+        Err(FlowError::Invalid(problems)) => Ok(invalid(
+            "The draft cannot be tried yet: please correct the fields marked.",
+            &problems,
+        )),
         Err(error) => refused(error),
     }
 }
