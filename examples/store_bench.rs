@@ -54,6 +54,7 @@ fn conversation(index: usize) -> Conversation {
         },
         version: 1,
         flow: helpnow_actors::rules::flows::FlowRef::published("default", 1),
+        arm: None,
         headline: "Get Help With Outlook Email Now".into(),
         attribution: Attribution::default(),
         stage: 0,

@@ -19,7 +19,7 @@ const CRATES = [
     layers: [
       ['sync', 'config', 'telemetry', 'error', 'client', 'ids', 'domain'],
       ['store', 'realtime', 'cluster'],
-      ['ai', 'content', 'mail', 'auth', 'billing', 'metrics', 'adapters', 'dashboard', 'flows'],
+      ['ai', 'content', 'mail', 'auth', 'billing', 'metrics', 'adapters', 'dashboard', 'flows', 'experiments'],
       ['funnels', 'members'],
       ['routes', 'loadtest'],
       ['startup'],

@@ -11,6 +11,7 @@ pub mod content;
 pub mod dashboard;
 pub mod domain;
 pub mod error;
+pub mod experiments;
 pub mod flows;
 pub mod funnels;
 pub mod ids;

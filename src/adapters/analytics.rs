@@ -52,6 +52,16 @@ impl Analytics for BatchedAnalytics {
             tracing::warn!(event, "an actor named an unknown analytics event");
             return;
         };
+        // The conversation's experiment arm, which a journey it begins keeps (issue 48).
+        let arm = match (properties.get("experiment"), properties.get("arm")) {
+            (Some(serde_json::Value::String(experiment)), Some(serde_json::Value::String(arm))) => {
+                Some(helpnow_actors::rules::experiments::ArmRef {
+                    experiment: experiment.clone(),
+                    arm: arm.clone(),
+                })
+            }
+            _ => None,
+        };
         let statement = match self.subject {
             Subject::Visitor => Statement::Analytics(NewAnalyticsEvent {
                 name: name.as_str().to_owned(),
@@ -75,7 +85,7 @@ impl Analytics for BatchedAnalytics {
         if let (Some(journeys), Subject::Visitor) = (&self.journeys, self.subject)
             && let Some((funnel, step)) = Step::of_funnel_event(name.as_str())
         {
-            journeys.record(JourneyStep::new(subject, funnel, step));
+            journeys.record(JourneyStep::new(subject, funnel, step).arm(arm.as_ref()));
         }
         let batcher = self.batcher.clone();
         tokio::spawn(async move {

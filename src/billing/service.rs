@@ -65,6 +65,8 @@ pub struct StartCheckout {
     /// The visitor's first campaign touch, as the browser kept it (the spec's `utm_params`):
     /// the account's `acquisition` when this checkout makes or first pays for one.
     pub first_touch: Option<Attribution>,
+    /// The experiment's arm the visitor is in, kept on the checkout (issue 48).
+    pub arm: Option<helpnow_actors::rules::experiments::ArmRef>,
 }
 
 /// A checkout's funnel: the conversation and the spec's funnel record of it.
@@ -263,6 +265,10 @@ impl Billing {
                     .as_ref()
                     .filter(|touch| touch.has_campaign())
                     .and_then(|touch| serde_json::to_value(touch).ok()),
+                experiment: start
+                    .arm
+                    .as_ref()
+                    .and_then(|arm| serde_json::to_value(arm).ok()),
             },
             billing_store::CheckoutLinks {
                 user_id: start.user.as_ref().map(|(id, _)| id.as_str()),

@@ -16,6 +16,7 @@ use std::time::Duration;
 use chrono::Utc;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
+use helpnow_actors::rules::experiments::Split;
 use helpnow_actors::rules::flows::{
     FieldProblem, FlowCatalog, FlowScript, FlowSource, Routing, valid_flow_name,
 };
@@ -190,6 +191,18 @@ impl FlowLibrary {
                 .previews
                 .insert(preview.id, (preview.flow, Arc::new(preview.script)));
         }
+        // The running experiments' splits (issue 48): what assignment needs of each.
+        catalog.splits = published
+            .running_experiments
+            .into_iter()
+            .filter_map(|doc| match serde_json::from_value::<Split>(doc) {
+                Ok(split) => Some(Arc::new(split)),
+                Err(error) => {
+                    tracing::warn!(%error, "a running experiment could not be read");
+                    None
+                }
+            })
+            .collect();
         *crate::sync::write(&self.inner.current) = Arc::new(catalog);
         Ok(())
     }
@@ -244,7 +257,7 @@ impl FlowLibrary {
     }
 
     /// After a change: this process's catalog at once, the others through the cluster.
-    async fn changed(&self) {
+    pub(crate) async fn changed(&self) {
         if let Err(error) = self.reload().await {
             tracing::warn!(%error, "the flows could not be reloaded after a change");
         }

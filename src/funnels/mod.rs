@@ -111,6 +111,13 @@ pub fn checkout_source(funnel: FunnelKind) -> CheckoutSource {
     }
 }
 
+/// The funnel a checkout source is of (none for the members' own checkouts).
+pub fn funnel_of_source(source: CheckoutSource) -> Option<FunnelKind> {
+    FunnelKind::ALL
+        .into_iter()
+        .find(|funnel| checkout_source(*funnel) == source)
+}
+
 /// The visitor's funnel record for a checkout started over HTTP (`create-checkout.js`) from a
 /// funnel page: the help funnel's record, or the chat conversation's. Other sources carry none.
 pub async fn record_for_checkout(

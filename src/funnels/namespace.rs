@@ -165,13 +165,22 @@ impl Namespace for FunnelNamespace {
         // The visit is noted beside the join, not before it: nothing in the conversation waits
         // for it.
         let visit = store::funnels::visit(&visitor_id, &attribution);
-        // A new visitor of this funnel for the dashboard, if not already counted.
+        // A new visitor of this funnel for the dashboard, if not already counted, with the
+        // experiment's arm the visitor is in here (the actor chooses the same from the same
+        // catalog).
+        let (_, arm) = self.previews.flows.catalog().landing(
+            funnel,
+            attribution.campaignid.as_deref(),
+            attribution.keyword.as_deref(),
+            visitor_id.as_str(),
+        );
         let journey = store::journeys::JourneyStep::new(
             visitor_id.as_str(),
             super::checkout_source(funnel),
             Step::Visitors,
         )
-        .attribution(serde_json::to_value(&attribution).ok());
+        .attribution(serde_json::to_value(&attribution).ok())
+        .arm(arm.as_ref());
         self.journeys.record(journey);
         let batcher = self.batcher.clone();
         tokio::spawn(async move {

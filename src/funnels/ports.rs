@@ -93,6 +93,7 @@ impl FunnelCheckout for FunnelCheckouts {
                     handoff: true,
                     // The conversation's own campaign is the visitor's touch here.
                     first_touch: None,
+                    arm: request.arm,
                 })
                 .await
                 .map_err(|error| CheckoutError(error.to_string()))?;

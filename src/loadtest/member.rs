@@ -56,10 +56,16 @@ pub enum SetupError {
 
 impl SetupError {
     pub fn kind(&self) -> String {
+        format!("setup_{}", self.step_kind())
+    }
+
+    /// The failed step, and the status it answered if it did (`payment_402`): the error's kind
+    /// for a scenario whose steps are not its setup.
+    pub(crate) fn step_kind(&self) -> String {
         match self {
-            SetupError::Http { step, .. } => format!("setup_{step}"),
-            SetupError::Status { step, status, .. } => format!("setup_{step}_{status}"),
-            SetupError::Answer(_) => "setup_answer".to_owned(),
+            SetupError::Http { step, .. } => (*step).to_owned(),
+            SetupError::Status { step, status, .. } => format!("{step}_{status}"),
+            SetupError::Answer(_) => "answer".to_owned(),
         }
     }
 }
@@ -138,15 +144,27 @@ pub async fn become_member(signup: &Signup<'_>) -> Result<String, SetupError> {
         .and_then(|url| url.rsplit('/').next())
         .ok_or(SetupError::Answer("the checkout answer has no URL"))?
         .to_owned();
+    pay_demo_checkout(signup, &checkout, Some(&cookie)).await?;
+    Ok(secret)
+}
+
+/// Pays the demo checkout `checkout` (its session id, the last part of `/demo-checkout/{id}`)
+/// with the test card, as `payer.email` types it on the page; `cookie` is the session of the
+/// account that started it, if one did.
+pub(crate) async fn pay_demo_checkout(
+    payer: &Signup<'_>,
+    checkout: &str,
+    cookie: Option<&str>,
+) -> Result<(), SetupError> {
     post(
-        signup,
+        payer,
         "payment",
         &format!("/api/demo-checkout/{checkout}/complete"),
-        Some(&cookie),
-        json!({ "email": signup.email, "cardNumber": TEST_CARD }),
+        cookie,
+        json!({ "email": payer.email, "cardNumber": TEST_CARD }),
     )
     .await?;
-    Ok(secret)
+    Ok(())
 }
 
 /// Members to sign up at once: enough to keep the server's password hashing busy.

@@ -15,6 +15,10 @@
 //! - `member`: a member made through sign-up and the demo checkout, chatting on `/member` with
 //!   streamed replies (see [`member`]). With `--ai-mock ADDR` the generator serves its own
 //!   OpenAI-compatible provider there ([`ai_mock`]) for the server to use.
+//! - `experiment`: an A/B experiment's visitors (issue 48), one new visitor after another: the
+//!   ad's page (`--campaign`), the funnel it sends them to, the three messages, and with the
+//!   probability `--convert` gives their arm the demo checkout paid; the report counts each arm's
+//!   visitors, payments and target rate (see [`experiment`]).
 //!
 //! Connections are opened at `--ramp` per second from 127.0.0.1-127.0.0.200 when the server is
 //! on loopback, so source ports never run out. The run ends by itself after `--duration`. A
@@ -24,10 +28,12 @@
 pub mod acks;
 pub mod ai_mock;
 pub mod client;
+mod experiment;
 mod member;
 pub mod seed;
 pub mod stats;
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -72,6 +78,9 @@ pub enum Scenario {
     Join,
     /// A signed-in member sends chat messages and follows the streamed replies.
     Member,
+    /// New visitors of an experiment's campaign: the page, the chat, and a paid checkout at
+    /// their arm's `--convert` rate.
+    Experiment,
 }
 
 impl Scenario {
@@ -82,6 +91,7 @@ impl Scenario {
             Scenario::Burst => "burst",
             Scenario::Join => "join",
             Scenario::Member => "member",
+            Scenario::Experiment => "experiment",
         }
     }
 }
@@ -104,6 +114,14 @@ pub struct Options {
     pub json: bool,
     /// Where to append each acknowledged message (`--record-acks`), if anywhere.
     pub record_acks: Option<PathBuf>,
+    /// The ad's campaign the experiment scenario's visitors come from (`campaignid`), if any.
+    pub campaign: Option<String>,
+    /// The experiment scenario's share of each arm's visitors who pay (`--convert a=0.05`); an
+    /// arm not listed: none.
+    pub convert: BTreeMap<String, f64>,
+    /// How many visitors the experiment scenario brings in all before the run ends; `None`: new
+    /// ones until `duration` is over.
+    pub visitors: Option<u64>,
 }
 
 /// What the command line asks for.
@@ -126,6 +144,30 @@ fn non_negative(value: &str) -> Result<f64, String> {
         .ok()
         .filter(|n| n.is_finite() && *n >= 0.0)
         .ok_or_else(|| format!("a number of zero or more, not {value:?}"))
+}
+
+/// Each arm's share of visitors who pay, as `a=0.05,b=0.10` (arm keys, fractions 0-1).
+fn conversion_rates(value: &str) -> Result<BTreeMap<String, f64>, String> {
+    value
+        .split(',')
+        .filter(|pair| !pair.trim().is_empty())
+        .map(|pair| {
+            let (arm, rate) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("ARM=RATE pairs such as a=0.05, not {pair:?}"))?;
+            let arm = arm.trim();
+            if arm.is_empty() || !arm.chars().all(|c| c.is_ascii_alphanumeric()) {
+                return Err(format!("an arm's key such as a or b, not {arm:?}"));
+            }
+            let rate = rate
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|rate| (0.0..=1.0).contains(rate))
+                .ok_or_else(|| format!("a rate from 0 to 1 for arm {arm}, not {rate:?}"))?;
+            Ok((arm.to_owned(), rate))
+        })
+        .collect()
 }
 
 /// The command line, as clap reads it (`--help` lists it).
@@ -184,6 +226,16 @@ struct Cli {
     /// it does not hold.
     #[arg(long, value_name = "FILE")]
     verify_acks: Option<PathBuf>,
+    /// The ad's campaign the visitors come from: /chat-help?campaignid=ID (experiment scenario).
+    #[arg(long, value_name = "ID")]
+    campaign: Option<String>,
+    /// The share of each arm's visitors who pay the checkout, such as a=0.05,b=0.10; an arm not
+    /// listed pays never (experiment scenario).
+    #[arg(long, value_parser = conversion_rates, value_name = "ARM=RATE,...")]
+    convert: Option<BTreeMap<String, f64>>,
+    /// New visitors in all, then the run ends (experiment scenario; default: until --duration).
+    #[arg(long, value_name = "N")]
+    visitors: Option<u64>,
 }
 
 impl Invocation {
@@ -221,6 +273,9 @@ impl Invocation {
             max_error_rate: cli.max_error_rate,
             json: cli.json,
             record_acks: cli.record_acks,
+            campaign: cli.campaign,
+            convert: cli.convert.unwrap_or_default(),
+            visitors: cli.visitors,
         }))
     }
 }
@@ -268,6 +323,12 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
         None => None,
     };
     let http = reqwest::Client::new();
+    // The HTTP requests of the member and experiment scenarios' clients go from their own source
+    // addresses, as their connections do (the server limits sign-ups and checkouts per address).
+    let http_by_source = Arc::new(match options.scenario {
+        Scenario::Member | Scenario::Experiment => http_clients_for(address, options.connections)?,
+        _ => Vec::new(),
+    });
     let metrics_url = options
         .url
         .join("/metrics")
@@ -276,13 +337,7 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
     // The member scenario's members are made first (sign-up hashes a password: the server makes
     // a few a second per CPU), so the run itself measures chats, not sign-ups.
     let secrets: Arc<Vec<Option<String>>> = Arc::new(if options.scenario == Scenario::Member {
-        member::make_members(
-            &options.url,
-            &http_clients(address)?,
-            options.connections,
-            &stats,
-        )
-        .await
+        member::make_members(&options.url, &http_by_source, options.connections, &stats).await
     } else {
         Vec::new()
     });
@@ -317,7 +372,7 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
         tokio::time::sleep_until(due).await;
         let local = source_address(address, index);
         let (target, stats, options) = (target.clone(), stats.clone(), options.clone());
-        let (secrets, acks) = (secrets.clone(), acks.clone());
+        let (secrets, acks, http) = (secrets.clone(), acks.clone(), http_by_source.clone());
         clients.push(tokio::spawn(async move {
             let acks = acks.as_deref();
             match options.scenario {
@@ -332,6 +387,17 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
                     if let Some(Some(secret)) = secrets.get(index as usize) {
                         member::run(&target, local, secret, &stats, ends, options.think, acks)
                             .await;
+                    }
+                }
+                Scenario::Experiment => {
+                    if let Some(http) = http.get(index as usize % http.len().max(1)) {
+                        let origin = experiment::Origin {
+                            target: &target,
+                            local,
+                            http,
+                            base: &options.url,
+                        };
+                        experiment::run(&origin, &options, &stats, started, ends, acks).await;
                     }
                 }
             }
@@ -373,6 +439,7 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
         after,
         held,
         server_timers: stats::ServerTimers::between(&before_text, &after_text),
+        convert: (options.scenario == Scenario::Experiment).then(|| options.convert.clone()),
     };
     let load =
         |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
@@ -408,8 +475,14 @@ fn source_address(server: SocketAddr, index: u64) -> IpAddr {
 
 /// One HTTP client per source address (one in all when the server is not on loopback).
 fn http_clients(server: SocketAddr) -> Result<Vec<reqwest::Client>, String> {
+    http_clients_for(server, u64::from(LOOPBACK_SOURCES))
+}
+
+/// [`http_clients`] for the source addresses of `connections` clients only (all 200 take seconds
+/// to build in an unoptimised build): client `index`'s is `index % len`.
+fn http_clients_for(server: SocketAddr, connections: u64) -> Result<Vec<reqwest::Client>, String> {
     let sources = if server.ip().is_loopback() && server.is_ipv4() {
-        u64::from(LOOPBACK_SOURCES)
+        u64::from(LOOPBACK_SOURCES).min(connections.max(1))
     } else {
         1
     };
@@ -422,6 +495,8 @@ fn http_clients(server: SocketAddr) -> Result<Vec<reqwest::Client>, String> {
                 // HTTP connection idle for 5 s (actix-web's keep-alive), and a request sent on
                 // one as it closes fails ("connection closed before message completed").
                 .pool_idle_timeout(IDLE_HTTP)
+                // A redirect is an answer to read (the experiment's pages, the checkout's link).
+                .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .map_err(|error| format!("cannot build an HTTP client: {error}"))
         })
@@ -538,6 +613,7 @@ async fn funnel(
         let Joined {
             mut client,
             conversation,
+            ..
         } = match join_funnel(target, local, stats, started).await {
             Ok(joined) => joined,
             Err(error) => {
@@ -633,19 +709,51 @@ async fn messages(
 struct Joined {
     client: Client,
     conversation: FunnelConversation,
+    /// The `conversation` event's data (its messages, the experiment's arm, ...).
+    view: Value,
 }
 
-/// Connects to `/funnel` as a new visitor and waits for the conversation: a join, timed to
-/// `join_ms`, with `joined_at_ms` the moment since the run's start it was done.
+/// Who joins a funnel: its name, the visitor's id, and the ad's campaign, if any.
+struct Visit<'a> {
+    funnel: &'a str,
+    visitor: String,
+    campaign: Option<&'a str>,
+}
+
+/// Connects to `/funnel` as a new visitor and waits for the conversation (see [`join_as`]).
 async fn join_funnel(
     target: &Target,
     local: IpAddr,
     stats: &Stats,
     started: Instant,
 ) -> Result<Joined, ClientError> {
+    let visit = Visit {
+        funnel: FUNNEL,
+        visitor: visitor_id(),
+        campaign: None,
+    };
+    join_as(target, local, stats, started, visit).await
+}
+
+/// Connects to `/funnel` as `visit` says and waits for the conversation: a join, timed to
+/// `join_ms`, with `joined_at_ms` the moment since the run's start it was done.
+async fn join_as(
+    target: &Target,
+    local: IpAddr,
+    stats: &Stats,
+    started: Instant,
+    visit: Visit<'_>,
+) -> Result<Joined, ClientError> {
     let began = Instant::now();
-    let visitor = visitor_id();
-    let auth = json!({ "funnel": FUNNEL, "visitorId": visitor });
+    let Visit {
+        funnel,
+        visitor,
+        campaign,
+    } = visit;
+    let mut auth = json!({ "funnel": funnel, "visitorId": visitor });
+    if let Some(campaign) = campaign {
+        auth["campaignid"] = json!(campaign);
+    }
     let mut client = match Client::connect(target, local, "/funnel", &auth, None, PATIENCE).await {
         Ok(client) => client,
         Err(error) => {
@@ -660,14 +768,16 @@ async fn join_funnel(
     let id = conversation
         .get("id")
         .and_then(Value::as_str)
-        .ok_or_else(|| ClientError::Protocol("a conversation without an id".into()))?;
+        .ok_or_else(|| ClientError::Protocol("a conversation without an id".into()))?
+        .to_owned();
     Ok(Joined {
         conversation: FunnelConversation {
-            funnel: FUNNEL.to_owned(),
+            funnel: funnel.to_owned(),
             visitor,
-            id: id.to_owned(),
+            id,
         },
         client,
+        view: conversation,
     })
 }
 
@@ -684,6 +794,7 @@ async fn burst(
     let Joined {
         mut client,
         conversation,
+        ..
     } = match join_funnel(target, local, stats, started).await {
         Ok(joined) => joined,
         Err(error) => return failed(stats, &error),
@@ -776,6 +887,30 @@ mod tests {
         let help = Invocation::parse(["--help".to_owned()]).expect_err("help is clap's");
         assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
         assert!(help.to_string().contains("--max-error-rate <FRACTION>"));
+    }
+
+    #[test]
+    fn the_experiment_scenario_takes_a_campaign_rates_per_arm_and_a_number_of_visitors() {
+        let options = parse(
+            "--url http://x --scenario experiment --campaign exp-demo --convert a=0.05,b=0.1 --visitors 2000",
+        )
+        .expect("parses");
+        assert_eq!(options.scenario, Scenario::Experiment);
+        assert_eq!(options.campaign.as_deref(), Some("exp-demo"));
+        assert_eq!(
+            options.convert,
+            BTreeMap::from([("a".to_owned(), 0.05), ("b".to_owned(), 0.1)])
+        );
+        assert_eq!(options.visitors, Some(2000));
+        let plain = parse("--url http://x --scenario experiment").expect("parses");
+        assert!(plain.convert.is_empty() && plain.campaign.is_none() && plain.visitors.is_none());
+        for wrong in ["a=1.5", "a", "=0.1", "a=x", "a=-0.1", "a+=0.1"] {
+            let line = format!("--url http://x --scenario experiment --convert {wrong}");
+            assert!(
+                parse(&line).is_err_and(|e| e.contains("--convert")),
+                "{wrong}"
+            );
+        }
     }
 
     #[test]

@@ -40,8 +40,95 @@ pub struct Stats {
     pub messages_sent: AtomicU64,
     pub messages_acked: AtomicU64,
     pub replies: AtomicU64,
+    /// The experiment scenario's visitors.
+    pub visits: Visits,
     shards: [Mutex<Series>; SHARDS],
     errors: Mutex<BTreeMap<String, u64>>,
+}
+
+/// What became of the experiment scenario's visitors (`super::experiment`).
+#[derive(Default)]
+pub struct Visits {
+    /// Visitors started, each with a new visitor id.
+    pub started: AtomicU64,
+    /// Sent by the ad's page to the refundable-fee funnel (`/Chat-Help-2`).
+    pub refundable: AtomicU64,
+    /// Sent by the ad's page to the help form (`/get-help`), which the generator does not fill in.
+    pub help_form: AtomicU64,
+    /// Whose conversation named no experiment.
+    pub outside: AtomicU64,
+    arms: Mutex<BTreeMap<String, ArmCounts>>,
+}
+
+/// One experiment arm's visitors, as the generator saw them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ArmCounts {
+    /// Visitors whose conversation named the arm: each a new visitor, so each one exposure.
+    pub visitors: u64,
+    /// Of them, those who reached the final message (and drew whether to pay).
+    pub finished: u64,
+    /// Of them, those who paid the checkout.
+    pub paid: u64,
+}
+
+impl Visits {
+    /// Starts a visitor unless `limit` visitors have been started already.
+    pub fn take(&self, limit: Option<u64>) -> bool {
+        self.started
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |started| {
+                (limit.is_none_or(|limit| started < limit)).then_some(started + 1)
+            })
+            .is_ok()
+    }
+
+    /// Counts something of arm `key`'s visitors.
+    pub fn arm(&self, key: &str, count: impl FnOnce(&mut ArmCounts)) {
+        let mut arms = self
+            .arms
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        count(arms.entry(key.to_owned()).or_default());
+    }
+
+    /// Each arm's counts so far.
+    pub fn arms(&self) -> BTreeMap<String, ArmCounts> {
+        self.arms
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The report's `experiment` section: the visitors, and per arm (every arm seen or given a
+    /// rate) its counts, its target rate from `convert` and its paid share of visitors.
+    fn to_json(&self, convert: &BTreeMap<String, f64>) -> Value {
+        let mut counted = self.arms();
+        for arm in convert.keys() {
+            counted.entry(arm.clone()).or_default();
+        }
+        let arms: serde_json::Map<String, Value> = counted
+            .into_iter()
+            .map(|(key, counts)| {
+                let share = (counts.visitors > 0)
+                    .then(|| (counts.paid as f64 / counts.visitors as f64 * 1e4).round() / 1e4);
+                let arm = json!({
+                    "visitors": counts.visitors,
+                    "finished": counts.finished,
+                    "paid": counts.paid,
+                    "target_rate": convert.get(&key).copied().unwrap_or(0.0),
+                    "paid_share": share,
+                });
+                (key, arm)
+            })
+            .collect();
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        json!({
+            "visitors": load(&self.started),
+            "refundable": load(&self.refundable),
+            "help_form": load(&self.help_form),
+            "outside": load(&self.outside),
+            "arms": arms,
+        })
+    }
 }
 
 impl Stats {
@@ -345,6 +432,8 @@ pub struct Report {
     /// Just before the clients leave (a tenth of the run, at most a second, before its end).
     pub held: ServerUse,
     pub server_timers: ServerTimers,
+    /// The experiment scenario's target rate per arm (`--convert`); `None` for the others.
+    pub convert: Option<BTreeMap<String, f64>>,
 }
 
 impl Report {
@@ -389,6 +478,9 @@ impl Report {
         if let Value::Object(map) = &mut report {
             for (series, value) in latencies {
                 map.insert(series, value);
+            }
+            if let Some(convert) = &self.convert {
+                map.insert("experiment".to_owned(), stats.visits.to_json(convert));
             }
             for (key, histogram) in [
                 (
@@ -435,6 +527,33 @@ impl Report {
         }
         for (kind, count) in stats.errors() {
             out.push_str(&format!("    error {kind}: {count}\n"));
+        }
+        let experiment = &json["experiment"];
+        if !experiment.is_null() {
+            out.push_str(&format!(
+                "  {:<22} {} (sent to the refundable-fee funnel {}, to the help form {}, in no experiment {})\n",
+                "visitors",
+                experiment["visitors"],
+                experiment["refundable"],
+                experiment["help_form"],
+                experiment["outside"],
+            ));
+            for (key, arm) in experiment["arms"].as_object().into_iter().flatten() {
+                let percent = |value: &Value| {
+                    value
+                        .as_f64()
+                        .map_or("-".to_owned(), |share| format!("{:.1} %", share * 100.0))
+                };
+                out.push_str(&format!(
+                    "  {:<22} {} visitors (exposed), {} to the final message, {} paid: {} (target {})\n",
+                    format!("arm {key}"),
+                    arm["visitors"],
+                    arm["finished"],
+                    arm["paid"],
+                    percent(&arm["paid_share"]),
+                    percent(&arm["target_rate"]),
+                ));
+            }
         }
         for (series, p) in stats.latencies() {
             out.push_str(&format!(
@@ -514,6 +633,36 @@ mod tests {
         assert!((p.p50 - 500.0).abs() <= 0.5, "{p:?}");
         assert!((p.p99 - 990.0).abs() <= 1.0, "{p:?}");
         assert!((p.max - 1000.0).abs() <= 1.0, "{p:?}");
+    }
+
+    #[test]
+    fn the_experiment_section_counts_each_arm_against_its_target() {
+        let stats = Stats::default();
+        assert!(stats.visits.take(Some(3)) && stats.visits.take(Some(3)));
+        assert!(stats.visits.take(Some(3)) && !stats.visits.take(Some(3)));
+        assert!(stats.visits.take(None));
+        for paid in [true, false, false, false] {
+            stats.visits.arm("b", |counts| {
+                counts.visitors += 1;
+                counts.finished += 1;
+                counts.paid += u64::from(paid);
+            });
+        }
+        Stats::count(&stats.visits.outside);
+        let convert = BTreeMap::from([("a".to_owned(), 0.1), ("b".to_owned(), 0.2)]);
+        let section = stats.visits.to_json(&convert);
+        assert_eq!(section["visitors"], 4);
+        assert_eq!(
+            (&section["outside"], &section["help_form"]),
+            (&json!(1), &json!(0))
+        );
+        assert_eq!(
+            section["arms"],
+            json!({
+                "a": { "visitors": 0, "finished": 0, "paid": 0, "target_rate": 0.1, "paid_share": null },
+                "b": { "visitors": 4, "finished": 4, "paid": 1, "target_rate": 0.2, "paid_share": 0.25 },
+            })
+        );
     }
 
     #[test]

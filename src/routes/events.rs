@@ -130,6 +130,8 @@ pub struct EventRequest {
     path: Option<String>,
 }
 
+// Extractors, one per thing the handler reads: fewer would mean a bag of them.
+#[allow(clippy::too_many_arguments)]
 #[post("/events")]
 pub async fn record_event(
     db: web::Data<Db>,
@@ -137,6 +139,7 @@ pub async fn record_event(
     limiter: web::Data<BrowserAnalytics>,
     user: crate::auth::MaybeUser,
     journeys: Option<web::Data<store::journeys::JourneyRecorder>>,
+    flows: Option<web::Data<crate::flows::FlowLibrary>>,
     req: HttpRequest,
     body: web::Json<EventRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -178,17 +181,39 @@ pub async fn record_event(
         .and_then(VisitorId::parse)
         .map(VisitorId::into_string);
 
+    // A funnel page's event carries the visitor's experiment arm there (issue 48), decided here:
+    // a page cannot name one (`kept_properties` keeps no such field).
+    let mut properties = properties;
+    let arm = if let (Some(flows), Some(visitor), Some(funnel)) = (
+        flows,
+        visitor.as_deref(),
+        journey::funnel_viewed(name.as_str(), path.as_deref())
+            .and_then(crate::funnels::funnel_of_source),
+    ) {
+        let field = |key: &str| properties.get(key).and_then(serde_json::Value::as_str);
+        let (_, arm) =
+            flows
+                .catalog()
+                .landing(funnel, field("campaignid"), field("keyword"), visitor);
+        arm
+    } else {
+        None
+    };
+    if let (Some(arm), Some(fields)) = (&arm, properties.as_object_mut()) {
+        fields.insert("experiment".into(), arm.experiment.clone().into());
+        fields.insert("arm".into(), arm.arm.clone().into());
+    }
     // A view of a funnel's page is a visitor of that funnel on the dashboard, from the campaign
     // the page's address names (the server's first touch of the visitor wins, if it has one).
     let journey = visitor
         .as_deref()
         .zip(journey::funnel_viewed(name.as_str(), path.as_deref()));
     let journey = journey.map(|(visitor, funnel)| {
-        store::journeys::JourneyStep::new(visitor, funnel, journey::Step::Visitors).attribution(
-            Some(journey::campaign(|field| {
+        store::journeys::JourneyStep::new(visitor, funnel, journey::Step::Visitors)
+            .attribution(Some(journey::campaign(|field| {
                 properties.get(field).and_then(serde_json::Value::as_str)
-            })),
-        )
+            })))
+            .arm(arm.as_ref())
     });
     let id = store::analytics::record(
         &db,

@@ -113,15 +113,19 @@ pub async fn help_answer(
         utm_campaign: clean(body.utm_campaign.as_deref()),
         gclid: clean(body.gclid.as_deref()),
     };
-    // The intro shown when the AI's is unusable is the routed flow's (issue 47).
+    let visitor = SessionCookies::read(&req, SessionCookies::visitor)
+        .and_then(|value| VisitorId::parse(&value));
+    // The intro shown when the AI's is unusable is the routed flow's (issue 47), or the flow
+    // version of the visitor's experiment arm (issue 48).
     let default_intro = flows
         .catalog()
-        .choose(
+        .choose_for(
             helpnow_actors::rules::FunnelKind::Help,
             attribution.campaignid.as_deref(),
             attribution.keyword.as_deref(),
+            visitor.as_ref().map_or("", VisitorId::as_str),
         )
-        .map(|(_, script)| {
+        .map(|(_, script, _)| {
             helpnow_actors::rules::scripts::render(
                 &script.help_intro,
                 &helpnow_actors::rules::scripts::ScriptContext {
@@ -133,8 +137,6 @@ pub async fn help_answer(
         });
     let answer = help::answer(ai.0.clone(), &issue, default_intro).await;
     let headline = help::headline(&attribution);
-    let visitor = SessionCookies::read(&req, SessionCookies::visitor)
-        .and_then(|value| VisitorId::parse(&value));
     if let Some(visitor) = &visitor {
         let record = answer.record(&issue, &headline, &attribution, Utc::now());
         let stored = async {

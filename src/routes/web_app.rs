@@ -18,11 +18,14 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use crate::auth::{SessionCookies, token};
 use crate::domain::VisitorId;
 use crate::domain::journey;
+use crate::flows::FlowLibrary;
 use crate::routes::events::BrowserAnalytics;
 use crate::store::Db;
 use crate::store::analytics::NewAnalyticsEvent;
 use crate::store::batch::{Batcher, Statement};
 use crate::store::journeys::{JourneyRecorder, JourneyStep};
+use helpnow_actors::rules::FunnelKind;
+use helpnow_actors::rules::experiments::ArmRef;
 
 /// Every path of the spec's route table that the web app renders (query strings such as
 /// `/?canceled=true` land on `/`). `/demo-checkout/{id}` is the built-in checkout page.
@@ -47,6 +50,8 @@ pub const APP_ROUTES: &[&str] = &[
     "/admin/checkout-debug",
     // The funnels' flows: edit, try, publish, and the drop-off (issue 47).
     "/admin/flows",
+    // Experiments: split a campaign between flow versions or offers (issue 48).
+    "/admin/experiments",
 ];
 
 /// Pages answer HEAD as they answer GET (load balancers and uptime checks use HEAD).
@@ -91,7 +96,50 @@ async fn index(
     analytics: Option<web::Data<Batcher>>,
     journeys: Option<web::Data<JourneyRecorder>>,
     browser: Option<web::Data<BrowserAnalytics>>,
+    flows: Option<web::Data<FlowLibrary>>,
 ) -> HttpResponse {
+    let known = req
+        .cookie(cookies.visitor())
+        .and_then(|cookie| VisitorId::parse(cookie.value()));
+    let visitor = known
+        .as_ref()
+        .map(|visitor| visitor.as_str().to_owned())
+        .unwrap_or_else(token::new_secret);
+    // A preview of a draft (/admin's Flows page) is counted nowhere.
+    let preview = req
+        .query_string()
+        .split('&')
+        .any(|pair| pair.split('=').next() == Some("preview"));
+    let landing = match (&flows, funnel_of_page(req.path())) {
+        (Some(flows), Some(funnel)) if !preview => Some(landing(&req, flows, funnel, &visitor)),
+        _ => None,
+    };
+    let visitor_cookie = known.is_none().then(|| {
+        Cookie::build(cookies.visitor(), visitor.clone())
+            .path("/")
+            .http_only(true)
+            .same_site(SameSite::Lax)
+            .secure(cookies.secure)
+            .max_age(time::Duration::days(365))
+            .finish()
+    });
+    // An experiment's arm or a campaign's offer route has this visitor meet another funnel: its
+    // page, with the same address's campaign (issue 48).
+    if let Some(Landing {
+        redirect: Some(location),
+        ..
+    }) = &landing
+    {
+        let mut response = HttpResponse::Found();
+        response
+            .insert_header((header::LOCATION, location.as_str()))
+            .insert_header((header::CACHE_CONTROL, "no-store"));
+        if let Some(cookie) = visitor_cookie {
+            response.cookie(cookie);
+        }
+        return response.finish();
+    }
+    let arm = landing.and_then(|landing| landing.arm);
     let page = match req.match_pattern().and_then(|route| dir.page(&route)) {
         Some(page) => open_built_file(&req, &page).await.ok(),
         None => None,
@@ -107,36 +155,24 @@ async fn index(
                 header::CACHE_CONTROL,
                 header::HeaderValue::from_static("no-cache"),
             );
-            let known = req
-                .cookie(cookies.visitor())
-                .and_then(|cookie| VisitorId::parse(cookie.value()));
-            let visitor = known
-                .as_ref()
-                .map(|visitor| visitor.as_str().to_owned())
-                .unwrap_or_else(token::new_secret);
-            // A preview of a draft (/admin's Flows page) is counted nowhere.
-            let preview = req
-                .query_string()
-                .split('&')
-                .any(|pair| pair.split('=').next() == Some("preview"));
             if req.method() == actix_web::http::Method::GET
                 && !preview
                 && let (Some(analytics), Some(journeys), Some(browser)) =
                     (analytics, journeys, browser)
             {
-                record_page_view(&analytics, &journeys, &browser, &req, &visitor);
+                record_page_view(
+                    &analytics,
+                    &journeys,
+                    &browser,
+                    &req,
+                    &visitor,
+                    arm.as_ref(),
+                );
             }
-            if known.is_none() {
-                let cookie = Cookie::build(cookies.visitor(), visitor.clone())
-                    .path("/")
-                    .http_only(true)
-                    .same_site(SameSite::Lax)
-                    .secure(cookies.secure)
-                    .max_age(time::Duration::days(365))
-                    .finish();
-                if let Err(error) = response.add_cookie(&cookie) {
-                    tracing::warn!(%error, "the visitor cookie could not be set");
-                }
+            if let Some(cookie) = visitor_cookie
+                && let Err(error) = response.add_cookie(&cookie)
+            {
+                tracing::warn!(%error, "the visitor cookie could not be set");
             }
             response
         }
@@ -159,6 +195,7 @@ fn record_page_view(
     browser: &BrowserAnalytics,
     req: &HttpRequest,
     visitor: &str,
+    arm: Option<&ArmRef>,
 ) {
     let Some(queued) = browser.queue_page_view() else {
         return;
@@ -178,6 +215,7 @@ fn record_page_view(
     let step = journey::funnel_viewed("page_view", Some(&path)).map(|funnel| {
         JourneyStep::new(visitor, funnel, journey::Step::Visitors)
             .attribution(Some(campaign.clone()))
+            .arm(arm)
     });
     // An address that names a campaign is the visitor's first touch, unless one came before.
     let first_touch = campaign
@@ -187,10 +225,15 @@ fn record_page_view(
             id: visitor.to_owned(),
             attribution: Some(campaign.clone()),
         });
+    let mut properties = campaign;
+    if let (Some(arm), Some(fields)) = (arm, properties.as_object_mut()) {
+        fields.insert("experiment".into(), arm.experiment.clone().into());
+        fields.insert("arm".into(), arm.arm.clone().into());
+    }
     let mut view = NewAnalyticsEvent {
         first_touch: None,
         name: "page_view".to_owned(),
-        properties: campaign,
+        properties,
         visitor: Some(visitor.to_owned()),
         path: Some(path),
         user: None,
@@ -226,6 +269,85 @@ fn record_page_view(
             tracing::warn!(%error, "a page view could not be recorded");
         }
     });
+}
+
+/// The funnel a page is of.
+fn funnel_of_page(path: &str) -> Option<FunnelKind> {
+    match path.trim_end_matches('/') {
+        "/chat-help" | "/email-help" => Some(FunnelKind::Chat),
+        "/Chat-Help-2" => Some(FunnelKind::Refundable),
+        "/get-help" | "/funnel" => Some(FunnelKind::Help),
+        _ => None,
+    }
+}
+
+/// The page of a funnel.
+fn page_of_funnel(funnel: FunnelKind) -> &'static str {
+    match funnel {
+        FunnelKind::Chat => "/chat-help",
+        FunnelKind::Refundable => "/Chat-Help-2",
+        FunnelKind::Help => "/get-help",
+    }
+}
+
+/// Where a visitor who opened a funnel's page belongs.
+struct Landing {
+    /// Another funnel's page (with the same query) that their arm or campaign has them meet.
+    redirect: Option<String>,
+    /// Their experiment's arm, in this funnel.
+    arm: Option<ArmRef>,
+}
+
+/// The visitor's arm or offer on a funnel's page; the help form's page is its arm shown, so its
+/// exposure is recorded here (a chat funnel's is its conversation's start).
+fn landing(req: &HttpRequest, flows: &FlowLibrary, funnel: FunnelKind, visitor: &str) -> Landing {
+    let fields =
+        web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
+            .map(web::Query::into_inner)
+            .unwrap_or_default();
+    let (meets, arm) = flows.catalog().landing(
+        funnel,
+        fields.get("campaignid").map(String::as_str),
+        fields.get("keyword").map(String::as_str),
+        visitor,
+    );
+    if meets != funnel {
+        let mut query = req.query_string().to_owned();
+        // /email-help is the chat funnel about email: its keyword goes along.
+        if req.path().trim_end_matches('/') == "/email-help" && !fields.contains_key("keyword") {
+            query = if query.is_empty() {
+                "keyword=email".to_owned()
+            } else {
+                format!("{query}&keyword=email")
+            };
+        }
+        let page = page_of_funnel(meets);
+        return Landing {
+            redirect: Some(if query.is_empty() {
+                page.to_owned()
+            } else {
+                format!("{page}?{query}")
+            }),
+            arm: None,
+        };
+    }
+    if funnel == FunnelKind::Help
+        && req.method() == actix_web::http::Method::GET
+        && let (Some(arm), Some(db)) = (&arm, req.app_data::<web::Data<Db>>())
+    {
+        let (db, arm, visitor) = (db.get_ref().clone(), arm.clone(), visitor.to_owned());
+        tokio::spawn(async move {
+            if let Err(error) =
+                crate::store::experiments::expose_help_form(&db, &arm, &visitor).await
+            {
+                tracing::warn!(%error, "a help form's exposure could not be recorded");
+            }
+        });
+    }
+    Landing {
+        redirect: None,
+        arm,
+    }
 }
 
 fn redirect_home() -> HttpResponse {

@@ -151,6 +151,10 @@ impl Application {
                 .await
                 .map_err(StartupError::Flows)?;
         workers.push(flows.spawn_watcher(crate::flows::POLL_EVERY));
+        // Experiments (issue 48): the rules of the running ones checked, and the winners the
+        // operator asked to have promoted published.
+        let experiments = crate::experiments::Experiments::new(db.clone(), flows.clone());
+        workers.push(experiments.spawn_decider(crate::experiments::DECIDE_EVERY));
         let flow_tallies = crate::flows::tally::FlowTallies::start(db.clone());
         // The live conversations' store calls (conversation loads and saves, visits, funnel
         // events; the member chat's access reads, messages, chat reads and events), committed
@@ -282,6 +286,7 @@ impl Application {
                 journeys,
                 flows,
                 flow_tallies: flow_tallies.clone(),
+                experiments,
             },
         )
         .map_err(StartupError::Server)?;
@@ -417,6 +422,8 @@ struct Services {
     flows: crate::flows::FlowLibrary,
     /// The drop-off's counts (the Flows page reads them written).
     flow_tallies: Arc<crate::flows::tally::FlowTallies>,
+    /// The experiments (the Experiments page).
+    experiments: crate::experiments::Experiments,
 }
 
 fn run(
@@ -439,6 +446,7 @@ fn run(
         journeys,
         flows,
         flow_tallies,
+        experiments,
     } = services;
     let billing = web::Data::from(billing);
     let hsts = settings.server.public_url.scheme() == "https";
@@ -473,6 +481,7 @@ fn run(
     let journeys = web::Data::new(journeys);
     let flows = web::Data::new(flows);
     let flow_tallies = web::Data::from(flow_tallies);
+    let experiments = web::Data::new(experiments);
     let app = move || {
         App::new()
             .app_data(db.clone())
@@ -490,6 +499,7 @@ fn run(
             .app_data(cluster.clone())
             .app_data(flows.clone())
             .app_data(flow_tallies.clone())
+            .app_data(experiments.clone())
             .app_data(realtime_data.clone())
             .app_data(analytics_store.clone())
             .app_data(journeys.clone())

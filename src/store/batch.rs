@@ -44,7 +44,7 @@ use std::time::Duration;
 use surrealdb::types::{RecordId, SurrealValue, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use super::funnel_rows::{self, CheckoutRow, ConversationRow, MessageRow};
+use super::funnel_rows::{self, CheckoutRow, ConversationRow, ExposureRow, MessageRow};
 use super::{Db, chats};
 
 /// The most calls one transaction carries.
@@ -78,6 +78,8 @@ pub enum Statement {
         previous: Option<i64>,
         row: Box<ConversationRow>,
         messages: Vec<MessageRow>,
+        /// Its exposure, when it starts in an experiment's arm.
+        exposure: Option<Box<ExposureRow>>,
     },
     /// A message of conversation `conversation` added in its place: a conflict if that place is
     /// taken.
@@ -150,6 +152,7 @@ struct RestartVars {
     previous: i64,
     row: ConversationRow,
     messages: Vec<MessageRow>,
+    exposure: Option<ExposureRow>,
 }
 
 #[derive(Debug, Clone, SurrealValue)]
@@ -198,6 +201,22 @@ const START_ALL: &str = "{ LET $starts_found = (SELECT VALUE id FROM $starts.row
     }; \
     $starts_found };";
 
+/// [`START_ALL`] for a batch whose new conversations include some in an experiment's arm
+/// (`$exposures`, one row each, keyed by the conversation): their exposures, written with them
+/// (migration 0029), for those that started here (not those found already there). A batch
+/// without any is [`START_ALL`] itself, so experiments cost nothing when none runs.
+const START_ALL_EXPOSED: &str = "{ LET $starts_found = (SELECT VALUE id FROM $starts.row.id); \
+    LET $starts_new = IF $starts_found { $starts.filter(|$c| $c.row.id NOTINSIDE $starts_found) } \
+        ELSE { $starts }; \
+    IF $starts_new { \
+        INSERT INTO funnel_conversation $starts_new.row RETURN NONE; \
+        INSERT INTO funnel_message array::flatten($starts_new.messages) RETURN NONE; \
+        INSERT IGNORE INTO experiment_exposure IF $starts_found { \
+            $exposures.filter(|$x| $x.conversation NOTINSIDE $starts_found) } \
+            ELSE { $exposures } RETURN NONE; \
+    }; \
+    $starts_found };";
+
 /// A new conversation as a row of [`START_ALL`].
 #[derive(Debug, Clone, SurrealValue)]
 struct StartRow {
@@ -240,6 +259,8 @@ struct Script {
     statements: usize,
     /// The new conversations ([`START_ALL`]).
     starts: Vec<Value>,
+    /// The exposures of those in an experiment's arm ([`START_ALL_EXPOSED`]).
+    exposures: Vec<Value>,
     messages: Vec<Value>,
     visits: Vec<Value>,
     events: Vec<Value>,
@@ -269,9 +290,13 @@ impl Script {
                 previous: None,
                 row,
                 messages,
+                exposure,
                 ..
             } => {
                 let id = row.id.clone();
+                if let Some(exposure) = exposure {
+                    self.exposures.push(exposure.into_value());
+                }
                 self.starts.push(
                     StartRow {
                         row: *row,
@@ -286,11 +311,15 @@ impl Script {
                 previous: Some(previous),
                 row,
                 messages,
+                exposure,
             } => self.own_statement(
                 "IF (UPDATE type::record('funnel_conversation', $s.id) MERGE $s.row \
                    WHERE version = $s.previous RETURN VALUE id) { \
                    DELETE funnel_message:[$s.id, 0]..[$s.id, 1000000000]; \
-                   INSERT INTO funnel_message $s.messages RETURN NONE; true \
+                   INSERT INTO funnel_message $s.messages RETURN NONE; \
+                   IF $s.exposure != NONE { \
+                       INSERT IGNORE INTO experiment_exposure $s.exposure RETURN NONE; \
+                   }; true \
                  } ELSE { false };"
                     .to_owned(),
                 RestartVars {
@@ -298,6 +327,7 @@ impl Script {
                     previous,
                     row: *row,
                     messages,
+                    exposure: exposure.map(|exposure| *exposure),
                 }
                 .into_value(),
             ),
@@ -392,7 +422,14 @@ impl Script {
     /// variables it reads, and where each call's answer is.
     fn finish(mut self) -> Finished {
         let starts = std::mem::take(&mut self.starts);
-        let started = self.rows_statement("starts", starts, START_ALL, 1);
+        let exposures = std::mem::take(&mut self.exposures);
+        let started = if exposures.is_empty() {
+            self.rows_statement("starts", starts, START_ALL, 1)
+        } else {
+            self.vars
+                .push(("exposures".to_owned(), Value::Array(exposures.into())));
+            self.rows_statement("starts", starts, START_ALL_EXPOSED, 1)
+        };
         let bulk = [
             (
                 "messages",

@@ -349,6 +349,9 @@ pub struct Published {
     pub versions: Vec<Version>,
     /// The previews that have not expired.
     pub previews: Vec<Preview>,
+    /// The running experiments as stored (`experiment.doc`, issue 48), the earliest started
+    /// first.
+    pub running_experiments: Vec<serde_json::Value>,
 }
 
 /// What is published now, if anything is (the file's flows are imported on first start).
@@ -384,7 +387,8 @@ pub async fn published(db: &Db) -> Result<Option<Published>, surrealdb::Error> {
                  WHERE $routing != NONE AND id = type::record('flow_routing', [$routing]);
              SELECT name, version, script, published_at, published_by FROM flow_version;
              SELECT preview, flow, script, by, expires_at FROM flow_preview
-                 WHERE expires_at > time::now();",
+                 WHERE expires_at > time::now();
+             SELECT VALUE doc FROM experiment WHERE status = 'running' ORDER BY started_at;",
         )
         .await?
         .check()?;
@@ -392,6 +396,7 @@ pub async fn published(db: &Db) -> Result<Option<Published>, surrealdb::Error> {
     let routings: Vec<RoutingRow> = response.take(2)?;
     let versions: Vec<VersionRow> = response.take(3)?;
     let previews: Vec<PreviewRow> = response.take(4)?;
+    let running_experiments: Vec<serde_json::Value> = response.take(5)?;
     let (Some(state), Some(routing)) = (
         states.into_iter().next(),
         routings.into_iter().next().and_then(RoutingRow::routing),
@@ -409,6 +414,7 @@ pub async fn published(db: &Db) -> Result<Option<Published>, surrealdb::Error> {
             .into_iter()
             .filter_map(PreviewRow::preview)
             .collect(),
+        running_experiments,
     }))
 }
 
@@ -503,6 +509,20 @@ pub struct Writes {
     /// The draft published, deleted with it.
     pub published_draft: Option<String>,
     pub preview: Option<Preview>,
+    /// Experiments written whole (issue 48), and the records of their changes.
+    pub experiments: Vec<ExperimentWrite>,
+    pub experiment_records: Vec<serde_json::Value>,
+}
+
+/// An experiment as [`commit`] writes it: its document, and the fields the reads filter and
+/// order by.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct ExperimentWrite {
+    /// The experiment's id (its record's key).
+    pub key: String,
+    pub status: String,
+    pub started_at: Option<DateTime<Utc>>,
+    pub doc: serde_json::Value,
 }
 
 #[derive(Debug, Clone, SurrealValue)]
@@ -512,6 +532,8 @@ struct WriteRows {
     records: Vec<RecordRow>,
     draft: Option<String>,
     preview: Option<PreviewRow>,
+    experiments: Vec<ExperimentWrite>,
+    experiment_records: Vec<serde_json::Value>,
 }
 
 /// Why a change was not committed.
@@ -538,6 +560,8 @@ pub async fn commit(
         records: writes.records.iter().map(RecordRow::of).collect(),
         draft: writes.published_draft.clone(),
         preview: writes.preview.as_ref().map(PreviewRow::of),
+        experiments: writes.experiments.clone(),
+        experiment_records: writes.experiment_records.clone(),
     };
     let expected = expected.map(|revision| i64::try_from(revision).unwrap_or(i64::MAX));
     let result = db
@@ -558,6 +582,12 @@ pub async fn commit(
              IF $w.draft != NONE { DELETE type::record('flow_draft', [$w.draft]); };
              IF $w.preview != NONE {
                  CREATE type::record('flow_preview', [$w.preview.preview]) CONTENT $w.preview;
+             };
+             FOR $x IN $w.experiments {
+                 UPSERT type::record('experiment', [$x.key]) CONTENT $x;
+             };
+             FOR $r IN $w.experiment_records {
+                 CREATE type::record('experiment_record', [$r.experiment, $r.at, rand::ulid()]) CONTENT $r;
              };
              COMMIT TRANSACTION;",
         )

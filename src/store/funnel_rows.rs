@@ -24,6 +24,8 @@ pub struct ConversationRow {
     pub(super) flow_version: i64,
     /// A preview's id (`/admin`'s "Try it"), only on a preview's conversation.
     pub(super) flow_preview: Option<String>,
+    /// The experiment's arm the visitor is in (issue 48), if any.
+    pub(super) arm: Option<ArmRow>,
     pub(super) headline: String,
     pub(super) keyword: Option<String>,
     pub(super) campaignid: Option<String>,
@@ -34,6 +36,25 @@ pub struct ConversationRow {
     pub(super) checkout_started_at: Option<DateTime<Utc>>,
     pub(super) created_at: DateTime<Utc>,
     pub(super) updated_at: DateTime<Utc>,
+}
+
+/// The exposure of a conversation that starts in an experiment's arm (migration 0029):
+/// `experiment_exposure:[experiment, visitor]`, written with the conversation.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct ExposureRow {
+    pub(super) id: RecordId,
+    pub(super) arm: String,
+    /// The checkout source's name of the funnel (`chat_funnel`, ...), as journeys name it.
+    pub(super) funnel: String,
+    pub(super) conversation: RecordId,
+    pub(super) at: DateTime<Utc>,
+}
+
+/// A conversation's experiment and arm.
+#[derive(Debug, Clone, SurrealValue)]
+pub struct ArmRow {
+    pub(super) experiment: String,
+    pub(super) arm: String,
 }
 
 /// One message of a conversation, in its place, as written and as read back.

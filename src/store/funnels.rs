@@ -17,16 +17,19 @@ use chrono::{DateTime, Utc};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use helpnow_actors::funnel::ports::{ConversationChange, FunnelStore};
-use helpnow_actors::funnel::{Attribution, Conversation, ConversationKey, FunnelMessage, Speaker};
+use helpnow_actors::funnel::{
+    Attribution, Conversation, ConversationKey, FunnelMessage, Speaker, funnel_record_name,
+};
 use helpnow_actors::ports::StoreError;
 use helpnow_actors::rules::FunnelKind;
+use helpnow_actors::rules::experiments::ArmRef;
 use helpnow_actors::rules::flows::{DEFAULT_FLOW, FlowRef};
 use surrealdb::types::{Array, Number, RecordId, RecordIdKey, SurrealValue, Value};
 
 use super::Db;
 use super::batch::{Batcher, Outcome, Statement};
 
-pub use super::funnel_rows::{CheckoutRow, ConversationRow, MessageRow};
+pub use super::funnel_rows::{ArmRow, CheckoutRow, ConversationRow, ExposureRow, MessageRow};
 
 #[derive(Debug, Clone, SurrealValue)]
 struct StoredConversation {
@@ -37,6 +40,7 @@ struct StoredConversation {
     flow: Option<String>,
     flow_version: Option<i64>,
     flow_preview: Option<String>,
+    arm: Option<ArmRow>,
     headline: Option<String>,
     attribution: Option<serde_json::Value>,
     checkout_deadline: Option<DateTime<Utc>>,
@@ -85,6 +89,10 @@ fn to_row(conversation: &Conversation) -> Result<ConversationRow, StoreError> {
         flow: conversation.flow.name.clone(),
         flow_version: i64::from(conversation.flow.version),
         flow_preview: conversation.flow.preview.clone(),
+        arm: conversation.arm.as_ref().map(|arm| ArmRow {
+            experiment: arm.experiment.clone(),
+            arm: arm.arm.clone(),
+        }),
         headline: conversation.headline.clone(),
         keyword: conversation.attribution.keyword.clone(),
         campaignid: conversation.attribution.campaignid.clone(),
@@ -95,6 +103,23 @@ fn to_row(conversation: &Conversation) -> Result<ConversationRow, StoreError> {
         checkout_started_at: conversation.checkout_started_at,
         created_at: conversation.created_at,
         updated_at: conversation.updated_at,
+    })
+}
+
+/// The exposure of a conversation that starts in an experiment's arm: the arm shown with the
+/// greeting (docs/dashboard.md, "Experiments").
+fn exposure_row(conversation: &Conversation) -> Option<ExposureRow> {
+    let arm = conversation.arm.as_ref()?;
+    let key = Array::from(vec![
+        Value::String(arm.experiment.clone()),
+        Value::String(conversation.key.visitor_id.clone()),
+    ]);
+    Some(ExposureRow {
+        id: RecordId::new("experiment_exposure", RecordIdKey::Array(key)),
+        arm: arm.arm.clone(),
+        funnel: funnel_record_name(conversation.key.funnel).to_owned(),
+        conversation: RecordId::new("funnel_conversation", conversation.id.as_str()),
+        at: conversation.created_at,
     })
 }
 
@@ -182,6 +207,10 @@ fn from_stored(stored: Stored) -> Result<Conversation, StoreError> {
                 .unwrap_or(1),
             preview: row.flow_preview,
         },
+        arm: row.arm.map(|arm| ArmRef {
+            experiment: arm.experiment,
+            arm: arm.arm,
+        }),
         headline: row.headline.unwrap_or_default(),
         attribution,
         stage: 0,
@@ -243,6 +272,7 @@ pub fn save_statement(
                 .enumerate()
                 .map(|(seq, message)| message_row(conversation, seq, message))
                 .collect(),
+            exposure: exposure_row(conversation).map(Box::new),
         },
         ConversationChange::MessageAdded => {
             let seq = conversation.messages.len().checked_sub(1).ok_or_else(|| {

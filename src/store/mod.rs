@@ -9,6 +9,7 @@ pub mod analytics;
 pub mod batch;
 pub mod billing;
 pub mod chats;
+pub mod experiments;
 pub mod flow_tally;
 pub mod flows;
 mod funnel_rows;

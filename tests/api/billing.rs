@@ -43,6 +43,31 @@ pub(crate) async fn pay(app: &TestApp, session_id: &str, email: &str) -> String 
 }
 
 /// A `Billing` on the test app's store with the demo provider, to run its periodic passes.
+/// The provider's `invoice.paid` event `event` for `subscription`, `cents` paid in a renewal,
+/// handled as the webhook handles it.
+pub(crate) async fn invoice_paid(
+    app: &TestApp,
+    event: &str,
+    subscription: Option<String>,
+    cents: i64,
+) {
+    demo_billing(app)
+        .process_event(
+            "demo",
+            event,
+            "invoice.paid",
+            json!({}),
+            Some(helpnow::domain::billing::BillingEvent::InvoicePaid {
+                customer_id: None,
+                subscription_id: subscription,
+                amount_paid: cents,
+                billing_reason: Some("subscription_cycle".to_owned()),
+            }),
+        )
+        .await
+        .expect("the invoice is handled");
+}
+
 pub(crate) fn demo_billing(app: &TestApp) -> helpnow::billing::Billing {
     let settings = crate::helpers::test_settings();
     helpnow::billing::Billing::new(

@@ -1234,3 +1234,100 @@ async fn a_flow_published_on_one_process_reaches_new_conversations_on_the_other_
     assert_eq!(reply["text"], default["script"]["followUp"], "{reply}");
     assert_ne!(old_greeting, "Published on the first process.");
 }
+
+/// An experiment started on one process (issue 48) takes the other's new conversations within
+/// 2 s, each process puts every visitor in the arm the hash says, and a pause on one reaches
+/// the other within 2 s too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_experiment_started_or_paused_on_one_process_reaches_the_other_within_2_s() {
+    use crate::experiments::{definition, publish_greeting_at, split_of};
+    let pair = Pair::start_with(&[("APP__ADMIN__EMAILS", "ops@example.com".to_owned())]);
+    let admin = admin_on(&pair, &pair.first, "ops@example.com").await;
+    publish_greeting_at(
+        &pair.first.address,
+        &admin,
+        "The second version's greeting.",
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let post = |path: String, body: Value| {
+        let request = http
+            .post(format!("{}{path}", pair.first.address))
+            .header("cookie", &admin)
+            .json(&body);
+        async move {
+            let response = request.send().await.expect("sent");
+            assert!(response.status().is_success(), "{}", response.status());
+            response.json::<Value>().await.expect("JSON")
+        }
+    };
+    let experiment = post("/api/admin/experiments".into(), definition("444", 100)).await;
+    let id = experiment["id"].as_str().expect("an id").to_owned();
+    let split = split_of(&experiment);
+    let join_campaign = |server: &Server, visitor: String| {
+        let target = target_of(server);
+        async move {
+            join(
+                &target,
+                &json!({ "funnel": "chat", "visitorId": visitor, "campaignid": "444" }),
+                None,
+            )
+            .await
+            .1
+        }
+    };
+
+    post(format!("/api/admin/experiments/{id}/start"), json!({})).await;
+    let started = Instant::now();
+    let mut n = 0;
+    let took = loop {
+        n += 1;
+        let view = join_campaign(&pair.second, format!("cluster-experiment-{n:010}")).await;
+        if view.get("experiment").is_some() {
+            break started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the second process still assigns no arm after 2 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    eprintln!("the start reached the second process's new conversations in {took:?}");
+    // Either process, the hash's arm, and the arm's greeting.
+    for m in 0..12 {
+        let server = if m % 2 == 0 {
+            &pair.first
+        } else {
+            &pair.second
+        };
+        let visitor = format!("cluster-experiment-arm-{m:08}");
+        let view = join_campaign(server, visitor.clone()).await;
+        let arm = split.arm_of(&visitor).expect("an arm").key.clone();
+        assert_eq!(
+            view["experiment"],
+            json!({ "id": id, "arm": arm }),
+            "{view}"
+        );
+        assert_eq!(
+            view["messages"][0]["text"] == "The second version's greeting.",
+            arm == "b",
+            "{view}"
+        );
+    }
+
+    post(format!("/api/admin/experiments/{id}/pause"), json!({})).await;
+    let paused = Instant::now();
+    let took = loop {
+        n += 1;
+        let view = join_campaign(&pair.second, format!("cluster-experiment-{n:010}")).await;
+        if view.get("experiment").is_none() {
+            break paused.elapsed();
+        }
+        assert!(
+            paused.elapsed() < Duration::from_secs(2),
+            "the second process still assigns arms 2 s after the pause"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    eprintln!("the pause reached the second process's new conversations in {took:?}");
+}

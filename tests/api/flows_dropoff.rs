@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use helpnow::loadtest::client::Client;
 use serde_json::{Value, json};
 
-use crate::billing::{demo_billing, pay, verified_admin};
+use crate::billing::{invoice_paid, pay, verified_admin};
 use crate::flows::{publish, published_script};
 use crate::funnel_socket::{ack, exchange, join as join_funnel, next_event, target_at};
 use crate::helpers::{TestApp, get_with_cookie, spawn_app_with};
@@ -45,7 +45,7 @@ async fn join(
 }
 
 /// The whole chat: three messages, the last answered by the final message.
-async fn to_the_final_message(client: &mut Client) {
+pub(crate) async fn to_the_final_message(client: &mut Client) {
     exchange(client, "my printer will not print").await;
     exchange(client, "I restarted it and it still does not print").await;
     let last = exchange(client, "I tried restarting the printer and the computer").await;
@@ -53,7 +53,7 @@ async fn to_the_final_message(client: &mut Client) {
 }
 
 /// Follows the funnel's checkout link to the demo checkout and pays it.
-async fn pay_checkout(app: &TestApp, url: &str, email: &str) {
+pub(crate) async fn pay_checkout(app: &TestApp, url: &str, email: &str) {
     let response = app.get(url).await;
     assert_eq!(response.status(), 303, "{url}");
     let location = response.headers()["location"]
@@ -231,23 +231,8 @@ async fn the_dropoff_counts_each_step_of_each_flow_version_by_campaign_and_keywo
         .expect("query");
     let subscription: Option<String> = found.take(0).expect("subscription");
     assert!(subscription.is_some(), "the checkout began a subscription");
-    let billing = demo_billing(&app);
     for _ in 0..2 {
-        billing
-            .process_event(
-                "demo",
-                "evt_dropoff_month_1",
-                "invoice.paid",
-                json!({}),
-                Some(helpnow::domain::billing::BillingEvent::InvoicePaid {
-                    customer_id: None,
-                    subscription_id: subscription.clone(),
-                    amount_paid: 2000,
-                    billing_reason: Some("subscription_cycle".to_owned()),
-                }),
-            )
-            .await
-            .expect("the invoice is handled");
+        invoice_paid(&app, "evt_dropoff_month_1", subscription.clone(), 2000).await;
     }
 
     // Nobody but a proved admin sees it.

@@ -49,6 +49,7 @@ fn conversation(visitor: &str, version: u64) -> Conversation {
         key,
         version,
         flow: helpnow_actors::rules::flows::FlowRef::published("email", 1),
+        arm: None,
         headline: "Need Help? Get Instant Expert Assistance Now!".to_owned(),
         attribution: Attribution {
             keyword: Some("outlook email".into()),

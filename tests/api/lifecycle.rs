@@ -235,6 +235,7 @@ async fn a_thousand_shuffled_lifecycles_with_repeats_end_in_the_right_access() {
                 funnel: None,
                 handoff: false,
                 first_touch: None,
+                arm: None,
             })
             .await
             .expect("checkout");

@@ -13,6 +13,7 @@ mod dashboard;
 mod dashboard_report;
 mod durability;
 mod events;
+mod experiments;
 mod expiry;
 mod flood;
 mod flows;

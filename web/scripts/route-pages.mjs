@@ -27,6 +27,7 @@ const PAGES = {
   // /admin/flows: served admin.html by its first segment, as /admin/checkout-debug is; named
   // here so that its page chunk is known.
   flows: 'src/features/admin/flows/FlowsPage.tsx',
+  experiments: 'src/features/admin/experiments/ExperimentsPage.tsx',
   'checkout-debug': 'src/features/checkout-debug/CheckoutDebugPage.tsx',
   'demo-checkout': 'src/features/checkout/DemoCheckoutPage.tsx',
 };

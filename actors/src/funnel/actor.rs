@@ -21,6 +21,7 @@ use crate::live::LiveActors;
 use crate::ports::{ActorClient, AiError, AiPurpose, AiRequest, StoreError};
 use crate::reply::Reply;
 use crate::rules::FunnelKind;
+use crate::rules::experiments::ArmRef;
 use crate::rules::flows::{FlowRef, FlowScript};
 use crate::rules::headline::funnel_headline;
 use crate::rules::junk::is_junk;
@@ -114,7 +115,7 @@ impl FunnelActor {
         deps: &Deps,
         key: &ConversationKey,
         start: NewConversation,
-        flow: FlowRef,
+        (flow, arm): (FlowRef, Option<ArmRef>),
         script: &FlowScript,
     ) -> Conversation {
         let now = deps.clock.now();
@@ -131,6 +132,7 @@ impl FunnelActor {
             version: 1,
             headline: funnel_headline(key.funnel, keyword),
             flow,
+            arm,
             attribution: start.attribution,
             stage: 0,
             junk_count: 0,
@@ -168,17 +170,20 @@ impl FunnelActor {
             return;
         };
         let name = event.name(self.key.funnel);
-        self.deps.analytics.record(
-            name,
-            &self.key.visitor_id,
-            json!({
-                "conversationId": conversation.id,
-                "funnel": self.key.funnel,
-                "campaignid": conversation.attribution.campaignid,
-                "keyword": conversation.attribution.keyword,
-                "stage": conversation.stage,
-            }),
-        );
+        let mut properties = json!({
+            "conversationId": conversation.id,
+            "funnel": self.key.funnel,
+            "campaignid": conversation.attribution.campaignid,
+            "keyword": conversation.attribution.keyword,
+            "stage": conversation.stage,
+        });
+        if let (Some(arm), Some(fields)) = (&conversation.arm, properties.as_object_mut()) {
+            fields.insert("experiment".into(), arm.experiment.clone().into());
+            fields.insert("arm".into(), arm.arm.clone().into());
+        }
+        self.deps
+            .analytics
+            .record(name, &self.key.visitor_id, properties);
     }
 
     /// Counts the step the conversation's last change reached, for the drop-off by flow version.
@@ -656,6 +661,7 @@ impl FunnelActor {
             funnel: self.key.funnel,
             headline: conversation.headline.clone(),
             attribution: conversation.attribution.clone(),
+            arm: conversation.arm.clone(),
             record: conversation.record(),
             client_address,
         };
@@ -846,34 +852,38 @@ enum Loaded {
     Failed(StoreError),
 }
 
-/// The flow a new conversation follows and its script: the one `start` names (a preview), or
-/// the routing's choice. A preview the catalog does not hold yet (made a moment ago on another
-/// process) is looked for again after a reload.
+/// The flow a new conversation follows, its script and its experiment's arm: the flow `start`
+/// names (a preview, in no experiment), or the visitor's arm's flow version in a running
+/// experiment, else the routing's choice (docs/dashboard.md, "Experiments"). A preview the
+/// catalog does not hold yet (made a moment ago on another process) is looked for again after a
+/// reload.
 async fn new_flow(
     deps: &Deps,
     key: &ConversationKey,
     start: &NewConversation,
-) -> Result<(FlowRef, Arc<FlowScript>), StoreError> {
+) -> Result<((FlowRef, Option<ArmRef>), Arc<FlowScript>), StoreError> {
     if let Some(flow) = &start.flow {
         if let Some(script) = deps.flows.catalog().script(flow) {
-            return Ok((flow.clone(), script));
+            return Ok(((flow.clone(), None), script));
         }
         deps.flows.refresh().await;
         return deps
             .flows
             .catalog()
             .script(flow)
-            .map(|script| (flow.clone(), script))
+            .map(|script| ((flow.clone(), None), script))
             .ok_or_else(|| StoreError::Failed(format!("no preview {:?}", flow.preview)));
     }
     let attribution = &start.attribution;
     deps.flows
         .catalog()
-        .choose(
+        .choose_for(
             key.funnel,
             attribution.campaignid.as_deref(),
             attribution.keyword.as_deref(),
+            &key.visitor_id,
         )
+        .map(|(flow, script, arm)| ((flow, arm), script))
         .ok_or_else(|| StoreError::Failed("no flow is published".into()))
 }
 

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::rules::FunnelKind;
+use crate::rules::experiments::ArmRef;
 use crate::rules::flows::FlowRef;
 
 /// A conversation is one per visitor and funnel.
@@ -84,6 +85,9 @@ pub struct Conversation {
     /// The flow and version chosen at the start (see `rules::flows`): the conversation follows
     /// it to the end, whatever is published meanwhile.
     pub flow: FlowRef,
+    /// The experiment's arm the visitor is in, chosen at the start with the flow (issue 48).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<ArmRef>,
     pub headline: String,
     pub attribution: Attribution,
     /// 0 before the first reply, 1 after the empathetic follow-up, 2 after the troubleshooting
@@ -125,8 +129,10 @@ impl FunnelMessage {
 
 impl Conversation {
     /// The `conversation` event's data.
+    /// With `experiment` ({id, arm}) when the visitor is in an experiment's arm, as testing
+    /// tools tell a page its variant (docs/protocol.md).
     pub fn view(&self, typing: bool) -> Value {
-        json!({
+        let mut view = json!({
             "id": self.id,
             "funnel": self.key.funnel,
             "headline": self.headline,
@@ -134,7 +140,14 @@ impl Conversation {
             "final": self.is_final,
             "typing": typing,
             "messages": self.messages.iter().map(FunnelMessage::view).collect::<Vec<_>>(),
-        })
+        });
+        if let (Some(arm), Some(fields)) = (&self.arm, view.as_object_mut()) {
+            fields.insert(
+                "experiment".into(),
+                json!({ "id": arm.experiment, "arm": arm.arm }),
+            );
+        }
+        view
     }
 
     /// Rebuilds what follows from the messages alone (the stage, the junk count, the end, whether

@@ -84,6 +84,8 @@ pub struct FunnelCheckoutRequest {
     pub funnel: crate::rules::FunnelKind,
     pub headline: String,
     pub attribution: super::Attribution,
+    /// The experiment's arm of the conversation, kept on the checkout (issue 48).
+    pub arm: Option<crate::rules::experiments::ArmRef>,
     /// The spec's funnel record of the conversation.
     pub record: serde_json::Value,
     /// The address of the client the checkout is for (per-address limits on checkouts).

@@ -14,7 +14,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::FunnelKind;
+use super::experiments::{ArmRef, Split};
 use super::scripts::{FunnelScripts, keyword_topic};
+use super::text::{holds_phrase, words_of};
 
 /// The flow every conversation falls back to in the file's routing.
 pub const DEFAULT_FLOW: &str = super::scripts::DEFAULT_FLOW;
@@ -326,6 +328,10 @@ pub struct Routing {
     #[serde(default)]
     pub keyword_flow: Option<String>,
     pub default_flow: String,
+    /// Ad campaign id -> the funnel its visitors meet, wherever the ad sends them (an
+    /// experiment's winning offer, issue 48). A page of another funnel sends them on.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub offers: BTreeMap<String, FunnelKind>,
 }
 
 impl Routing {
@@ -342,6 +348,7 @@ impl Routing {
                 .collect(),
             keyword_flow: Some(KEYWORD_FLOW.to_owned()),
             default_flow: DEFAULT_FLOW.to_owned(),
+            offers: BTreeMap::new(),
         }
     }
 
@@ -363,13 +370,10 @@ impl Routing {
             let words = words_of(keyword);
             let mut best: Option<(usize, &String)> = None;
             for (route, flow) in &self.keywords {
-                let route_words = words_of(route);
-                let found = !route_words.is_empty()
-                    && words
-                        .windows(route_words.len())
-                        .any(|window| window == route_words.as_slice());
-                if found && best.is_none_or(|(length, _)| route_words.len() > length) {
-                    best = Some((route_words.len(), flow));
+                if let Some(length) = holds_phrase(&words, route)
+                    && best.is_none_or(|(longest, _)| length > longest)
+                {
+                    best = Some((length, flow));
                 }
             }
             if let Some((_, flow)) = best {
@@ -419,15 +423,11 @@ impl Routing {
         for (keyword, flow) in &self.keywords {
             flow_problem(format!("keywords.{keyword}"), flow, true);
         }
-        for campaign in self.campaigns.keys() {
-            let valid = !campaign.is_empty()
-                && campaign.chars().count() <= bounds::CAMPAIGN_MAX_CHARS
-                && campaign
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-            if !valid {
+        let campaigns = self.campaigns.keys().map(|id| ("campaigns", id));
+        for (routes, campaign) in campaigns.chain(self.offers.keys().map(|id| ("offers", id))) {
+            if !valid_campaign(campaign) {
                 problems.push(FieldProblem::new(
-                    format!("campaigns.{campaign}"),
+                    format!("{routes}.{campaign}"),
                     format!(
                         "A campaign id is letters, digits, '-' or '_', at most {} characters.",
                         bounds::CAMPAIGN_MAX_CHARS
@@ -436,10 +436,7 @@ impl Routing {
             }
         }
         for keyword in self.keywords.keys() {
-            let valid = !words_of(keyword).is_empty()
-                && keyword.chars().count() <= bounds::KEYWORD_MAX_CHARS
-                && *keyword == keyword.trim().to_lowercase();
-            if !valid {
+            if !valid_keyword_route(keyword) {
                 problems.push(FieldProblem::new(
                     format!("keywords.{keyword}"),
                     format!(
@@ -461,13 +458,22 @@ impl Routing {
     }
 }
 
-/// A keyword's words, in lower case.
-fn words_of(text: &str) -> Vec<String> {
-    text.to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .map(str::to_owned)
-        .collect()
+/// Whether `id` is a campaign id a route or an experiment may name: letters, digits, '-' and '_',
+/// [`bounds::CAMPAIGN_MAX_CHARS`] at most.
+pub fn valid_campaign(id: &str) -> bool {
+    !id.is_empty()
+        && id.chars().count() <= bounds::CAMPAIGN_MAX_CHARS
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Whether `keyword` is a keyword phrase a route or an experiment may name: one or more words,
+/// in lower case, trimmed, [`bounds::KEYWORD_MAX_CHARS`] at most.
+pub fn valid_keyword_route(keyword: &str) -> bool {
+    !words_of(keyword).is_empty()
+        && keyword.chars().count() <= bounds::KEYWORD_MAX_CHARS
+        && keyword == keyword.trim().to_lowercase()
 }
 
 /// Whether `name` is a valid flow name.
@@ -517,6 +523,8 @@ pub struct FlowCatalog {
     pub previews: HashMap<String, (String, Arc<FlowScript>)>,
     /// Bumped by every publish (the store's `flow_state:current.revision`); 0 for the file's.
     pub revision: u64,
+    /// The running experiments, oldest first: a visitor two of them would take is the oldest's.
+    pub splits: Vec<Arc<Split>>,
 }
 
 impl FlowCatalog {
@@ -574,6 +582,60 @@ impl FlowCatalog {
             })?;
         let script = self.versions.get(chosen.0)?.get(&chosen.1)?.clone();
         Some((FlowRef::published(chosen.0, chosen.1), script))
+    }
+
+    /// The flow a new conversation of `visitor` in `funnel` follows, and the experiment's arm it
+    /// is in, if one has it there: the arm's flow version, else the routing's choice.
+    pub fn choose_for(
+        &self,
+        funnel: FunnelKind,
+        campaignid: Option<&str>,
+        keyword: Option<&str>,
+        visitor: &str,
+    ) -> Option<(FlowRef, Arc<FlowScript>, Option<ArmRef>)> {
+        let member = self.splits.iter().find_map(|split| {
+            split
+                .member(funnel, campaignid, keyword, visitor)
+                .map(|arm| (split, arm))
+        });
+        if let Some((split, arm)) = member {
+            let arm_ref = Some(split.arm_ref(arm));
+            if let Some(flow) = &arm.flow {
+                let flow = FlowRef::published(flow.name.clone(), flow.version);
+                if let Some(script) = self.script(&flow) {
+                    return Some((flow, script, arm_ref));
+                }
+            }
+            let (flow, script) = self.choose(funnel, campaignid, keyword)?;
+            return Some((flow, script, arm_ref));
+        }
+        let (flow, script) = self.choose(funnel, campaignid, keyword)?;
+        Some((flow, script, None))
+    }
+
+    /// Where a visitor who opened `funnel`'s page belongs: the funnel their experiment's arm or
+    /// their campaign's offer route has them meet, and the arm (none outside an experiment).
+    pub fn landing(
+        &self,
+        funnel: FunnelKind,
+        campaignid: Option<&str>,
+        keyword: Option<&str>,
+        visitor: &str,
+    ) -> (FunnelKind, Option<ArmRef>) {
+        for split in &self.splits {
+            if let Some(arm) = split.landing(funnel, campaignid, keyword, visitor) {
+                return (split.funnel_of(arm), Some(split.arm_ref(arm)));
+            }
+        }
+        for split in &self.splits {
+            if let Some(arm) = split.member(funnel, campaignid, keyword, visitor) {
+                return (funnel, Some(split.arm_ref(arm)));
+            }
+        }
+        let routed = campaignid
+            .map(str::trim)
+            .and_then(|id| self.routing.as_ref()?.offers.get(id).copied());
+        (routed.unwrap_or(funnel), None)
     }
 
     /// The script a conversation follows, if this catalog has it.

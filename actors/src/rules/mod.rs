@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod chat;
+pub mod experiments;
 pub mod flows;
 pub mod headline;
 pub mod junk;

@@ -64,6 +64,26 @@ fn first_chars(text: &str, count: usize) -> &str {
     }
 }
 
+/// A keyword's words, in lower case.
+pub fn words_of(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether a keyword (its `words`, [`words_of`]) holds `phrase`'s words together, in order:
+/// the phrase's number of words if so. `laser printer` is in 'HP Laser Printer offline'.
+pub fn holds_phrase(words: &[String], phrase: &str) -> Option<usize> {
+    let phrase = words_of(phrase);
+    (!phrase.is_empty()
+        && words
+            .windows(phrase.len())
+            .any(|window| window == phrase.as_slice()))
+    .then_some(phrase.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ use crate::store::flows::{Draft, Record};
 const HISTORY_LIMIT: usize = 200;
 
 /// 422 `invalid`: `message`, and the problems at their fields.
-fn invalid(message: &str, problems: &[FieldProblem]) -> HttpResponse {
+pub(super) fn invalid(message: &str, problems: &[FieldProblem]) -> HttpResponse {
     HttpResponse::UnprocessableEntity().json(json!({
         "error": "invalid",
         "message": message,
@@ -138,6 +138,7 @@ pub async fn get_flows(
             "keywords": routing.keywords,
             "keywordFlow": routing.keyword_flow,
             "defaultFlow": routing.default_flow,
+            "offers": routing.offers,
             "publishedAt": published.routing.published_at,
             "publishedBy": published.routing.published_by,
         },
@@ -184,7 +185,7 @@ pub async fn get_version(
 }
 
 /// A body the editor sends, read here so a missing or mistyped field gets words, not serde's.
-fn body_of<T: serde::de::DeserializeOwned>(body: web::Bytes) -> Result<T, ApiError> {
+pub(super) fn body_of<T: serde::de::DeserializeOwned>(body: web::Bytes) -> Result<T, ApiError> {
     serde_json::from_slice(&body).map_err(|error| {
         ApiError::bad_request(
             "invalid_body",

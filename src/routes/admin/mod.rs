@@ -26,6 +26,7 @@ mod accounts;
 mod costs;
 mod dashboard;
 mod dropoff;
+mod experiments;
 mod flows;
 
 const LIST_LIMIT: usize = 25;
@@ -412,6 +413,7 @@ pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
     dashboard::configure(cfg);
     dropoff::configure(cfg);
     flows::configure(cfg);
+    experiments::configure(cfg);
     costs::configure(cfg);
     accounts::configure(cfg);
     cfg.service(overview)

@@ -131,6 +131,7 @@ pub async fn create_checkout(
     cookies: web::Data<SessionCookies>,
     throttle: web::Data<crate::auth::AuthThrottle>,
     db: web::Data<Db>,
+    flows: web::Data<crate::flows::FlowLibrary>,
     user: MaybeUser,
     body: web::Json<CreateCheckoutRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -166,16 +167,33 @@ pub async fn create_checkout(
         Some(visitor) => crate::funnels::record_for_checkout(&db, visitor, source).await,
         None => None,
     };
+    let campaign = body.campaign.into_attribution(body.headline);
+    // The visitor's experiment arm in the funnel the checkout is of (issue 48).
+    let arm = match (&visitor_id, crate::funnels::funnel_of_source(source)) {
+        (Some(visitor), Some(kind)) => {
+            flows
+                .catalog()
+                .landing(
+                    kind,
+                    campaign.campaignid.as_deref(),
+                    campaign.keyword.as_deref(),
+                    visitor.as_str(),
+                )
+                .1
+        }
+        _ => None,
+    };
     let started = billing
         .start_checkout(StartCheckout {
             source,
-            attribution: body.campaign.into_attribution(body.headline),
+            attribution: campaign,
             user: user.0.map(|user| (user.id, user.email)),
             visitor_id: visitor_id.map(VisitorId::into_string),
             cancel_path: local_path(body.cancel_url.as_deref(), &settings.server.public_url),
             funnel,
             handoff: false,
             first_touch: body.first_touch.map(|touch| touch.into_attribution(None)),
+            arm,
         })
         .await
         .context("cannot start a checkout")?;

@@ -28,6 +28,8 @@ pub struct NewCheckout {
     pub handoff_hash: Option<String>,
     /// The visitor's first campaign touch, when the browser knew one.
     pub first_touch: Option<serde_json::Value>,
+    /// The experiment's arm the checkout was opened in (`{experiment, arm}`, issue 48).
+    pub experiment: Option<serde_json::Value>,
 }
 
 /// Who and what a checkout belongs to.

@@ -156,7 +156,10 @@ LET $purchase = {
 LET $jv = fn::checkout_journey_visitor($cs);
 IF $cs.refundable_fee {
     fn::journey({ visitor: $jv, funnel: $cs.source, step: 'fee', once: false, cents: $fee_cents, attribution: $cs.first_touch });
+    fn::experiment_money($cs, 'fee', $fee_cents, <string> $cs.id);
 };
+-- The experiment's arm the checkout was opened in (migration 0029): a trial paid, held or not.
+fn::experiment_money($cs, 'trial_paid', 0, <string> $cs.id);
 IF $starter = NONE AND $owner != NONE {
     -- Paid signed out with the address of an existing account: nothing of that account changes.
     -- The payment is held for the owner, who is mailed a sign-in link to claim or decline it.

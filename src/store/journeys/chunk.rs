@@ -63,6 +63,8 @@ struct NewJourney {
     utm_source: Json,
     utm_medium: Json,
     utm_campaign: Json,
+    /// The experiment's arm, when the step that began it knew one.
+    arm: Option<Json>,
 }
 
 #[derive(Debug, Clone, SurrealValue)]
@@ -263,6 +265,7 @@ fn plan(
                 utm_source: field(CAMPAIGN[2]),
                 utm_medium: field(CAMPAIGN[3]),
                 utm_campaign: field(CAMPAIGN[4]),
+                arm: step.arm.clone(),
             };
             let cohort = [Json::String(day), Json::String(step.funnel.clone())]
                 .into_iter()

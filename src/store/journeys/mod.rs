@@ -24,6 +24,9 @@ pub struct JourneyStep {
     cents: i64,
     attribution: Option<serde_json::Value>,
     key: Option<String>,
+    /// The experiment's arm the journey is in (`{experiment, arm}`), kept on the journey when
+    /// this step begins it (issue 48).
+    arm: Option<serde_json::Value>,
 }
 
 impl JourneyStep {
@@ -37,7 +40,14 @@ impl JourneyStep {
             cents: 0,
             attribution: None,
             key: None,
+            arm: None,
         }
+    }
+
+    /// The experiment's arm of the visitor in this funnel, if any.
+    pub fn arm(mut self, arm: Option<&helpnow_actors::rules::experiments::ArmRef>) -> Self {
+        self.arm = arm.and_then(|arm| serde_json::to_value(arm).ok());
+        self
     }
 
     /// The cents a money step brings.
@@ -306,6 +316,12 @@ pub async fn record_payment(
              -- The drop-off by flow version (migration 0028): the first month paid of the funnel
              -- conversation whose trial the subscription's checkout counted, once per conversation.
              IF $cents > 0 AND $p.subscription != NONE { fn::flow_month_paid($p.subscription); };
+             -- The experiment's arm its checkout was opened in (migration 0029).
+             IF $cents > 0 AND $p.subscription != NONE {
+                 fn::experiment_money((SELECT experiment, visitor FROM checkout_session
+                     WHERE subscription_id = $p.subscription AND experiment != NONE LIMIT 1)[0],
+                     'subscription', $cents, $p.event);
+             };
              COMMIT TRANSACTION;",
         )
         .bind((
@@ -341,6 +357,7 @@ pub async fn record_fee_refund(db: &Db, provider_session_id: &str) -> Result<(),
              IF $cs != NONE {
                  LET $jv = fn::checkout_journey_visitor($cs);
                  fn::journey({ visitor: $jv, funnel: $cs.source, step: 'fee_refund', once: false, cents: $r.fee_cents });
+                 fn::experiment_money($cs, 'fee_refund', $r.fee_cents, <string> $cs.id);
              };
              COMMIT TRANSACTION;",
         )

@@ -140,6 +140,15 @@ export const routes: RouteObject[] = [
         handle: { title: 'Flows' } satisfies RouteHandle,
       },
       {
+        path: '/admin/experiments',
+        caseSensitive: true,
+        lazy: page(async () => {
+          const { ExperimentsPage } = await import('../features/admin/experiments/ExperimentsPage');
+          return <ExperimentsPage />;
+        }),
+        handle: { title: 'Experiments' } satisfies RouteHandle,
+      },
+      {
         path: '/admin/checkout-debug',
         caseSensitive: true,
         lazy: page(async () => {

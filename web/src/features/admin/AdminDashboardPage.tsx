@@ -566,6 +566,9 @@ export function AdminDashboardPage() {
             <Link to="/admin/flows" className="admin-link">
               Flows
             </Link>
+            <Link to="/admin/experiments" className="admin-link">
+              Experiments
+            </Link>
             {debugTools && (
               <Link to="/admin/checkout-debug" className="admin-link">
                 Checkout debug

@@ -2,7 +2,15 @@ import { useEffect, useRef, useState } from 'react';
 import { Button } from '../../../components/Button';
 import { ConfirmDialog } from '../../../components/ConfirmDialog';
 import { countOf, formatMoment } from '../operations-format';
-import { failureOf, flowsApi, type Problem, type PublishedRouting, type Routing } from './flows-api';
+import {
+  failureOf,
+  flowsApi,
+  OFFER_NAMES,
+  type Offer,
+  type Problem,
+  type PublishedRouting,
+  type Routing,
+} from './flows-api';
 import { MessageLine, Section, type Message } from './parts';
 import { problemsByField } from './script-form';
 
@@ -73,6 +81,8 @@ export function RoutingEditor({
     keywordFlow: keywordFlow === '' ? null : keywordFlow,
     campaigns: Object.fromEntries(routes.campaigns.map((route) => [routeKey('campaigns', route.key), route.flow])),
     keywords: Object.fromEntries(routes.keywords.map((route) => [routeKey('keywords', route.key), route.flow])),
+    // Not edited here: an experiment's promoted offers go back as they came.
+    ...(routing.offers ? { offers: routing.offers } : {}),
   };
   const changed = JSON.stringify(sorted(wanted)) !== JSON.stringify(sorted(routing));
   const serverProblems = problemsByField(problems);
@@ -262,6 +272,7 @@ export function RoutingEditor({
       </div>
       {routeRows('campaigns')}
       {routeRows('keywords')}
+      <OfferRoutes offers={routing.offers ?? {}} />
       <div className="flows-actions">
         <Button
           disabled={busy || !changed || localProblems}
@@ -299,6 +310,35 @@ export function RoutingEditor({
         </ConfirmDialog>
       )}
     </Section>
+  );
+}
+
+/** "Campaign 123 → refundable-fee chat (/Chat-Help-2)". */
+export function offerRouteText(campaign: string, offer: Offer): string {
+  const name = OFFER_NAMES[offer] ?? offer;
+  return `Campaign ${campaign} → ${name.charAt(0).toLowerCase()}${name.slice(1)}`;
+}
+
+/**
+ * The funnel some campaigns' visitors meet wherever the ad sends them: set when an experiment's
+ * winning offer is promoted, read-only here (a publish keeps them).
+ */
+function OfferRoutes({ offers }: { offers: Record<string, Offer> }) {
+  const entries = Object.entries(offers).sort(([a], [b]) => a.localeCompare(b));
+  if (entries.length === 0) return null;
+  return (
+    <div className="flows-routes" data-testid="flows-offer-routes">
+      <h3 className="flows-subtitle">Offers by campaign</h3>
+      <p className="flows-hint">
+        Set when an experiment’s winning offer was promoted: these campaigns’ visitors meet this funnel wherever the
+        ad sends them. Publishing the routing keeps them as they are.
+      </p>
+      <ul>
+        {entries.map(([campaign, offer]) => (
+          <li key={campaign}>{offerRouteText(campaign, offer)}</li>
+        ))}
+      </ul>
+    </div>
   );
 }
 

@@ -51,11 +51,27 @@ export type Flow = {
   routedBy: string[];
 };
 
+/** The funnels a visitor may meet: /chat-help, /Chat-Help-2, /get-help. */
+export type Offer = 'chat' | 'refundable' | 'help';
+
+/** The funnels by the names the operator's pages give them, with the pages they start on. */
+export const OFFER_NAMES: Record<Offer, string> = {
+  chat: 'Chat funnel (/chat-help)',
+  refundable: 'Refundable-fee chat (/Chat-Help-2)',
+  help: 'Help form (/get-help)',
+};
+
 export type Routing = {
   campaigns: Record<string, string>;
   keywords: Record<string, string>;
   keywordFlow: string | null;
   defaultFlow: string;
+  /**
+   * Campaign id -> the funnel its visitors meet, wherever the ad sends them: set when an
+   * experiment's winning offer is promoted (issue 48). Not edited here, and sent back as it came.
+   * The server leaves it out when there are none.
+   */
+  offers?: Record<string, Offer>;
 };
 
 export type PublishedRouting = Routing & { version: number; publishedAt: string; publishedBy: string };
