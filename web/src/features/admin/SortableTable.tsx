@@ -32,7 +32,7 @@ export function sortRows<T>(rows: T[], column: Column<T> | undefined, descending
  * Whether the table is wider than its frame, and whether columns are hidden to the left or the
  * right: the frame draws a shadow on the side that has more.
  */
-function useOverflow() {
+export function useOverflow() {
   const scroller = useRef<HTMLDivElement>(null);
   const [edges, setEdges] = useState({ left: false, right: false });
   useEffect(() => {

@@ -1,5 +1,6 @@
-import { useEffect, useRef, useState, type ReactNode } from 'react';
+import { type ReactNode } from 'react';
 import { Button } from '../../../components/Button';
+import { useOverflow } from '../SortableTable';
 import {
   armLetter,
   type Analysis,
@@ -104,35 +105,6 @@ function Item({ term, children, testId }: { term: string; children: ReactNode; t
       <dd>{children}</dd>
     </div>
   );
-}
-
-/**
- * Whether the table is wider than its frame, and on which side columns are hidden: the frame
- * draws a shadow there (as the dashboard's tables do).
- */
-function useOverflow() {
-  const scroller = useRef<HTMLDivElement>(null);
-  const [edges, setEdges] = useState({ left: false, right: false });
-  useEffect(() => {
-    const element = scroller.current;
-    if (!element) return undefined;
-    const update = () => {
-      const max = element.scrollWidth - element.clientWidth;
-      const left = max > 1 && element.scrollLeft > 1;
-      const right = max > 1 && element.scrollLeft < max - 1;
-      setEdges((current) => (current.left === left && current.right === right ? current : { left, right }));
-    };
-    update();
-    element.addEventListener('scroll', update, { passive: true });
-    const observer = typeof ResizeObserver === 'undefined' ? undefined : new ResizeObserver(update);
-    observer?.observe(element);
-    if (element.firstElementChild) observer?.observe(element.firstElementChild);
-    return () => {
-      element.removeEventListener('scroll', update);
-      observer?.disconnect();
-    };
-  }, []);
-  return { scroller, edges };
 }
 
 /** A guardrail's rate, marked when it is above the limit. */
