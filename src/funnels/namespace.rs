@@ -14,6 +14,7 @@ use helpnow_actors::funnel::{
 };
 use helpnow_actors::ports::ActorClient;
 use helpnow_actors::rules::FunnelKind;
+use helpnow_actors::rules::experiments::Visit;
 use helpnow_actors::rules::flows::FlowRef;
 use helpnow_actors::rules::text::clean_query_value;
 use serde_json::{Map, Value, json};
@@ -168,12 +169,12 @@ impl Namespace for FunnelNamespace {
         // A new visitor of this funnel for the dashboard, if not already counted, with the
         // experiment's arm the visitor is in here (the actor chooses the same from the same
         // catalog).
-        let (_, arm) = self.previews.flows.catalog().landing(
+        let (_, arm) = self.previews.flows.catalog().landing(&Visit {
             funnel,
-            attribution.campaignid.as_deref(),
-            attribution.keyword.as_deref(),
-            visitor_id.as_str(),
-        );
+            campaignid: attribution.campaignid.as_deref(),
+            keyword: attribution.keyword.as_deref(),
+            visitor: visitor_id.as_str(),
+        });
         let journey = store::journeys::JourneyStep::new(
             visitor_id.as_str(),
             super::checkout_source(funnel),

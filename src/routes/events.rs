@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, post, web};
+use helpnow_actors::rules::experiments::Visit;
 use prometheus::{IntCounterVec, IntGauge};
 use serde::Deserialize;
 use serde_json::json;
@@ -191,10 +192,12 @@ pub async fn record_event(
             .and_then(crate::funnels::funnel_of_source),
     ) {
         let field = |key: &str| properties.get(key).and_then(serde_json::Value::as_str);
-        let (_, arm) =
-            flows
-                .catalog()
-                .landing(funnel, field("campaignid"), field("keyword"), visitor);
+        let (_, arm) = flows.catalog().landing(&Visit {
+            funnel,
+            campaignid: field("campaignid"),
+            keyword: field("keyword"),
+            visitor,
+        });
         arm
     } else {
         None

@@ -9,6 +9,7 @@ use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use chrono::Utc;
 use helpnow_actors::funnel::{Attribution, CHECKOUT_FALLBACK_URL};
 use helpnow_actors::ports::Ai;
+use helpnow_actors::rules::experiments::Visit;
 use helpnow_actors::rules::text::clean_query_value;
 use serde::Deserialize;
 use serde_json::json;
@@ -119,12 +120,12 @@ pub async fn help_answer(
     // version of the visitor's experiment arm (issue 48).
     let default_intro = flows
         .catalog()
-        .choose_for(
-            helpnow_actors::rules::FunnelKind::Help,
-            attribution.campaignid.as_deref(),
-            attribution.keyword.as_deref(),
-            visitor.as_ref().map_or("", VisitorId::as_str),
-        )
+        .choose_for(&Visit {
+            funnel: helpnow_actors::rules::FunnelKind::Help,
+            campaignid: attribution.campaignid.as_deref(),
+            keyword: attribution.keyword.as_deref(),
+            visitor: visitor.as_ref().map_or("", VisitorId::as_str),
+        })
         .map(|(_, script, _)| {
             helpnow_actors::rules::scripts::render(
                 &script.help_intro,

@@ -5,6 +5,7 @@
 //! (`web/scripts/precompress.mjs`); a request whose `Accept-Encoding` allows one gets it as is, with
 //! `Content-Encoding` and `Vary: Accept-Encoding`, so nothing is compressed per request.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use actix_files::NamedFile;
@@ -25,7 +26,7 @@ use crate::store::analytics::NewAnalyticsEvent;
 use crate::store::batch::{Batcher, Statement};
 use crate::store::journeys::{JourneyRecorder, JourneyStep};
 use helpnow_actors::rules::FunnelKind;
-use helpnow_actors::rules::experiments::ArmRef;
+use helpnow_actors::rules::experiments::{ArmRef, Visit};
 
 /// Every path of the spec's route table that the web app renders (query strings such as
 /// `/?canceled=true` land on `/`). `/demo-checkout/{id}` is the built-in checkout page.
@@ -110,8 +111,11 @@ async fn index(
         .query_string()
         .split('&')
         .any(|pair| pair.split('=').next() == Some("preview"));
+    let query = query_fields(&req);
     let landing = match (&flows, funnel_of_page(req.path())) {
-        (Some(flows), Some(funnel)) if !preview => Some(landing(&req, flows, funnel, &visitor)),
+        (Some(flows), Some(funnel)) if !preview => {
+            Some(landing(&req, &query, flows, funnel, &visitor))
+        }
         _ => None,
     };
     let visitor_cookie = known.is_none().then(|| {
@@ -165,6 +169,7 @@ async fn index(
                     &journeys,
                     &browser,
                     &req,
+                    &query,
                     &visitor,
                     arm.as_ref(),
                 );
@@ -194,6 +199,7 @@ fn record_page_view(
     journeys: &JourneyRecorder,
     browser: &BrowserAnalytics,
     req: &HttpRequest,
+    query: &HashMap<String, String>,
     visitor: &str,
     arm: Option<&ArmRef>,
 ) {
@@ -207,10 +213,6 @@ fn record_page_view(
             |settings| crate::client::client_key(req, &settings.server.forwarding()),
         );
     let path = req.path().chars().take(512).collect::<String>();
-    let query =
-        web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
-            .map(web::Query::into_inner)
-            .unwrap_or_default();
     let campaign = journey::campaign(|field| query.get(field).map(String::as_str));
     let step = journey::funnel_viewed("page_view", Some(&path)).map(|funnel| {
         JourneyStep::new(visitor, funnel, journey::Step::Visitors)
@@ -298,19 +300,28 @@ struct Landing {
     arm: Option<ArmRef>,
 }
 
-/// The visitor's arm or offer on a funnel's page; the help form's page is its arm shown, so its
-/// exposure is recorded here (a chat funnel's is its conversation's start).
-fn landing(req: &HttpRequest, flows: &FlowLibrary, funnel: FunnelKind, visitor: &str) -> Landing {
-    let fields =
-        web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
-            .map(web::Query::into_inner)
-            .unwrap_or_default();
-    let (meets, arm) = flows.catalog().landing(
+/// A page address's query as fields (none when it does not parse).
+fn query_fields(req: &HttpRequest) -> HashMap<String, String> {
+    web::Query::<HashMap<String, String>>::from_query(req.query_string())
+        .map(web::Query::into_inner)
+        .unwrap_or_default()
+}
+
+/// The visitor's arm or offer on a funnel's page (`fields`: its query); the help form's page is
+/// its arm shown, so its exposure is recorded here (a chat funnel's is its conversation's start).
+fn landing(
+    req: &HttpRequest,
+    fields: &HashMap<String, String>,
+    flows: &FlowLibrary,
+    funnel: FunnelKind,
+    visitor: &str,
+) -> Landing {
+    let (meets, arm) = flows.catalog().landing(&Visit {
         funnel,
-        fields.get("campaignid").map(String::as_str),
-        fields.get("keyword").map(String::as_str),
+        campaignid: fields.get("campaignid").map(String::as_str),
+        keyword: fields.get("keyword").map(String::as_str),
         visitor,
-    );
+    });
     if meets != funnel {
         let mut query = req.query_string().to_owned();
         // /email-help is the chat funnel about email: its keyword goes along.

@@ -1170,47 +1170,12 @@ async fn a_flow_published_on_one_process_reaches_new_conversations_on_the_other_
     let (mut before, conversation) = join_funnel(&pair.second, "flows-visitor-before-0").await;
     let old_greeting = conversation["messages"][0]["text"].clone();
 
-    let http = reqwest::Client::new();
-    let flows: Value = http
-        .get(format!("{}/api/admin/flows", pair.first.address))
-        .header("cookie", &admin)
-        .send()
-        .await
-        .expect("flows")
-        .json()
-        .await
-        .expect("JSON");
-    let default = flows["flows"]
-        .as_array()
-        .expect("flows")
-        .iter()
-        .find(|flow| flow["name"] == "default")
-        .expect("the default flow")
-        .clone();
-    let mut script = default["script"].clone();
-    script["greeting"] = json!("Published on the first process.");
-    let response = http
-        .put(format!(
-            "{}/api/admin/flows/default/draft",
-            pair.first.address
-        ))
-        .header("cookie", &admin)
-        .json(&json!({ "script": script, "basedOn": 1 }))
-        .send()
-        .await
-        .expect("draft");
-    assert_eq!(response.status(), 200);
-    let response = http
-        .post(format!(
-            "{}/api/admin/flows/default/publish",
-            pair.first.address
-        ))
-        .header("cookie", &admin)
-        .json(&json!({ "basedOn": 1 }))
-        .send()
-        .await
-        .expect("publish");
-    assert_eq!(response.status(), 200);
+    let default = crate::experiments::publish_greeting_at(
+        &pair.first.address,
+        &admin,
+        "Published on the first process.",
+    )
+    .await;
     let published = Instant::now();
 
     let mut visitors = 0;
@@ -1231,7 +1196,7 @@ async fn a_flow_published_on_one_process_reaches_new_conversations_on_the_other_
     // The conversation begun before keeps version 1: its script's reply.
     send(&mut before, "my printer is offline").await;
     let reply = next_event(&mut before, "message").await;
-    assert_eq!(reply["text"], default["script"]["followUp"], "{reply}");
+    assert_eq!(reply["text"], default["followUp"], "{reply}");
     assert_ne!(old_greeting, "Published on the first process.");
 }
 

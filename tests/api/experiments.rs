@@ -59,8 +59,8 @@ pub(crate) async fn publish_greeting(app: &TestApp, admin: &str, greeting: &str)
     publish_greeting_at(&app.address, admin, greeting).await;
 }
 
-/// [`publish_greeting`] on the server at `address`.
-pub(crate) async fn publish_greeting_at(address: &str, admin: &str, greeting: &str) {
+/// [`publish_greeting`] on the server at `address`: version 1's script.
+pub(crate) async fn publish_greeting_at(address: &str, admin: &str, greeting: &str) -> Value {
     let http = reqwest::Client::new();
     let flows: Value = http
         .get(format!("{address}/api/admin/flows"))
@@ -78,6 +78,7 @@ pub(crate) async fn publish_greeting_at(address: &str, admin: &str, greeting: &s
         .find(|flow| flow["name"] == "default")
         .expect("the default flow")["script"]
         .clone();
+    let version_1 = script.clone();
     script["greeting"] = json!(greeting);
     for (path, body) in [
         (
@@ -99,6 +100,7 @@ pub(crate) async fn publish_greeting_at(address: &str, admin: &str, greeting: &s
             .expect("sent");
         assert_eq!(response.status(), 200, "{path}");
     }
+    version_1
 }
 
 /// The experiment's split as the server keeps it (to find visitors of each arm).

@@ -21,7 +21,7 @@ use crate::live::LiveActors;
 use crate::ports::{ActorClient, AiError, AiPurpose, AiRequest, StoreError};
 use crate::reply::Reply;
 use crate::rules::FunnelKind;
-use crate::rules::experiments::ArmRef;
+use crate::rules::experiments::{ArmRef, Visit};
 use crate::rules::flows::{FlowRef, FlowScript};
 use crate::rules::headline::funnel_headline;
 use crate::rules::junk::is_junk;
@@ -877,12 +877,12 @@ async fn new_flow(
     let attribution = &start.attribution;
     deps.flows
         .catalog()
-        .choose_for(
-            key.funnel,
-            attribution.campaignid.as_deref(),
-            attribution.keyword.as_deref(),
-            &key.visitor_id,
-        )
+        .choose_for(&Visit {
+            funnel: key.funnel,
+            campaignid: attribution.campaignid.as_deref(),
+            keyword: attribution.keyword.as_deref(),
+            visitor: &key.visitor_id,
+        })
         .map(|(flow, script, arm)| ((flow, arm), script))
         .ok_or_else(|| StoreError::Failed("no flow is published".into()))
 }

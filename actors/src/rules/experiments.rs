@@ -113,6 +113,16 @@ pub struct Split {
     pub arms: Vec<Arm>,
 }
 
+/// A visitor in a funnel, as an experiment takes them: the funnel (the page they opened, or the
+/// chat they joined), the ad's campaign and keyword they came from, and their id.
+#[derive(Debug, Clone, Copy)]
+pub struct Visit<'a> {
+    pub funnel: FunnelKind,
+    pub campaignid: Option<&'a str>,
+    pub keyword: Option<&'a str>,
+    pub visitor: &'a str,
+}
+
 /// A visitor's arm of an experiment, as a conversation, a checkout and an event keep it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ArmRef {
@@ -154,34 +164,22 @@ impl Split {
         arm.offer.unwrap_or(self.scope.funnel)
     }
 
-    /// The arm of a visitor who landed on `funnel`'s page from `campaignid` with `keyword`, if
-    /// the experiment takes them.
-    pub fn landing(
-        &self,
-        funnel: FunnelKind,
-        campaignid: Option<&str>,
-        keyword: Option<&str>,
-        visitor: &str,
-    ) -> Option<&Arm> {
-        (self.scope.funnel == funnel && self.scope.takes(campaignid, keyword))
-            .then(|| self.arm_of(visitor))
+    /// The arm of a visitor who landed on the visit's funnel's page, if the experiment takes
+    /// them.
+    pub fn landing(&self, visit: &Visit<'_>) -> Option<&Arm> {
+        (self.scope.funnel == visit.funnel && self.scope.takes(visit.campaignid, visit.keyword))
+            .then(|| self.arm_of(visit.visitor))
             .flatten()
     }
 
-    /// The arm of a visitor in `funnel` (where their page or their arm's offer took them), if the
-    /// experiment has them there.
-    pub fn member(
-        &self,
-        funnel: FunnelKind,
-        campaignid: Option<&str>,
-        keyword: Option<&str>,
-        visitor: &str,
-    ) -> Option<&Arm> {
-        if !self.scope.takes(campaignid, keyword) {
+    /// The arm of a visitor in the visit's funnel (where their page or their arm's offer took
+    /// them), if the experiment has them there.
+    pub fn member(&self, visit: &Visit<'_>) -> Option<&Arm> {
+        if !self.scope.takes(visit.campaignid, visit.keyword) {
             return None;
         }
-        self.arm_of(visitor)
-            .filter(|arm| self.funnel_of(arm) == funnel)
+        self.arm_of(visit.visitor)
+            .filter(|arm| self.funnel_of(arm) == visit.funnel)
     }
 
     pub fn arm_ref(&self, arm: &Arm) -> ArmRef {
@@ -243,21 +241,19 @@ mod tests {
             .map(|n| format!("visitor-{n:08}-abcdef"))
             .find(|v| split.arm_of(v).is_some_and(|arm| arm.key == "b"))
             .expect("a visitor in b");
-        let landing = split.landing(FunnelKind::Chat, Some("111"), None, &visitor);
+        let visit = |funnel| Visit {
+            funnel,
+            campaignid: Some("111"),
+            keyword: None,
+            visitor: &visitor,
+        };
+        let landing = split.landing(&visit(FunnelKind::Chat));
         assert_eq!(landing.map(|arm| arm.key.as_str()), Some("b"));
-        assert!(
-            split
-                .landing(FunnelKind::Refundable, Some("111"), None, &visitor)
-                .is_none()
-        );
-        assert!(
-            split
-                .member(FunnelKind::Chat, Some("111"), None, &visitor)
-                .is_none()
-        );
+        assert!(split.landing(&visit(FunnelKind::Refundable)).is_none());
+        assert!(split.member(&visit(FunnelKind::Chat)).is_none());
         assert_eq!(
             split
-                .member(FunnelKind::Refundable, Some("111"), None, &visitor)
+                .member(&visit(FunnelKind::Refundable))
                 .map(|arm| arm.key.as_str()),
             Some("b")
         );

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::FunnelKind;
-use super::experiments::{ArmRef, Split};
+use super::experiments::{ArmRef, Split, Visit};
 use super::scripts::{FunnelScripts, keyword_topic};
 use super::text::{holds_phrase, words_of};
 
@@ -584,20 +584,22 @@ impl FlowCatalog {
         Some((FlowRef::published(chosen.0, chosen.1), script))
     }
 
-    /// The flow a new conversation of `visitor` in `funnel` follows, and the experiment's arm it
-    /// is in, if one has it there: the arm's flow version, else the routing's choice.
+    /// The flow a new conversation of the visit follows, and the experiment's arm it is in, if
+    /// one has it there: the arm's flow version, else the routing's choice.
     pub fn choose_for(
         &self,
-        funnel: FunnelKind,
-        campaignid: Option<&str>,
-        keyword: Option<&str>,
-        visitor: &str,
+        visit: &Visit<'_>,
     ) -> Option<(FlowRef, Arc<FlowScript>, Option<ArmRef>)> {
-        let member = self.splits.iter().find_map(|split| {
-            split
-                .member(funnel, campaignid, keyword, visitor)
-                .map(|arm| (split, arm))
-        });
+        let Visit {
+            funnel,
+            campaignid,
+            keyword,
+            ..
+        } = *visit;
+        let member = self
+            .splits
+            .iter()
+            .find_map(|split| split.member(visit).map(|arm| (split, arm)));
         if let Some((split, arm)) = member {
             let arm_ref = Some(split.arm_ref(arm));
             if let Some(flow) = &arm.flow {
@@ -613,29 +615,25 @@ impl FlowCatalog {
         Some((flow, script, None))
     }
 
-    /// Where a visitor who opened `funnel`'s page belongs: the funnel their experiment's arm or
-    /// their campaign's offer route has them meet, and the arm (none outside an experiment).
-    pub fn landing(
-        &self,
-        funnel: FunnelKind,
-        campaignid: Option<&str>,
-        keyword: Option<&str>,
-        visitor: &str,
-    ) -> (FunnelKind, Option<ArmRef>) {
+    /// Where a visitor who opened the visit's funnel's page belongs: the funnel their
+    /// experiment's arm or their campaign's offer route has them meet, and the arm (none outside
+    /// an experiment).
+    pub fn landing(&self, visit: &Visit<'_>) -> (FunnelKind, Option<ArmRef>) {
         for split in &self.splits {
-            if let Some(arm) = split.landing(funnel, campaignid, keyword, visitor) {
+            if let Some(arm) = split.landing(visit) {
                 return (split.funnel_of(arm), Some(split.arm_ref(arm)));
             }
         }
         for split in &self.splits {
-            if let Some(arm) = split.member(funnel, campaignid, keyword, visitor) {
-                return (funnel, Some(split.arm_ref(arm)));
+            if let Some(arm) = split.member(visit) {
+                return (visit.funnel, Some(split.arm_ref(arm)));
             }
         }
-        let routed = campaignid
+        let routed = visit
+            .campaignid
             .map(str::trim)
             .and_then(|id| self.routing.as_ref()?.offers.get(id).copied());
-        (routed.unwrap_or(funnel), None)
+        (routed.unwrap_or(visit.funnel), None)
     }
 
     /// The script a conversation follows, if this catalog has it.

@@ -5,6 +5,7 @@
 use actix_web::cookie::{Cookie, SameSite, time};
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
+use helpnow_actors::rules::experiments::Visit;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -173,12 +174,12 @@ pub async fn create_checkout(
         (Some(visitor), Some(kind)) => {
             flows
                 .catalog()
-                .landing(
-                    kind,
-                    campaign.campaignid.as_deref(),
-                    campaign.keyword.as_deref(),
-                    visitor.as_str(),
-                )
+                .landing(&Visit {
+                    funnel: kind,
+                    campaignid: campaign.campaignid.as_deref(),
+                    keyword: campaign.keyword.as_deref(),
+                    visitor: visitor.as_str(),
+                })
                 .1
         }
         _ => None,

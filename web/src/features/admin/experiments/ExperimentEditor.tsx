@@ -86,6 +86,42 @@ function Field({
   );
 }
 
+/** A number kept as typed: a labelled text input that brings up the number keyboard on a phone. */
+function NumberField({
+  id,
+  label,
+  hint,
+  messages,
+  className,
+  decimal = false,
+  value,
+  onChange,
+}: {
+  id: string;
+  label: string;
+  hint?: ReactNode;
+  messages: string[] | undefined;
+  className?: string;
+  /** A fraction is allowed (the keyboard with a decimal point). */
+  decimal?: boolean;
+  value: string;
+  onChange: (value: string) => void;
+}) {
+  return (
+    <Field id={id} label={label} hint={hint} messages={messages} className={className}>
+      <input
+        id={id}
+        className="admin-field__control"
+        value={value}
+        inputMode={decimal ? 'decimal' : 'numeric'}
+        autoComplete="off"
+        onChange={(event) => onChange(event.target.value)}
+        {...described(id, messages, Boolean(hint))}
+      />
+    </Field>
+  );
+}
+
 /**
  * A new experiment, or a draft's changes: who takes part (the funnel, and its campaigns and
  * keywords), two to four arms (A is the control), the goal, the guardrails and when to stop.
@@ -347,23 +383,15 @@ export function ExperimentEditor({
                       ))}
                     </select>
                   </Field>
-                  <Field
+                  <NumberField
                     id={`${base}-weight`}
                     label="Weight"
                     hint={share === null ? 'From 1 to 100.' : `${formatShare(share)} of visitors.`}
                     messages={at.get(`${key}.weight`)}
                     className="exp-field--narrow"
-                  >
-                    <input
-                      id={`${base}-weight`}
-                      className="admin-field__control"
-                      value={arm.weight}
-                      inputMode="numeric"
-                      autoComplete="off"
-                      onChange={(event) => setArm(arm.id, { weight: event.target.value })}
-                      {...described(`${base}-weight`, at.get(`${key}.weight`), true)}
-                    />
-                  </Field>
+                    value={arm.weight}
+                    onChange={(weight) => setArm(arm.id, { weight })}
+                  />
                 </div>
               </div>
             );
@@ -394,23 +422,15 @@ export function ExperimentEditor({
                 ))}
               </select>
             </Field>
-            <Field
+            <NumberField
               id="exp-days"
               label="Within (days)"
               hint="Counted from each visitor’s first visit in the experiment."
               messages={at.get('goal.days')}
               className="exp-field--narrow"
-            >
-              <input
-                id="exp-days"
-                className="admin-field__control"
-                value={form.days}
-                inputMode="numeric"
-                autoComplete="off"
-                onChange={(event) => set('days', event.target.value)}
-                {...described('exp-days', at.get('goal.days'), true)}
-              />
-            </Field>
+              value={form.days}
+              onChange={(value) => set('days', value)}
+            />
           </div>
         </fieldset>
 
@@ -419,28 +439,22 @@ export function ExperimentEditor({
           <p className="flows-hint">An arm above a limit is marked in the figures. Leave a limit empty for none.</p>
           {groupProblems('guardrails')}
           <div className="admin-filters">
-            <Field id="exp-refund" label="Max refund rate (%)" messages={at.get('guardrails.maxRefundRate')}>
-              <input
-                id="exp-refund"
-                className="admin-field__control"
-                value={form.maxRefundRate}
-                inputMode="decimal"
-                autoComplete="off"
-                onChange={(event) => set('maxRefundRate', event.target.value)}
-                {...described('exp-refund', at.get('guardrails.maxRefundRate'))}
-              />
-            </Field>
-            <Field id="exp-early" label="Max early-leave rate (%)" messages={at.get('guardrails.maxEarlyLeaveRate')}>
-              <input
-                id="exp-early"
-                className="admin-field__control"
-                value={form.maxEarlyLeaveRate}
-                inputMode="decimal"
-                autoComplete="off"
-                onChange={(event) => set('maxEarlyLeaveRate', event.target.value)}
-                {...described('exp-early', at.get('guardrails.maxEarlyLeaveRate'))}
-              />
-            </Field>
+            <NumberField
+              id="exp-refund"
+              label="Max refund rate (%)"
+              messages={at.get('guardrails.maxRefundRate')}
+              decimal
+              value={form.maxRefundRate}
+              onChange={(value) => set('maxRefundRate', value)}
+            />
+            <NumberField
+              id="exp-early"
+              label="Max early-leave rate (%)"
+              messages={at.get('guardrails.maxEarlyLeaveRate')}
+              decimal
+              value={form.maxEarlyLeaveRate}
+              onChange={(value) => set('maxEarlyLeaveRate', value)}
+            />
           </div>
           <p className="flows-hint">Early leave: a chat visitor who leaves before their second message.</p>
         </fieldset>
@@ -459,40 +473,29 @@ export function ExperimentEditor({
           </p>
           {groupProblems('rule')}
           <div className="admin-filters">
-            <Field id="exp-min-exposures" label="Min visitors per arm" messages={at.get('rule.minExposures')}>
-              <input
-                id="exp-min-exposures"
-                className="admin-field__control"
-                value={form.minExposures}
-                inputMode="numeric"
-                autoComplete="off"
-                onChange={(event) => set('minExposures', event.target.value)}
-                {...described('exp-min-exposures', at.get('rule.minExposures'))}
-              />
-            </Field>
-            <Field id="exp-min-days" label="Min days" messages={at.get('rule.minDays')}>
-              <input
-                id="exp-min-days"
-                className="admin-field__control"
-                value={form.minDays}
-                inputMode="numeric"
-                autoComplete="off"
-                onChange={(event) => set('minDays', event.target.value)}
-                {...described('exp-min-days', at.get('rule.minDays'))}
-              />
-            </Field>
-            <Field id="exp-chance" label="Chance to beat (%)" messages={at.get('rule.chance')}>
-              <input
-                id="exp-chance"
-                className="admin-field__control"
-                value={form.chance}
-                inputMode="decimal"
-                autoComplete="off"
-                onChange={(event) => set('chance', event.target.value)}
-                {...described('exp-chance', at.get('rule.chance'))}
-              />
-            </Field>
-            <Field
+            <NumberField
+              id="exp-min-exposures"
+              label="Min visitors per arm"
+              messages={at.get('rule.minExposures')}
+              value={form.minExposures}
+              onChange={(value) => set('minExposures', value)}
+            />
+            <NumberField
+              id="exp-min-days"
+              label="Min days"
+              messages={at.get('rule.minDays')}
+              value={form.minDays}
+              onChange={(value) => set('minDays', value)}
+            />
+            <NumberField
+              id="exp-chance"
+              label="Chance to beat (%)"
+              messages={at.get('rule.chance')}
+              decimal
+              value={form.chance}
+              onChange={(value) => set('chance', value)}
+            />
+            <NumberField
               id="exp-max-loss"
               label={`Max expected loss (${lossUnit})`}
               hint={
@@ -501,17 +504,10 @@ export function ExperimentEditor({
                   : 'Of the net revenue per visitor, in dollars: 0.05 means 5 cents.'
               }
               messages={at.get('rule.maxLoss')}
-            >
-              <input
-                id="exp-max-loss"
-                className="admin-field__control"
-                value={form.maxLoss}
-                inputMode="decimal"
-                autoComplete="off"
-                onChange={(event) => set('maxLoss', event.target.value)}
-                {...described('exp-max-loss', at.get('rule.maxLoss'), true)}
-              />
-            </Field>
+              decimal
+              value={form.maxLoss}
+              onChange={(value) => set('maxLoss', value)}
+            />
           </div>
           <label className="admin-check exp-check">
             <input
