@@ -685,14 +685,13 @@ async fn a_members_reply_streams_to_its_devices_on_both_processes() {
     }
 }
 
-/// `scripts/cluster` (here with two processes and the binaries this test run built) starts the
-/// SurrealDB server, Redis, the processes and HAProxy, says `ready:` once all of it answers,
-/// serves a visitor through the balancer, and stops all of it on SIGTERM.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scripts_cluster_runs_the_whole_set_and_stops_it_on_sigterm() {
+/// `scripts/cluster` on `folder` (two processes, the binaries this test run built, the balancer
+/// on `port`), once it said `ready:`: the script's process and the balancer's address.
+async fn start_cluster_script(
+    folder: &std::path::Path,
+    port: u16,
+) -> (std::process::Child, String) {
     use std::io::BufRead;
-    let folder = tempfile::tempdir().expect("temp dir");
-    let port = crate::processes::free_port();
     let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_helpnow"))
         .parent()
         .expect("the binaries' folder")
@@ -701,7 +700,7 @@ async fn scripts_cluster_runs_the_whole_set_and_stops_it_on_sigterm() {
         std::process::Command::new(crate::helpers::project_root().join("scripts/cluster"))
             .env("CLUSTER_PROCESSES", "2")
             .env("CLUSTER_PORT", port.to_string())
-            .env("CLUSTER_DATA", folder.path())
+            .env("CLUSTER_DATA", folder)
             .env("HELPNOW_BIN_DIR", &bin_dir)
             .env_remove("APP_ENV")
             .stdout(std::process::Stdio::piped())
@@ -720,14 +719,20 @@ async fn scripts_cluster_runs_the_whole_set_and_stops_it_on_sigterm() {
         .expect("ready within two minutes")
         .expect("read");
     let address = format!("http://127.0.0.1:{port}");
-    assert_eq!(ready, Some(format!("ready: {address}")));
+    assert_eq!(
+        ready,
+        Some(format!("ready: {address}")),
+        "scripts/cluster is ready"
+    );
+    (child, address)
+}
 
-    let (mut client, conversation) =
-        join_funnel_at(&target_at(&address), "cluster-script-visitor").await;
-    assert_eq!(texts(&conversation).len(), 1);
-    send(&mut client, "my screen is black").await;
-    drop(client);
-
+/// Stops `scripts/cluster` with SIGTERM: it exits 143, and nothing it started answers after.
+async fn stop_cluster_script(
+    mut child: std::process::Child,
+    address: &str,
+    folder: &std::path::Path,
+) {
     let pid = child.id().to_string();
     let status = std::process::Command::new("kill")
         .args(["-TERM", &pid])
@@ -747,7 +752,7 @@ async fn scripts_cluster_runs_the_whole_set_and_stops_it_on_sigterm() {
         answer.is_err(),
         "nothing answers once it stopped: {answer:?}"
     );
-    let config = std::fs::read_to_string(folder.path().join("haproxy.cfg")).expect("its config");
+    let config = std::fs::read_to_string(folder.join("haproxy.cfg")).expect("its config");
     let processes: Vec<&str> = config
         .lines()
         .filter_map(|line| line.trim().strip_prefix("server p"))
@@ -760,6 +765,59 @@ async fn scripts_cluster_runs_the_whole_set_and_stops_it_on_sigterm() {
             "the helpnow process at {process} stopped too"
         );
     }
+}
+
+/// `scripts/cluster` starts the SurrealDB server, Redis, the processes and HAProxy, says `ready:`
+/// once all of it answers, serves a visitor and a sign-up through the balancer, and stops all of
+/// it on SIGTERM; started again on the same folder (issue 51), it serves the first run's account
+/// and conversation: the secrets it made are kept there, readable by its user only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_cluster_runs_the_whole_set_stops_on_sigterm_and_starts_again_on_its_own_data() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let port = crate::processes::free_port();
+    let (child, address) = start_cluster_script(folder.path(), port).await;
+    let (mut client, conversation) =
+        join_funnel_at(&target_at(&address), "cluster-script-visitor").await;
+    assert_eq!(texts(&conversation).len(), 1);
+    send(&mut client, "my screen is black").await;
+    drop(client);
+    let http = reqwest::Client::new();
+    let response = http
+        .post(format!("{address}/api/auth/signup"))
+        .json(&json!({ "email": "restart@example.com", "password": PASSWORD }))
+        .send()
+        .await
+        .expect("sign-up");
+    assert_eq!(response.status(), 201);
+    stop_cluster_script(child, &address, folder.path()).await;
+
+    let secrets = folder.path().join("secrets");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&secrets)
+            .expect("the secrets are kept")
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "the secrets' file is its user's only");
+
+    let (child, address) = start_cluster_script(folder.path(), port).await;
+    let response = http
+        .post(format!("{address}/api/auth/login"))
+        .json(&json!({ "email": "restart@example.com", "password": PASSWORD }))
+        .send()
+        .await
+        .expect("sign-in");
+    assert_eq!(response.status(), 200, "the first run's account signs in");
+    let (client, conversation) =
+        join_funnel_at(&target_at(&address), "cluster-script-visitor").await;
+    let texts = texts(&conversation);
+    assert!(
+        texts
+            .iter()
+            .any(|(role, text)| role == "user" && text == "my screen is black"),
+        "the first run's conversation: {texts:?}"
+    );
+    drop(client);
+    stop_cluster_script(child, &address, folder.path()).await;
 }
 
 /// A member's reply streaming from one process to the member's device on another: the process
