@@ -11,7 +11,7 @@ import { ChangeNote, Mark, PendingNotes, rowMark, stepMark, type MarkDef } from 
 import { FilterBar } from './FilterBar';
 import { HeldPayments } from './HeldPayments';
 import { LivePanel } from './LivePanel';
-import { Section, Unavailable } from './sections';
+import { LoadFailed, Section, Unavailable } from './sections';
 import { SortableTable, type Column, type Sort } from './SortableTable';
 import {
   BY_NAMES,
@@ -588,14 +588,7 @@ export function AdminDashboardPage() {
           reload or a shared link shows this view.
         </p>
         {report.error && (
-          <div className="admin-failed">
-            <p className="form__error" role="alert">
-              {report.error}
-            </p>
-            <Button variant="secondary" onClick={reload}>
-              Try again
-            </Button>
-          </div>
+          <LoadFailed error={report.error} onRetry={reload} />
         )}
         {state.compare && previous.error && !report.error && <p className="form__error">{PREVIOUS_FAILED}</p>}
       </section>

@@ -1,7 +1,8 @@
-// What the admin pages share: the card a section is drawn in, with its head, and the page an
-// admin page is for anyone else (its API answers 404).
+// What the admin pages share: the card a section is drawn in, with its head, a read that failed
+// with its retry, and the page an admin page is for anyone else (its API answers 404).
 import type { ReactNode } from 'react';
 import { Link } from 'react-router';
+import { Button } from '../../components/Button';
 
 export const NOT_AVAILABLE = 'This page is not available.';
 
@@ -45,5 +46,19 @@ export function Unavailable({ title, titleId }: { title: string; titleId: string
         </Link>
       </p>
     </section>
+  );
+}
+
+/** A read that failed: its error, announced, and "Try again". */
+export function LoadFailed({ error, onRetry }: { error: string; onRetry: () => void }) {
+  return (
+    <div className="admin-failed">
+      <p className="form__error" role="alert">
+        {error}
+      </p>
+      <Button variant="secondary" onClick={onRetry}>
+        Try again
+      </Button>
+    </div>
   );
 }

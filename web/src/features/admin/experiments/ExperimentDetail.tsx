@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import { Button } from '../../../components/Button';
 import { ConfirmDialog } from '../../../components/ConfirmDialog';
 import { formatDay, formatMoment } from '../operations-format';
-import { Section } from '../sections';
+import { LoadFailed, Section } from '../sections';
 import { ExperimentAnalysis } from './ExperimentAnalysis';
 import { ExperimentEditor } from './ExperimentEditor';
 import {
@@ -230,14 +230,7 @@ export function ExperimentDetail({
   if (!detail) {
     return error ? (
       <Section id="exp-detail-title" title="Experiment">
-        <div className="admin-failed">
-          <p className="form__error" role="alert">
-            {error}
-          </p>
-          <Button variant="secondary" onClick={() => setReads((current) => current + 1)}>
-            Try again
-          </Button>
-        </div>
+        <LoadFailed error={error} onRetry={() => setReads((current) => current + 1)} />
       </Section>
     ) : (
       <p className="admin-loading" role="status">

@@ -2,7 +2,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { Button } from '../../../components/Button';
 import { formatDay } from '../operations-format';
-import { Section, Unavailable } from '../sections';
+import { LoadFailed, Section, Unavailable } from '../sections';
 import { ExperimentDetail, StatusBadge } from './ExperimentDetail';
 import { ExperimentEditor } from './ExperimentEditor';
 import { experimentsApi, FUNNEL_NAMES, isUnavailable, type Experiment, type ExperimentList } from './experiments-api';
@@ -159,14 +159,7 @@ export function ExperimentsPage() {
           </p>
         )}
         {load.error && (
-          <div className="admin-failed">
-            <p className="form__error" role="alert">
-              {load.error}
-            </p>
-            <Button variant="secondary" onClick={() => setReads((current) => current + 1)}>
-              Try again
-            </Button>
-          </div>
+          <LoadFailed error={load.error} onRetry={() => setReads((current) => current + 1)} />
         )}
       </section>
 

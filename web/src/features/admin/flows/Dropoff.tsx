@@ -1,10 +1,10 @@
 import { useEffect, useRef, useState, type CSSProperties } from 'react';
-import { Button } from '../../../components/Button';
 import { formatCount, formatRange, isDayKey } from '../format';
 import { PRESETS } from '../url-state';
 import { DROPOFF_FUNNELS, dropoffRows, versionsOf, type DropoffRow } from './dropoff-model';
 import { flowsApi, type Dropoff as DropoffData, type DropoffFlow, type DropoffQuery } from './flows-api';
 import { Section } from './parts';
+import { LoadFailed } from '../sections';
 
 export const DROPOFF_FAILED = 'The drop-off could not be read. Please try again.';
 export const DATES_WRONG = 'Choose a first and a last day, the first not after the last.';
@@ -358,14 +358,7 @@ export function Dropoff({
         own counts: an edit resets nothing. Previews are not counted.
       </p>
       {load.error && (
-        <div className="admin-failed">
-          <p className="form__error" role="alert">
-            {load.error}
-          </p>
-          <Button variant="secondary" onClick={() => setVersion((current) => current + 1)}>
-            Try again
-          </Button>
-        </div>
+        <LoadFailed error={load.error} onRetry={() => setVersion((current) => current + 1)} />
       )}
       {data === null ? (
         !load.error && (

@@ -1,8 +1,7 @@
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { Button } from '../../../components/Button';
 import { ConfirmDialog } from '../../../components/ConfirmDialog';
-import { Unavailable } from '../sections';
+import { LoadFailed, Unavailable } from '../sections';
 import { Dropoff } from './Dropoff';
 import { readDropoff, writeDropoff } from './dropoff-model';
 import { FlowEditor } from './FlowEditor';
@@ -128,14 +127,7 @@ export function FlowsPage() {
           started with.
         </p>
         {load.error && (
-          <div className="admin-failed">
-            <p className="form__error" role="alert">
-              {load.error}
-            </p>
-            <Button variant="secondary" onClick={() => void read()}>
-              Try again
-            </Button>
-          </div>
+          <LoadFailed error={load.error} onRetry={() => void read()} />
         )}
       </section>
 
