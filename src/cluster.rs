@@ -11,8 +11,8 @@
 
 use std::net::IpAddr;
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -156,7 +156,7 @@ struct Envelope {
 }
 
 /// Acts on an event from the process `from` (this process's own id for its own events).
-type Handler = Box<dyn Fn(&str, ClusterEvent) + Send + Sync>;
+type Handler = Arc<dyn Fn(&str, ClusterEvent) + Send + Sync>;
 
 /// An event on its way to Redis.
 struct Outgoing {
@@ -196,11 +196,24 @@ pub struct Cluster {
     inner: Arc<Inner>,
 }
 
+impl Inner {
+    fn handler(&self) -> Option<Handler> {
+        lock(&self.handler).clone()
+    }
+}
+
 struct Inner {
     /// This process's name on the channel.
     id: String,
+    /// Set by [`Cluster::leave`]: the sign of life is no longer set.
+    left: AtomicBool,
+    /// Held while the sign of life is set, so a leave never runs between a heartbeat's check and
+    /// its write.
+    beat: tokio::sync::Mutex<()>,
     redis: Option<Redis>,
-    handler: OnceLock<Handler>,
+    /// Set once by `listen`; taken away by `leave`, for it holds what holds this (the relay, the
+    /// registries), and the tasks end only once this is gone.
+    handler: std::sync::Mutex<Option<Handler>>,
     /// Each limit counted in this process: alone, or while Redis does not answer.
     local: std::sync::Mutex<std::collections::HashMap<&'static str, LocalLimiter>>,
     /// The members that have an actor here: their channels are listened on.
@@ -338,6 +351,28 @@ impl Cluster {
         }
     }
 
+    /// The process is stopping: its sign of life is taken away at once (and no longer set), so
+    /// the other processes take over whatever it still holds (a claim not given up, a member's
+    /// reply it was writing) without waiting for it to lapse.
+    /// Events from the others are no longer acted on: the handler goes, and with it what it
+    /// held, so the tasks end once the last handle of this is dropped.
+    pub async fn leave(&self) {
+        lock(&self.inner.handler).take();
+        let _beat = self.inner.beat.lock().await;
+        self.inner.left.store(true, Ordering::SeqCst);
+        let Some(redis) = &self.inner.redis else {
+            return;
+        };
+        let mut commands = redis.commands.clone();
+        let mut delete = redis::cmd("DEL");
+        delete.arg(format!("{PROCESS_KEY_PREFIX}{}", self.inner.id));
+        if let Ok(Err(error)) =
+            tokio::time::timeout(ENGINE_TIMEOUT, delete.query_async::<i64>(&mut commands)).await
+        {
+            tracing::warn!(%error, "this process's sign of life could not be taken away");
+        }
+    }
+
     /// Gives up `actor`'s claim on `conversation` (it stopped), without waiting.
     pub fn release(&self, conversation: &str, actor: u64) {
         let Some(redis) = &self.inner.redis else {
@@ -370,8 +405,10 @@ impl Cluster {
         Self {
             inner: Arc::new(Inner {
                 id: format!("{:016x}", rand::random::<u64>()),
+                left: AtomicBool::new(false),
+                beat: tokio::sync::Mutex::new(()),
                 redis,
-                handler: OnceLock::new(),
+                handler: std::sync::Mutex::new(None),
                 local: std::sync::Mutex::new(std::collections::HashMap::new()),
                 members: std::sync::Mutex::new(std::collections::HashSet::new()),
                 subscribed: std::sync::Mutex::new(std::collections::HashSet::new()),
@@ -388,8 +425,12 @@ impl Cluster {
     /// Starts acting on events with `handler`: this process's own at once, the others' as they
     /// arrive (from a task that subscribes again whenever its connection is lost). Once.
     pub fn listen(&self, handler: impl Fn(&str, ClusterEvent) + Send + Sync + 'static) {
-        if self.inner.handler.set(Box::new(handler)).is_err() {
-            return;
+        {
+            let mut slot = lock(&self.inner.handler);
+            if slot.is_some() {
+                return;
+            }
+            *slot = Some(Arc::new(handler));
         }
         let control = self
             .inner
@@ -457,7 +498,7 @@ impl Cluster {
     /// Acts on `event` here and tells the other processes (a task sends it, in order with the
     /// members' events).
     pub fn publish(&self, event: ClusterEvent) {
-        if let Some(handler) = self.inner.handler.get() {
+        if let Some(handler) = self.inner.handler() {
             handler(&self.inner.id, event.clone());
         }
         self.send(CHANNEL.to_owned(), event);
@@ -543,11 +584,15 @@ impl Cluster {
 async fn heartbeat(inner: std::sync::Weak<Inner>, mut commands: redis::aio::ConnectionManager) {
     loop {
         tokio::time::sleep(HEARTBEAT_EVERY).await;
-        let Some(id) = inner.upgrade().map(|inner| inner.id.clone()) else {
+        let Some(process) = inner.upgrade() else {
             return;
         };
+        let _beat = process.beat.lock().await;
+        if process.left.load(Ordering::SeqCst) {
+            return;
+        }
         if let Ok(Err(error)) =
-            tokio::time::timeout(ENGINE_TIMEOUT, set_sign_of_life(&mut commands, &id)).await
+            tokio::time::timeout(ENGINE_TIMEOUT, set_sign_of_life(&mut commands, &process.id)).await
         {
             tracing::debug!(%error, "this process's sign of life could not be set");
         }
@@ -731,7 +776,7 @@ fn deliver(inner: &Inner, message: &redis::Msg) {
         return;
     };
     if envelope.from != inner.id
-        && let Some(handler) = inner.handler.get()
+        && let Some(handler) = inner.handler()
     {
         handler(&envelope.from, envelope.event);
     }

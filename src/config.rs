@@ -87,7 +87,44 @@ pub struct Settings {
     pub analytics: AnalyticsSettings,
     #[serde(default)]
     pub events: EventsSettings,
+    #[serde(default)]
+    pub backup: BackupSettings,
     pub log: LogSettings,
+}
+
+/// Backups the server takes by itself (`store::backup::spawn_schedule`): none unless `folder` is
+/// set. With several processes, set it on one of them.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BackupSettings {
+    /// Where they go, as `helpnow-backup-YYYYMMDDTHHMMSS.mmmZ.surql`.
+    #[serde(default)]
+    pub folder: Option<PathBuf>,
+    /// Seconds between two (a day by default); the first is taken this long after the start.
+    #[serde(default = "BackupSettings::default_every_secs")]
+    pub every_secs: u64,
+    /// How many are kept: after each new one, the oldest beyond this count are removed.
+    #[serde(default = "BackupSettings::default_keep")]
+    pub keep: usize,
+}
+
+impl BackupSettings {
+    fn default_every_secs() -> u64 {
+        86_400
+    }
+
+    fn default_keep() -> usize {
+        7
+    }
+}
+
+impl Default for BackupSettings {
+    fn default() -> Self {
+        Self {
+            folder: None,
+            every_secs: Self::default_every_secs(),
+            keep: Self::default_keep(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -99,8 +136,15 @@ pub struct ServerSettings {
     pub static_dir: PathBuf,
     /// Where `legal/` and `shortcuts.toml` are read from.
     pub content_dir: PathBuf,
-    /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
+    /// Seconds a stop (SIGTERM/SIGINT) gives the live conversations to finish their saves and
+    /// replies, the sockets to close and the requests in flight to finish, after `drain_ms`.
     pub shutdown_timeout_secs: u64,
+    /// Milliseconds between a stop's first step (readiness fails) and the next (the
+    /// conversations handed over, the sockets asked to connect again): the balancer's time to
+    /// take the process out (its health checks' interval times the failures it waits for), so
+    /// that clients connect again to another process. 0 without a balancer.
+    #[serde(default)]
+    pub drain_ms: u64,
     /// Extra origins allowed besides `public_url` (for the real-time channel).
     #[serde(default, deserialize_with = "list_or_commas")]
     pub allowed_origins: Vec<String>,

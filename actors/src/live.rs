@@ -68,6 +68,11 @@ impl<K: Eq + Hash + Clone, A: Actor> LiveActors<K, A> {
         self.live().len()
     }
 
+    /// Every live actor's address.
+    pub fn all(&self) -> Vec<Addr<A>> {
+        self.live().values().cloned().collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.live().is_empty()
     }
@@ -77,6 +82,31 @@ impl<K: Eq + Hash + Clone, A: Actor> Default for LiveActors<K, A> {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The process is stopping: sends `drain()` to every live actor of `live` and waits until none
+/// is left (each takes itself out as it stops), at most `limit`. Answers how many were still
+/// live then.
+pub async fn drain<K, A, M>(
+    live: &LiveActors<K, A>,
+    drain: impl Fn() -> M,
+    limit: std::time::Duration,
+) -> usize
+where
+    K: Eq + Hash + Clone,
+    A: Actor + Handler<M>,
+    A::Context: ToEnvelope<A, M>,
+    M: Message + Send + 'static,
+    M::Result: Send,
+{
+    for actor in live.all() {
+        actor.do_send(drain());
+    }
+    let deadline = tokio::time::Instant::now() + limit;
+    while !live.is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    live.len()
 }
 
 /// Sends `join()` to the live actor of `key` (started by `start`, which is given the registry's

@@ -208,6 +208,14 @@ impl Namespace for FunnelNamespace {
                 Err(JoinError::Elsewhere(holder)) => {
                     Ok(relay.open(holder, key, start, socket, address))
                 }
+                // This process is stopping: the client connects again, to another one.
+                Err(JoinError::Stopping) => {
+                    socket.close_connection();
+                    Err(ConnectError::new(
+                        "We could not open your chat just now. Please try again in a moment.",
+                    )
+                    .with_data(json!({ "code": "unavailable" })))
+                }
                 Err(JoinError::Unavailable) => Err(ConnectError::new(
                     "We could not open your chat just now. Please try again in a moment.",
                 )

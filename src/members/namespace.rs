@@ -179,8 +179,11 @@ impl Namespace for MemberNamespace {
             } else {
                 None
             };
-            let client: Arc<dyn ActorClient> = Arc::new(SocketClient { socket, address });
-            let actor = registry
+            let client: Arc<dyn ActorClient> = Arc::new(SocketClient {
+                socket: socket.clone(),
+                address,
+            });
+            let joined = registry
                 .join(
                     &user_id,
                     Join {
@@ -189,8 +192,17 @@ impl Namespace for MemberNamespace {
                         funnel,
                     },
                 )
-                .await
-                .map_err(unavailable)?;
+                .await;
+            let actor = match joined {
+                Ok(actor) => actor,
+                Err(error) => {
+                    if registry.is_draining() {
+                        // This process is stopping: the client connects again, to another.
+                        socket.close_connection();
+                    }
+                    return Err(unavailable(error));
+                }
+            };
             // A sign-out while this connection was being opened told the actor before the
             // socket had joined: look again now that it has.
             if let Some(hash) = session {

@@ -79,7 +79,23 @@ impl RealtimeServer {
         self.state.wait_for_websockets(limit).await;
     }
 
-    /// Whether `close_all` ran: the server takes no new connections.
+    /// The first step of a stop: readiness fails, so a balancer sends new clients elsewhere,
+    /// while the open connections are served and new ones still taken.
+    pub fn drain(&self) {
+        self.state.drain();
+    }
+
+    /// Whether the process is stopping ([`Self::drain`] or later): its readiness fails.
+    pub fn is_draining(&self) -> bool {
+        self.state.is_draining()
+    }
+
+    /// Refuses new connections from now on, and keeps those open.
+    pub fn refuse_new(&self) {
+        self.state.refuse_new();
+    }
+
+    /// Whether `close_all` or `refuse_new` ran: the server takes no new connections.
     pub fn is_stopping(&self) -> bool {
         self.state.is_stopping()
     }

@@ -33,6 +33,9 @@ struct Inner {
     live: Mutex<Live>,
     /// Set by `close_all`: new connections are refused from then on.
     stopping: AtomicBool,
+    /// Set by `drain`: readiness fails (the balancer takes the process out) while connections
+    /// are still served and taken.
+    draining: AtomicBool,
     /// Upgraded WebSocket sockets still open, until their last frames are written.
     websockets: AtomicUsize,
     parked: Mutex<Parked>,
@@ -112,6 +115,7 @@ impl ServerState {
             namespaces,
             live: Mutex::new(Live::default()),
             stopping: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
             websockets: AtomicUsize::new(0),
             parked: Mutex::new(Parked {
                 sockets: HashMap::new(),
@@ -175,6 +179,20 @@ impl ServerState {
 
     pub(crate) fn is_stopping(&self) -> bool {
         self.0.stopping.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn drain(&self) {
+        self.0.draining.store(true, Ordering::SeqCst);
+    }
+
+    pub(crate) fn is_draining(&self) -> bool {
+        self.0.draining.load(Ordering::SeqCst) || self.is_stopping()
+    }
+
+    /// Refuses new connections from now on; those open stay.
+    pub(crate) fn refuse_new(&self) {
+        self.0.draining.store(true, Ordering::SeqCst);
+        self.0.stopping.store(true, Ordering::SeqCst);
     }
 
     /// Closes every connection with `server shutting down`, and refuses new ones from now on.

@@ -21,8 +21,8 @@ pub async fn live() -> HttpResponse {
 /// Readiness: whether this process should get traffic (at `/health/ready`, and at `/health`
 /// where the balancer asks).
 pub async fn ready(db: web::Data<Db>, realtime: web::Data<RealtimeServer>) -> HttpResponse {
-    if realtime.is_stopping() {
-        // Its connections are closing: the balancer sends new ones elsewhere.
+    if realtime.is_draining() {
+        // It is stopping: the balancer sends new clients elsewhere.
         return HttpResponse::ServiceUnavailable().json(json!({ "status": "stopping" }));
     }
     if store::is_healthy(&db).await {

@@ -23,6 +23,7 @@ use crate::realtime::RealtimeServer;
 use crate::routes;
 use crate::store::{self, Db};
 
+pub mod control;
 pub mod runtime;
 mod settings;
 
@@ -50,8 +51,15 @@ pub struct Application {
     /// Periodic workers (mail retries, trial reminders): they never end by themselves, so a stop
     /// ends them before waiting for the store's own tasks.
     workers: Vec<tokio::task::JoinHandle<()>>,
-    /// How long a stop waits for connections to finish.
+    /// How long a stop waits for conversations and connections to finish.
     shutdown_timeout: Duration,
+    /// How long a stop waits, readiness failing, for the balancer to take the process out.
+    drain: Duration,
+    /// The live conversations, handed over at a stop.
+    funnels: helpnow_actors::funnel::FunnelRegistry,
+    members: helpnow_actors::member::MemberRegistry,
+    /// The other processes, told at a stop that this one is gone.
+    cluster: Cluster,
     /// The drop-off's counts still in memory are written when the process stops.
     flow_tallies: Arc<crate::flows::tally::FlowTallies>,
 }
@@ -111,6 +119,19 @@ impl Application {
         );
         let mailer = Mailer::from_settings(&settings.mail, db.clone())?;
         let mut workers = vec![mailer.spawn_retry_worker(MAIL_RETRY_INTERVAL)];
+        // `helpnow backup` asks through it (an embedded store's lock keeps the command out).
+        workers.extend(control::start(&settings.database.url, db.clone()));
+        if let Some(folder) = &settings.backup.folder {
+            let store = store::backup::Store::of(&settings.database.url)
+                .map_or("mem", |store| store.kind());
+            workers.push(store::backup::spawn_schedule(
+                db.clone(),
+                store,
+                folder.clone(),
+                Duration::from_secs(settings.backup.every_secs),
+                settings.backup.keep,
+            ));
+        }
         let metrics = Arc::new(Metrics::new()?);
         let billing = Arc::new(Billing::new(
             db.clone(),
@@ -246,7 +267,7 @@ impl Application {
             .namespace(
                 "/funnel",
                 funnels::FunnelNamespace::new(
-                    funnel_registry,
+                    funnel_registry.clone(),
                     funnel_relay,
                     live_store,
                     journeys.clone(),
@@ -268,6 +289,7 @@ impl Application {
             )
             .build();
         let shutdown_timeout = settings.server.shutdown_timeout_secs;
+        let drain = Duration::from_millis(settings.server.drain_ms);
         let server = run(
             listener,
             settings,
@@ -280,8 +302,8 @@ impl Application {
                 billing,
                 ai,
                 auth_throttle,
-                members: member_registry,
-                cluster,
+                members: member_registry.clone(),
+                cluster: cluster.clone(),
                 analytics_store,
                 journeys,
                 flows,
@@ -297,6 +319,10 @@ impl Application {
             realtime,
             workers,
             shutdown_timeout: Duration::from_secs(shutdown_timeout),
+            drain,
+            funnels: funnel_registry,
+            members: member_registry,
+            cluster,
             flow_tallies,
         })
     }
@@ -310,11 +336,19 @@ impl Application {
         self.db.clone()
     }
 
-    /// Serves until SIGTERM or SIGINT. Then real-time connections are closed (their clients
-    /// reconnect, to another process if there is one) and get `server.shutdown_timeout_secs` to
-    /// write their last frames; then in-flight requests get as long again to finish. Last the store is closed: the embedded engine
-    /// stops its background tasks once the last handle is gone, and waiting for them keeps them
-    /// from being cut off mid-pass.
+    /// Serves until SIGTERM or SIGINT, then stops in steps (docs/operations.md, "Stopping"):
+    /// 1. readiness fails (`/health` answers 503) while everything is still served, for
+    ///    `server.drain_ms`, the balancer's time to take the process out;
+    /// 2. no new connection is taken; every funnel conversation finishes its saves, asks its
+    ///    sockets to connect again (to another process) and gives up its claim; every member's
+    ///    replies end (stored and sent) before their sockets are asked the same;
+    /// 3. the other processes are told this one is gone (its sign of life taken away);
+    /// 4. the remaining connections are closed, and in-flight requests finish;
+    /// 5. the batches are committed and the store is closed.
+    ///
+    /// Steps 2 and 4 share `server.shutdown_timeout_secs`; step 5 waits at most
+    /// `STORE_CLOSE_TIMEOUT`. So the process exits within `drain_ms` + `shutdown_timeout_secs`
+    /// + 10 s of the signal.
     pub async fn run_until_stopped(self) -> Result<(), std::io::Error> {
         let Self {
             mut server,
@@ -322,22 +356,49 @@ impl Application {
             realtime,
             workers,
             shutdown_timeout,
+            drain,
+            funnels,
+            members,
+            cluster,
             flow_tallies,
             ..
         } = self;
         let served = tokio::select! {
             served = &mut server => served,
             () = stop_requested() => {
+                let signalled = tokio::time::Instant::now();
                 tracing::info!(
                     connections = realtime.connection_count(),
-                    "stopping: closing real-time connections"
+                    drain_ms = drain.as_millis() as u64,
+                    "stopping: readiness fails"
+                );
+                realtime.drain();
+                tokio::time::sleep(drain).await;
+                realtime.refuse_new();
+                let handed_over = tokio::time::Instant::now();
+                let (funnels_left, members_left) = tokio::join!(
+                    funnels.drain(shutdown_timeout),
+                    members.drain(shutdown_timeout),
+                );
+                cluster.leave().await;
+                tracing::info!(
+                    funnels_left,
+                    members_left,
+                    handover_ms = handed_over.elapsed().as_millis() as u64,
+                    connections = realtime.connection_count(),
+                    "stopping: conversations handed over; closing real-time connections"
                 );
                 realtime.close_all();
+                let remaining = shutdown_timeout.saturating_sub(handed_over.elapsed());
                 // Upgraded WebSockets are no longer the HTTP server's to wait for.
-                realtime.wait_for_websockets(shutdown_timeout).await;
+                realtime.wait_for_websockets(remaining).await;
                 // The server future runs the stop, so it is polled alongside.
                 let stopping = server.handle().stop(true);
                 let (served, ()) = tokio::join!(server, stopping);
+                tracing::info!(
+                    after_ms = signalled.elapsed().as_millis() as u64,
+                    "stopping: connections closed"
+                );
                 served
             }
         };
@@ -349,9 +410,13 @@ impl Application {
         for worker in workers {
             let _ = worker.await;
         }
-        // The funnel actors' registry goes first; then the drop-off's last counts are written
-        // and its task ends (it holds a store handle).
+        // The funnel actors' registry goes first, and the events' connection (its tasks end with
+        // the last handle); then the drop-off's last counts are written and its task ends (it
+        // holds a store handle).
         drop(realtime);
+        drop(funnels);
+        drop(members);
+        drop(cluster);
         flow_tallies.stop().await;
         drop(flow_tallies);
         drop(db);
@@ -387,7 +452,9 @@ async fn stop_requested() {
 /// How long a stopping server waits for the store's background tasks.
 const STORE_CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 
-async fn wait_for_background_tasks(timeout: Duration) {
+/// Waits, at most `timeout`, until the runtime's tasks have ended (the embedded store's close
+/// once its last handle is gone).
+pub async fn wait_for_background_tasks(timeout: Duration) {
     let runtime = tokio::runtime::Handle::current();
     let deadline = tokio::time::Instant::now() + timeout;
     while runtime.metrics().num_alive_tasks() > 0 {

@@ -6,6 +6,7 @@
 
 pub mod ad_costs;
 pub mod analytics;
+pub mod backup;
 pub mod batch;
 pub mod billing;
 pub mod chats;
@@ -31,7 +32,7 @@ use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
 use surrealdb::opt::auth::Root;
 
-pub use migrate::{MIGRATIONS, Migration, MigrationError, migrate};
+pub use migrate::{MIGRATIONS, Migration, MigrationError, migrate, migrate_first};
 
 use crate::config::DatabaseSettings;
 
@@ -111,6 +112,13 @@ pub enum StoreError {
 
 /// Connects, signs in where a server needs it, selects the namespace and database, and migrates.
 pub async fn connect(settings: &DatabaseSettings) -> Result<Db, StoreError> {
+    let db = open(settings).await?;
+    migrate(&db).await?;
+    Ok(db)
+}
+
+/// Like [`connect`], without migrating (`helpnow backup` and `restore`, src/store/backup.rs).
+pub async fn open(settings: &DatabaseSettings) -> Result<Db, StoreError> {
     if let Some(rest) = settings.url.strip_prefix("surrealkv://") {
         let folder = rest.split('?').next().unwrap_or(rest);
         if let Some(parent) = Path::new(folder)
@@ -143,9 +151,7 @@ pub async fn connect(settings: &DatabaseSettings) -> Result<Db, StoreError> {
     db.use_ns(&settings.namespace)
         .use_db(&settings.database)
         .await?;
-    let db = Db::new(db);
-    migrate(&db).await?;
-    Ok(db)
+    Ok(Db::new(db))
 }
 
 /// Like `check()`, but for a `BEGIN ... COMMIT` script: when one statement fails, every other

@@ -95,7 +95,7 @@ async fn sigterm_closes_real_time_connections_instead_of_waiting_for_them() {
     );
     assert!(
         shutdown_log.iter().any(|entry| entry["message"]
-            == "stopping: closing real-time connections"
+            == "stopping: conversations handed over; closing real-time connections"
             && entry["connections"] == 1),
         "{shutdown_log:?}"
     );
@@ -133,7 +133,7 @@ async fn sigterm_closes_websockets_with_a_close_frame() {
     );
     assert!(
         shutdown_log.iter().any(|entry| entry["message"]
-            == "stopping: closing real-time connections"
+            == "stopping: conversations handed over; closing real-time connections"
             && entry["connections"] == 1),
         "{shutdown_log:?}"
     );

@@ -4,6 +4,7 @@ mod admin_accounts;
 mod ai;
 mod ai_mock;
 mod auth;
+mod backup;
 mod billing;
 mod chats;
 mod cluster;

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::Deps;
 use super::messages::{
-    CheckoutAck, ClientEvent, Join, JoinError, NewConversation, Refusal, SendAck,
+    CheckoutAck, ClientEvent, Drain, Join, JoinError, NewConversation, Refusal, SendAck,
 };
 use super::model::{Conversation, ConversationKey, FunnelMessage, Speaker};
 use super::ports::{ConversationChange, FlowStep, FunnelCheckoutRequest, Holder, StepReached};
@@ -71,6 +71,10 @@ pub struct FunnelActor {
     claimed: bool,
     /// This actor's name in its claim.
     claim_token: u64,
+    /// Saves begun and not yet answered by the store.
+    saves_in_flight: usize,
+    /// The process is stopping (`Drain`): the actor stops once its saves are answered.
+    draining: bool,
 }
 
 impl FunnelActor {
@@ -97,6 +101,8 @@ impl FunnelActor {
             idle_timer: None,
             claimed: false,
             claim_token: rand::random(),
+            saves_in_flight: 0,
+            draining: false,
         }
     }
 
@@ -210,7 +216,9 @@ impl FunnelActor {
         then: impl FnOnce(&mut Self, Result<(), StoreError>, &mut Context<Self>) + 'static,
     ) {
         let save = self.deps.store.save(&next, change);
+        self.saves_in_flight += 1;
         ctx.spawn(save.into_actor(self).map(move |result, act, ctx| {
+            act.saves_in_flight -= 1;
             match &result {
                 Ok(()) => act.conversation = Some(next),
                 Err(StoreError::Conflict) => act.reload(ctx),
@@ -219,6 +227,7 @@ impl FunnelActor {
                 }
             }
             then(act, result, ctx);
+            act.stop_if_drained(ctx);
         }));
     }
 
@@ -668,6 +677,7 @@ impl FunnelActor {
         let start = self.deps.checkout.start(request);
         ctx.spawn(start.into_actor(self).map(move |result, act, ctx| {
             act.checkout_in_flight = false;
+            // Its mark is saved below; the drain waits for that save.
             let url = match result {
                 Ok(url) => {
                     act.track(ConversationEvent::CheckoutInitiated);
@@ -684,6 +694,7 @@ impl FunnelActor {
             };
             act.deliver_checkout(&url);
             act.mark_checkout_started(ctx);
+            act.stop_if_drained(ctx);
         }));
     }
 
@@ -750,6 +761,19 @@ impl FunnelActor {
         ctx.stop();
     }
 
+    /// A draining actor stops once no save or checkout it began is unanswered: its clients
+    /// connect again (to another process, the balancer having taken this one out), and its
+    /// claim is given up as it stops.
+    fn stop_if_drained(&mut self, ctx: &mut Context<Self>) {
+        if !self.draining || self.saves_in_flight > 0 || self.checkout_in_flight {
+            return;
+        }
+        for client in self.clients.drain(..) {
+            client.reconnect();
+        }
+        ctx.stop();
+    }
+
     /// Nobody is connected: the actor stops after a while and frees its memory; the store keeps
     /// the conversation and the next join rebuilds it.
     fn arm_idle_timer(&mut self, ctx: &mut Context<Self>) {
@@ -790,6 +814,15 @@ impl Actor for FunnelActor {
         if let Some(live) = self.live.upgrade() {
             live.forget(&self.key, &ctx.address());
         }
+    }
+}
+
+impl Handler<Drain> for FunnelActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Drain, ctx: &mut Self::Context) {
+        self.draining = true;
+        self.stop_if_drained(ctx);
     }
 }
 

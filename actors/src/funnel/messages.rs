@@ -114,7 +114,18 @@ pub enum JoinError {
     /// Another process holds the conversation (its id): the client is to be served there.
     #[error("the conversation is held by another process")]
     Elsewhere(String),
+    /// This process is stopping: the client is to connect again, to another process.
+    #[error("this process is stopping")]
+    Stopping,
 }
+
+/// The process is stopping: the actor finishes the saves it began (a message acknowledged only
+/// once stored), asks its clients to connect again (to another process) and stops, which gives
+/// up its claim. A reply not yet being saved is left to the process that loads the conversation
+/// next, as after a crash; the automatic checkout's deadline is stored.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Drain;
 
 /// A client joins (or rejoins) the conversation: it gets the `conversation` event.
 #[derive(Message)]

@@ -19,7 +19,9 @@ mod registry;
 
 pub use crate::reply::Reply;
 pub use actor::{CHECKOUT_FALLBACK_URL, FunnelActor};
-pub use messages::{CheckoutAck, ClientEvent, Join, JoinError, NewConversation, Refusal, SendAck};
+pub use messages::{
+    CheckoutAck, ClientEvent, Drain, Join, JoinError, NewConversation, Refusal, SendAck,
+};
 pub use model::{
     Attribution, Conversation, ConversationKey, FunnelMessage, MessageView, Speaker,
     funnel_record_name,

@@ -2,12 +2,14 @@
 //! starts one; an actor that stops (idle) takes itself out.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use actix::{Actor, Addr};
 
 use super::Deps;
 use super::actor::FunnelActor;
-use super::messages::{Join, JoinError, NewConversation};
+use super::messages::{Drain, Join, JoinError, NewConversation};
 use super::model::ConversationKey;
 use crate::live::{self, LiveActors};
 use crate::ports::ActorClient;
@@ -16,6 +18,8 @@ use crate::ports::ActorClient;
 pub struct FunnelRegistry {
     deps: Arc<Deps>,
     live: Arc<LiveActors<ConversationKey, FunnelActor>>,
+    /// Set by [`Self::drain`]: no conversation is started or loaded here any more.
+    draining: Arc<AtomicBool>,
 }
 
 impl FunnelRegistry {
@@ -23,6 +27,7 @@ impl FunnelRegistry {
         Self {
             deps: Arc::new(deps),
             live: Arc::new(LiveActors::new()),
+            draining: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -34,6 +39,9 @@ impl FunnelRegistry {
         start: NewConversation,
         client: Arc<dyn ActorClient>,
     ) -> Result<Addr<FunnelActor>, JoinError> {
+        if self.draining.load(Ordering::SeqCst) {
+            return Err(JoinError::Stopping);
+        }
         let joined = live::join(
             &self.live,
             &key,
@@ -48,6 +56,15 @@ impl FunnelRegistry {
             Ok((addr, answer)) => answer.map(|()| addr),
             Err(live::Unavailable) => Err(JoinError::Unavailable),
         }
+    }
+
+    /// The process is stopping: every live actor finishes its saves, asks its clients to
+    /// connect again and gives up its conversation (`Drain`), and joins are refused from now on
+    /// (`JoinError::Stopping`). Waits until no actor is left, at most `limit`; answers how many
+    /// were still live then.
+    pub async fn drain(&self, limit: Duration) -> usize {
+        self.draining.store(true, Ordering::SeqCst);
+        live::drain(&self.live, || Drain, limit).await
     }
 
     /// How many conversations are live in this process.

@@ -30,6 +30,8 @@ const KEYWORD: &str = "outlook email";
 struct MemoryStore {
     rows: Mutex<HashMap<ConversationKey, Conversation>>,
     failing_saves: AtomicUsize,
+    /// The next save's answer comes this much later (its write is made at once).
+    slow_save: Mutex<Option<Duration>>,
 }
 
 impl MemoryStore {
@@ -39,6 +41,10 @@ impl MemoryStore {
 
     fn fail_next_saves(&self, count: usize) {
         self.failing_saves.store(count, Ordering::SeqCst);
+    }
+
+    fn answer_next_save_after(&self, delay: Duration) {
+        *self.slow_save.lock().expect("lock") = Some(delay);
     }
 }
 
@@ -80,7 +86,14 @@ impl super::ports::FunnelStore for MemoryStore {
         } else {
             Err(StoreError::Conflict)
         };
-        async move { result }.boxed()
+        let delay = self.slow_save.lock().expect("lock").take();
+        async move {
+            if let Some(delay) = delay {
+                tokio::time::sleep(delay).await;
+            }
+            result
+        }
+        .boxed()
     }
 }
 
@@ -1004,6 +1017,46 @@ async fn an_actor_whose_claim_was_taken_hands_the_conversation_over() {
         Some("p2"),
         "the other process's claim is left alone"
     );
+}
+
+/// A stop (`FunnelRegistry::drain`) lets a message being saved finish: it is acknowledged; then
+/// the client is asked to connect again (to another process) and the claim is given up, and a
+/// join is refused from then on.
+#[actix::test]
+async fn a_draining_actor_finishes_its_save_then_hands_the_conversation_over() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    let id = Harness::key(FunnelKind::Chat).conversation_id();
+    assert_eq!(harness.claims.holder(&id).as_deref(), Some("p1"));
+    harness
+        .store
+        .answer_next_save_after(Duration::from_millis(500));
+    let drain = async {
+        // The message reaches the actor first.
+        tokio::task::yield_now().await;
+        harness.registry.drain(Duration::from_secs(5)).await
+    };
+    let (ack, left) = tokio::join!(client.send("my printer will not print"), drain);
+    assert_eq!(ack, SendAck::Stored, "acknowledged once stored");
+    assert_eq!(left, 0, "no actor left");
+    assert_eq!(client.next_named("(reconnect)").await, Value::Null);
+    assert_eq!(harness.claims.holder(&id), None, "the claim given up");
+    let stored = harness
+        .store
+        .get(&Harness::key(FunnelKind::Chat))
+        .expect("stored");
+    assert_eq!(stored.messages.len(), 2, "the greeting and the message");
+    let (tab, _events) = TestClient::new("b");
+    let refused = harness
+        .registry
+        .join(
+            Harness::key(FunnelKind::Chat),
+            NewConversation::default(),
+            tab,
+        )
+        .await;
+    assert_eq!(refused.err(), Some(JoinError::Stopping));
 }
 
 #[actix::test]

@@ -10,7 +10,9 @@ use futures_util::future::BoxFuture;
 use rand::Rng;
 use serde_json::{Value, json};
 
-use super::messages::{Event, FromPeer, Join, Refusal, SendAck, SignedOut, StopAck, TaskHelpAck};
+use super::messages::{
+    Drain, Event, FromPeer, Join, Refusal, SendAck, SignedOut, StopAck, TaskHelpAck,
+};
 use super::ports::{Appended, StoredChat};
 use super::{Deps, FunnelBrief, prompts};
 use crate::live::LiveActors;
@@ -65,6 +67,9 @@ const PEER_EVENTS: [&str; 4] = ["chat:typing", "chat:delta", "chat:done", "chat:
 /// How often the processes whose replies the sockets here are following are asked whether they
 /// are still alive.
 const PEER_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How often a draining actor (`Drain`) looks whether its replies have ended.
+const DRAIN_CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The AI's stream ended (or failed).
 #[derive(Message)]
@@ -1133,6 +1138,24 @@ impl Handler<Event> for MemberActor {
             Event::TaskHelp { task_id, reply } => self.on_task_help(task_id, reply, ctx),
             Event::Left { client_id } => self.on_left(&client_id, ctx),
         }
+    }
+}
+
+impl Handler<Drain> for MemberActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Drain, ctx: &mut Self::Context) {
+        fn stop_when_idle(act: &mut MemberActor, ctx: &mut Context<MemberActor>) {
+            if act.is_working() {
+                return;
+            }
+            for client in act.clients.drain(..) {
+                client.client.reconnect();
+            }
+            ctx.stop();
+        }
+        stop_when_idle(self, ctx);
+        ctx.run_interval(DRAIN_CHECK_EVERY, stop_when_idle);
     }
 }
 

@@ -122,6 +122,12 @@ pub struct Join {
     pub funnel: Option<FunnelBrief>,
 }
 
+/// The process is stopping: the actor lets the replies it writes end (stored, and sent to the
+/// member's devices), then asks its sockets to connect again (to another process) and stops.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Drain;
+
 /// The member signed out of `session` (or, with `None`, of every session: a password reset):
 /// the clients that came with it are disconnected.
 #[derive(Debug, Clone, Message)]

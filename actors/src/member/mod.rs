@@ -16,7 +16,9 @@ mod prompts;
 mod registry;
 
 pub use actor::{CHAT_ERROR, MemberActor, TASK_ERROR, TASK_FALLBACK};
-pub use messages::{Event, FromPeer, Join, Refusal, SendAck, SignedOut, StopAck, TaskHelpAck};
+pub use messages::{
+    Drain, Event, FromPeer, Join, Refusal, SendAck, SignedOut, StopAck, TaskHelpAck,
+};
 pub use registry::{MemberRegistry, Unavailable};
 
 use crate::ports::{Ai, Analytics, Telemetry};

@@ -1,12 +1,14 @@
 //! The live member actors of this process, one per signed-in member with a socket open.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use actix::{Actor, Addr};
 
 use super::Deps;
 use super::actor::MemberActor;
-use super::messages::{FromPeer, Join, SignedOut};
+use super::messages::{Drain, FromPeer, Join, SignedOut};
 use crate::live::{self, LiveActors};
 
 pub use crate::live::Unavailable;
@@ -15,6 +17,8 @@ pub use crate::live::Unavailable;
 pub struct MemberRegistry {
     deps: Arc<Deps>,
     live: Arc<LiveActors<String, MemberActor>>,
+    /// Set by [`Self::drain`]: no member actor is started here any more.
+    draining: Arc<AtomicBool>,
 }
 
 impl MemberRegistry {
@@ -22,12 +26,16 @@ impl MemberRegistry {
         Self {
             deps: Arc::new(deps),
             live: Arc::new(LiveActors::new()),
+            draining: Arc::new(AtomicBool::new(false)),
         }
     }
 
     /// Joins a client to the member's actor, starting it if needed. Must be called on an actix
     /// arbiter (the actor starts there).
     pub async fn join(&self, user_id: &str, join: Join) -> Result<Addr<MemberActor>, Unavailable> {
+        if self.is_draining() {
+            return Err(Unavailable);
+        }
         let key = user_id.to_owned();
         let (addr, ()) = live::join(
             &self.live,
@@ -54,6 +62,19 @@ impl MemberRegistry {
         if let Some(addr) = self.live.get(&user_id.to_owned()) {
             addr.do_send(from_peer);
         }
+    }
+
+    /// The process is stopping: every live actor lets its replies end, asks its sockets to
+    /// connect again and stops (`Drain`), and joins are refused from now on. Waits until no
+    /// actor is left, at most `limit`; answers how many were still live then.
+    pub async fn drain(&self, limit: Duration) -> usize {
+        self.draining.store(true, Ordering::SeqCst);
+        live::drain(&self.live, || Drain, limit).await
+    }
+
+    /// Whether [`Self::drain`] ran.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
     }
 
     /// How many members have a live actor in this process.

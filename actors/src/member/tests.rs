@@ -890,6 +890,32 @@ async fn stop_drops_the_ai_stream_and_keeps_what_was_written() {
     tab.next_named("chat:error").await;
 }
 
+/// A stop (`MemberRegistry::drain`) lets the reply being written end: streamed to its end and
+/// stored; only then is the socket asked to connect again (to another process).
+#[actix::test]
+async fn a_draining_actor_lets_its_reply_end_then_asks_its_sockets_to_connect_again() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    let chat_id = tab.send_stored(None, "My computer is very slow").await;
+    let call = harness.ai.next_call().await;
+    call.piece("1. Restart ");
+    tab.next_named("chat:delta").await;
+    let registry = harness.registry.clone();
+    let drain = tokio::spawn(async move { registry.drain(Duration::from_secs(30)).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!drain.is_finished(), "the reply is still being written");
+    call.piece("the computer.");
+    call.end();
+    let done = tab.next_named("chat:done").await;
+    assert_eq!(done["text"], "1. Restart the computer.");
+    assert_eq!(tab.next_named("(reconnect)").await, Value::Null);
+    assert_eq!(drain.await.expect("drained"), 0, "no actor left");
+    assert_eq!(
+        harness.store.messages(&chat_id).last(),
+        Some(&(Role::Assistant, "1. Restart the computer.".to_owned()))
+    );
+}
+
 #[actix::test]
 async fn stop_before_any_text_stores_nothing_for_the_reply() {
     let harness = Harness::new();
