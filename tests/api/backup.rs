@@ -125,13 +125,7 @@ async fn everything(db: &Db) -> BTreeMap<String, BTreeMap<String, Value>> {
 
 fn load(address: &str, scenario: Scenario, connections: u64, seconds: f64, acks: &Path) -> Options {
     Options {
-        url: url::Url::parse(address).expect("url"),
-        scenario,
-        connections,
-        ramp: 1000,
-        duration: Duration::from_secs_f64(seconds),
         think: Duration::from_millis(150),
-        ai_mock: None,
         ai: MockAiSettings {
             latency: Duration::from_millis(20),
             tokens_per_second: 200.0,
@@ -139,11 +133,8 @@ fn load(address: &str, scenario: Scenario, connections: u64, seconds: f64, acks:
         },
         // Counted, not fatal: what matters here is what was acknowledged.
         max_error_rate: 1.0,
-        json: true,
         record_acks: Some(acks.to_owned()),
-        campaign: None,
-        convert: BTreeMap::new(),
-        visitors: None,
+        ..crate::loadtest::options(address, scenario, connections, seconds)
     }
 }
 

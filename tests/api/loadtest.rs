@@ -20,7 +20,13 @@ use crate::experiments::{definition, get_json, post_json, split_of};
 use crate::helpers::{TestApp, spawn_app, spawn_app_with};
 use crate::processes::{start, start_with};
 
-fn options(address: &str, scenario: Scenario, connections: u64, seconds: f64) -> Options {
+/// The load generator's options for `scenario` against `address`, as the tests run it.
+pub(crate) fn options(
+    address: &str,
+    scenario: Scenario,
+    connections: u64,
+    seconds: f64,
+) -> Options {
     Options {
         url: url::Url::parse(address).expect("url"),
         scenario,
