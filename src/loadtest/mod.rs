@@ -30,6 +30,7 @@ pub mod ai_mock;
 pub mod client;
 mod experiment;
 mod member;
+pub mod proxy;
 pub mod seed;
 pub mod stats;
 
