@@ -697,6 +697,7 @@ async fn start_cluster_script(
     port: u16,
 ) -> (std::process::Child, String) {
     use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
     let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_helpnow"))
         .parent()
         .expect("the binaries' folder")
@@ -709,7 +710,10 @@ async fn start_cluster_script(
             .env("HELPNOW_BIN_DIR", &bin_dir)
             .env_remove("APP_ENV")
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            // What its parts log, for the test to read (beside its data).
+            .stderr(std::fs::File::create(folder.join("script.log")).expect("a log file"))
+            // A group of its own, as a terminal's foreground job: Ctrl-C goes to the group.
+            .process_group(0)
             .spawn()
             .expect("scripts/cluster starts");
     let stdout = child.stdout.take().expect("stdout");
@@ -732,15 +736,33 @@ async fn start_cluster_script(
     (child, address)
 }
 
-/// Stops `scripts/cluster` with SIGTERM: it exits 143, and nothing it started answers after.
+/// How `scripts/cluster` is stopped.
+#[derive(Clone, Copy)]
+enum Stop {
+    /// SIGTERM to the script (a service manager): it exits 143.
+    Terminate,
+    /// SIGINT to its whole process group, as a terminal's Ctrl-C: it exits 130.
+    CtrlC,
+}
+
+/// Stops `scripts/cluster`, and finds that nothing it started answers after, and that its
+/// helpnow processes stopped cleanly: none started again by its loop, none left waiting for a
+/// database or Redis stopped before it (they stop first).
 async fn stop_cluster_script(
     mut child: std::process::Child,
     address: &str,
     folder: &std::path::Path,
+    stop: Stop,
 ) {
     let pid = child.id().to_string();
+    // What the parts logged before the stop (an upgrade's restarts) is not the stop's.
+    let before = std::fs::metadata(folder.join("script.log")).map_or(0, |m| m.len() as usize);
+    let (signal, target, code) = match stop {
+        Stop::Terminate => ("-TERM", pid.clone(), 143),
+        Stop::CtrlC => ("-INT", format!("-{pid}"), 130),
+    };
     let status = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
+        .args([signal, "--", &target])
         .status()
         .expect("kill");
     assert!(status.success());
@@ -748,7 +770,18 @@ async fn stop_cluster_script(
         .await
         .expect("joined")
         .expect("waited");
-    assert_eq!(exited.code(), Some(143), "stopped by SIGTERM");
+    assert_eq!(exited.code(), Some(code), "stopped by {signal}");
+    let log = std::fs::read_to_string(folder.join("script.log")).expect("its log");
+    let log = log.get(before..).unwrap_or_default();
+    for unclean in [
+        "starting it again",
+        "background tasks still running at shutdown",
+    ] {
+        assert!(
+            !log.contains(unclean),
+            "{signal}: \"{unclean}\" in its log:\n{log}"
+        );
+    }
     let health = format!("{address}/health");
     let answer = tokio::task::spawn_blocking(move || crate::processes::status_of_get(&health))
         .await
@@ -776,7 +809,8 @@ async fn stop_cluster_script(
 /// once all of it answers, serves a visitor and a sign-up through the balancer, and stops all of
 /// it on SIGTERM; started again on the same folder (issue 51), it serves the first run's account
 /// and conversation: the secrets it made are kept there, readable by its user only; and
-/// `scripts/cluster-upgrade` replaces its processes one at a time with another build.
+/// `scripts/cluster-upgrade` replaces its processes one at a time with another build; Ctrl-C
+/// then stops it as cleanly as SIGTERM (the helpnow processes first).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripts_cluster_runs_the_whole_set_stops_on_sigterm_and_starts_again_on_its_own_data() {
     let folder = tempfile::tempdir().expect("temp dir");
@@ -795,7 +829,7 @@ async fn scripts_cluster_runs_the_whole_set_stops_on_sigterm_and_starts_again_on
         .await
         .expect("sign-up");
     assert_eq!(response.status(), 201);
-    stop_cluster_script(child, &address, folder.path()).await;
+    stop_cluster_script(child, &address, folder.path(), Stop::Terminate).await;
 
     let secrets = folder.path().join("secrets");
     let mode = std::os::unix::fs::PermissionsExt::mode(
@@ -869,7 +903,7 @@ async fn scripts_cluster_runs_the_whole_set_stops_on_sigterm_and_starts_again_on
         .await
         .expect("sign-in");
     assert_eq!(response.status(), 200, "served after the upgrade");
-    stop_cluster_script(child, &address, folder.path()).await;
+    stop_cluster_script(child, &address, folder.path(), Stop::CtrlC).await;
 }
 
 /// A member's reply streaming from one process to the member's device on another: the process
