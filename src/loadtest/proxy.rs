@@ -118,18 +118,20 @@ async fn connection(inbound: TcpStream, upstream: SocketAddr, mut faults: watch:
     };
     let _ = (inbound.set_nodelay(true), outbound.set_nodelay(true));
     let (inbound, outbound) = (Arc::new(inbound), Arc::new(outbound));
-    let mut directions = tokio::task::JoinSet::new();
+    let (mut readers, mut writers) = (tokio::task::JoinSet::new(), tokio::task::JoinSet::new());
     for (from, to) in [
         (inbound.clone(), outbound.clone()),
         (outbound.clone(), inbound.clone()),
     ] {
         let (pieces, waiting) = mpsc::channel(WAITING);
-        directions.spawn(read_side(from, pieces, faults.clone()));
-        directions.spawn(write_side(to, waiting, faults.clone()));
+        readers.spawn(read_side(from, pieces, faults.clone()));
+        writers.spawn(write_side(to, waiting, faults.clone()));
     }
     tokio::select! {
-        // One side closed or failed: the other is closed too.
-        _ = directions.join_next() => {}
+        // One side closed (and what it sent before was passed on: its writer ends once its
+        // reader ended and the pieces waiting were written), or a write failed: the whole
+        // connection is closed.
+        _ = writers.join_next() => {}
         cut = faults.wait_for(|fault| *fault == Fault::Cut) => {
             if cut.is_ok() {
                 reset(&inbound);
@@ -137,8 +139,10 @@ async fn connection(inbound: TcpStream, upstream: SocketAddr, mut faults: watch:
             }
         }
     }
-    directions.abort_all();
-    while directions.join_next().await.is_some() {}
+    readers.abort_all();
+    writers.abort_all();
+    while readers.join_next().await.is_some() {}
+    while writers.join_next().await.is_some() {}
 }
 
 /// Reads pieces from `from`, each with the moment it is due on the other side.
@@ -296,6 +300,31 @@ mod tests {
             round_trip(&mut client, b"again", second).await.as_deref(),
             Some(&b"again"[..])
         );
+    }
+
+    /// What a client sent before it closed reaches the other side, also when it was delayed.
+    #[tokio::test]
+    async fn what_was_sent_before_a_close_still_passes() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bound");
+        let upstream = listener.local_addr().expect("address");
+        let received = tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.expect("accepted");
+            let mut all = Vec::new();
+            let _ = stream.read_to_end(&mut all).await;
+            all
+        });
+        let proxy = FaultProxy::start(upstream).await.expect("started");
+        proxy.set(Fault::Delay(Duration::from_millis(100)));
+        let mut client = TcpStream::connect(proxy.address())
+            .await
+            .expect("connected");
+        client.write_all(b"bye").await.expect("written");
+        client.shutdown().await.expect("closed");
+        let all = tokio::time::timeout(Duration::from_secs(2), received)
+            .await
+            .expect("the upstream saw the end")
+            .expect("joined");
+        assert_eq!(all, b"bye");
     }
 
     #[tokio::test]
