@@ -427,8 +427,13 @@ const PASSWORD: &str = "correct horse battery";
 
 /// Signs `email` in on `server`: the new session's cookie.
 async fn sign_in_on(server: &Server, email: &str) -> String {
+    sign_in_at(&server.address, email).await
+}
+
+/// Signs `email` in through `address` (a process or the balancer); returns the session cookie.
+async fn sign_in_at(address: &str, email: &str) -> String {
     let response = reqwest::Client::new()
-        .post(format!("{}/api/auth/login", server.address))
+        .post(format!("{address}/api/auth/login"))
         .json(&json!({ "email": email, "password": PASSWORD }))
         .send()
         .await
@@ -840,13 +845,8 @@ async fn scripts_cluster_runs_the_whole_set_stops_on_sigterm_and_starts_again_on
     assert_eq!(mode & 0o777, 0o600, "the secrets' file is its user's only");
 
     let (child, address) = start_cluster_script(folder.path(), port).await;
-    let response = http
-        .post(format!("{address}/api/auth/login"))
-        .json(&json!({ "email": "restart@example.com", "password": PASSWORD }))
-        .send()
-        .await
-        .expect("sign-in");
-    assert_eq!(response.status(), 200, "the first run's account signs in");
+    // The first run's account signs in.
+    sign_in_at(&address, "restart@example.com").await;
     let (client, conversation) =
         join_funnel_at(&target_at(&address), "cluster-script-visitor").await;
     let texts = texts(&conversation);
@@ -896,13 +896,8 @@ async fn scripts_cluster_runs_the_whole_set_stops_on_sigterm_and_starts_again_on
         std::fs::read_link(folder.path().join("run/bin")).expect("run/bin"),
         new_build.path().canonicalize().expect("path"),
     );
-    let response = http
-        .post(format!("{address}/api/auth/login"))
-        .json(&json!({ "email": "restart@example.com", "password": PASSWORD }))
-        .send()
-        .await
-        .expect("sign-in");
-    assert_eq!(response.status(), 200, "served after the upgrade");
+    // Served after the upgrade.
+    sign_in_at(&address, "restart@example.com").await;
     stop_cluster_script(child, &address, folder.path(), Stop::CtrlC).await;
 }
 

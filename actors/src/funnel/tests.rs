@@ -978,16 +978,10 @@ async fn a_conversation_held_by_another_process_is_not_served_here_until_release
     assert_eq!(harness.claims.holder(&id).as_deref(), Some("p1"));
 
     let other = harness.another_process();
-    let (tab, _events) = TestClient::new("b");
-    let refused = other
-        .registry
-        .join(
-            Harness::key(FunnelKind::Chat),
-            NewConversation::default(),
-            tab,
-        )
-        .await;
-    assert_eq!(refused.err(), Some(JoinError::Elsewhere("p1".into())));
+    assert_eq!(
+        refused_join(&other.registry).await,
+        Some(JoinError::Elsewhere("p1".into()))
+    );
     tokio::task::yield_now().await;
     assert_eq!(other.registry.live_count(), 0, "no second actor");
     assert_eq!(harness.claims.holder(&id).as_deref(), Some("p1"));
@@ -1019,6 +1013,20 @@ async fn an_actor_whose_claim_was_taken_hands_the_conversation_over() {
     );
 }
 
+/// Why a tab of the chat funnel's visitor is not served through `registry` (this process's or
+/// another's): `None` when it is.
+async fn refused_join(registry: &FunnelRegistry) -> Option<JoinError> {
+    let (tab, _events) = TestClient::new("b");
+    registry
+        .join(
+            Harness::key(FunnelKind::Chat),
+            NewConversation::default(),
+            tab,
+        )
+        .await
+        .err()
+}
+
 /// A stop (`FunnelRegistry::drain`) lets a message being saved finish: it is acknowledged; then
 /// the client is asked to connect again (to another process) and the claim is given up, and a
 /// join is refused from then on.
@@ -1047,16 +1055,10 @@ async fn a_draining_actor_finishes_its_save_then_hands_the_conversation_over() {
         .get(&Harness::key(FunnelKind::Chat))
         .expect("stored");
     assert_eq!(stored.messages.len(), 2, "the greeting and the message");
-    let (tab, _events) = TestClient::new("b");
-    let refused = harness
-        .registry
-        .join(
-            Harness::key(FunnelKind::Chat),
-            NewConversation::default(),
-            tab,
-        )
-        .await;
-    assert_eq!(refused.err(), Some(JoinError::Stopping));
+    assert_eq!(
+        refused_join(&harness.registry).await,
+        Some(JoinError::Stopping)
+    );
 }
 
 #[actix::test]
