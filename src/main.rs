@@ -50,6 +50,10 @@ fn main() -> std::process::ExitCode {
         Ok(command) => command,
         Err(exit) => return exit,
     };
+    if let Err(error) = helpnow_actors::mutation::check_environment() {
+        eprintln!("helpnow: cannot start: {error}");
+        return std::process::ExitCode::FAILURE;
+    }
     let settings = match Settings::load() {
         Ok(settings) => settings,
         Err(error) => {

@@ -5,6 +5,7 @@
 pub mod funnel;
 pub mod live;
 pub mod member;
+pub mod mutation;
 pub mod ports;
 pub mod reply;
 pub mod rules;
