@@ -28,7 +28,7 @@ const CRATES = [
   {
     name: 'helpnow-actors',
     src: 'actors/src',
-    layers: [['reply', 'rules'], ['ports', 'live'], ['funnel', 'member'], ['test_support']],
+    layers: [['reply', 'rules', 'mutation'], ['ports', 'live'], ['funnel', 'member'], ['test_support']],
   },
 ];
 

@@ -70,6 +70,8 @@ pub struct Client {
     socket: WebSocketStream<TcpStream>,
     namespace: String,
     next_ack: u64,
+    /// Which process the balancer chose (its `helpnow_server` cookie), when one did.
+    server: Option<String>,
 }
 
 impl Client {
@@ -83,13 +85,14 @@ impl Client {
         cookie: Option<&str>,
         patience: Duration,
     ) -> Result<Self, ClientError> {
-        let socket = tokio::time::timeout(patience, open(target, local, cookie))
+        let (socket, server) = tokio::time::timeout(patience, open(target, local, cookie))
             .await
             .map_err(|_| ClientError::Timeout("the upgrade"))??;
         let mut client = Self {
             socket,
             namespace: namespace.to_owned(),
             next_ack: 0,
+            server,
         };
         let open = tokio::time::timeout(patience, client.next_engine_message())
             .await
@@ -127,6 +130,11 @@ impl Client {
         .await
         .map_err(|_| ClientError::Timeout("the namespace"))?;
         joined.map(|()| client)
+    }
+
+    /// The process the balancer sent this connection to (its `helpnow_server` cookie).
+    pub fn server(&self) -> Option<&str> {
+        self.server.as_deref()
     }
 
     async fn send_packet(&mut self, packet: &socketio::Packet) -> Result<(), ClientError> {
@@ -243,12 +251,13 @@ pub fn ack_of(packet: &socketio::Packet, id: u64) -> Option<&Value> {
     packet.data.as_ref()?.as_array()?.first()
 }
 
-/// The WebSocket to `/socket.io/?EIO=4&transport=websocket`, from `local`.
+/// The WebSocket to `/socket.io/?EIO=4&transport=websocket`, from `local`, and the process a
+/// balancer in front chose, by its cookie.
 async fn open(
     target: &Target,
     local: IpAddr,
     cookie: Option<&str>,
-) -> Result<WebSocketStream<TcpStream>, ClientError> {
+) -> Result<(WebSocketStream<TcpStream>, Option<String>), ClientError> {
     let socket = match target.address {
         SocketAddr::V4(_) => TcpSocket::new_v4(),
         SocketAddr::V6(_) => TcpSocket::new_v6(),
@@ -278,7 +287,16 @@ async fn open(
         .max_frame_size(Some(MAX_FRAME))
         .max_message_size(Some(MAX_FRAME));
     match tokio_tungstenite::client_async_with_config(request, stream, Some(config)).await {
-        Ok((socket, _answer)) => Ok(socket),
+        Ok((socket, answer)) => {
+            let server = answer
+                .headers()
+                .get_all(http::header::SET_COOKIE)
+                .iter()
+                .filter_map(|value| value.to_str().ok())
+                .find_map(|value| value.strip_prefix("helpnow_server="))
+                .map(|value| value.split(';').next().unwrap_or(value).to_owned());
+            Ok((socket, server))
+        }
         Err(tungstenite::Error::Http(answer)) => {
             Err(ClientError::Upgrade(answer.status().to_string()))
         }

@@ -29,6 +29,7 @@ pub mod acks;
 pub mod ai_mock;
 pub mod client;
 mod experiment;
+pub mod faults;
 mod member;
 pub mod proxy;
 pub mod seed;

@@ -5,7 +5,8 @@
 //! an upstream elsewhere.
 //!
 //! What a proxy cannot do is lose packets: TCP sends a lost segment again, so loss on a link shows
-//! up as delay and stalls, which is what this emulates (`Delay`, `Stall`). Toxiproxy's toxics are
+//! up as delay and stalls, which is what this emulates (`Lossy`: a piece lost is sent again after
+//! TCP's retransmission time-out, 200 ms doubling, and everything behind it waits, in order). Toxiproxy's toxics are
 //! the model (latency, timeout, reset_peer); its Rust port `noxious` runs as a server of its own
 //! and is no longer maintained, so this is the few lines the fault run needs, in its process.
 
@@ -31,6 +32,31 @@ pub enum Fault {
     Stall,
     /// Every connection is reset, and new ones are reset as soon as they are taken.
     Cut,
+    /// Each piece is lost with this chance in percent, and passes once TCP would have sent it
+    /// again: after 200 ms, then 400 ms more if lost again, and so on; what follows waits behind it.
+    Lossy(u8),
+}
+
+/// TCP's least retransmission time-out on Linux (`TCP_RTO_MIN`).
+const RETRANSMISSION: Duration = Duration::from_millis(200);
+
+/// When a piece read now passes, under `fault`.
+fn due(fault: Fault) -> Instant {
+    let now = Instant::now();
+    match fault {
+        Fault::Delay(delay) => now + delay,
+        Fault::Lossy(percent) => {
+            let chance = f64::from(percent.min(99)) / 100.0;
+            let mut wait = Duration::ZERO;
+            let mut timeout = RETRANSMISSION;
+            while rand::random_bool(chance) {
+                wait += timeout;
+                timeout *= 2;
+            }
+            now + wait
+        }
+        Fault::Pass | Fault::Stall | Fault::Cut => now,
+    }
 }
 
 /// How many pieces wait in one direction of a connection before the proxy stops reading it (and
@@ -163,10 +189,7 @@ async fn read_side(
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
             Err(_) => return,
         };
-        let due = match *faults.borrow() {
-            Fault::Delay(delay) => Instant::now() + delay,
-            _ => Instant::now(),
-        };
+        let due = due(*faults.borrow());
         if pieces.send((due, buffer[..read].to_vec())).await.is_err() {
             return;
         }
@@ -325,6 +348,27 @@ mod tests {
             .expect("the upstream saw the end")
             .expect("joined");
         assert_eq!(all, b"bye");
+    }
+
+    /// A lossy link loses nothing and reorders nothing: a piece lost waits a retransmission time-out.
+    #[tokio::test]
+    async fn a_lossy_link_passes_everything_in_order_some_of_it_late() {
+        let proxy = FaultProxy::start(echo().await).await.expect("started");
+        proxy.set(Fault::Lossy(50));
+        let mut client = TcpStream::connect(proxy.address())
+            .await
+            .expect("connected");
+        let mut slowest = Duration::ZERO;
+        for n in 0..20 {
+            let piece = format!("piece {n:02}");
+            let sent = std::time::Instant::now();
+            let back = round_trip(&mut client, piece.as_bytes(), Duration::from_secs(30)).await;
+            assert_eq!(back.as_deref(), Some(piece.as_bytes()));
+            slowest = slowest.max(sent.elapsed());
+        }
+        // Each way loses half the pieces: twenty round trips without one retransmission would
+        // happen once in 4^20.
+        assert!(slowest >= RETRANSMISSION, "{slowest:?}");
     }
 
     #[tokio::test]
