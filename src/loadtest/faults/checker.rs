@@ -36,7 +36,7 @@ pub struct Fault {
 }
 
 /// A funnel conversation as stored.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Serialize, Default)]
 pub struct StoredConversation {
     pub id: String,
     pub visitor: String,
@@ -48,7 +48,7 @@ pub struct StoredConversation {
 }
 
 /// A member's chat message as stored.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct StoredMessage {
     pub id: String,
     pub chat: String,
@@ -58,7 +58,7 @@ pub struct StoredMessage {
 }
 
 /// What the store holds at the end of the run.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Serialize, Default)]
 pub struct Stored {
     pub conversations: Vec<StoredConversation>,
     /// The visitor of each checkout session opened.

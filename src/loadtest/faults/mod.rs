@@ -582,6 +582,10 @@ pub async fn run(options: &Options) -> Result<Outcome, String> {
         ..
     } = result?;
     let stored = stored?;
+    let _ = std::fs::write(
+        options.out.join("store.json"),
+        serde_json::to_string_pretty(&stored).unwrap_or_default(),
+    );
     let history = history::read(&history_path)?;
     let verdict = checker::check(&history, &faults, &stored, ends);
     let too_little = if faults.is_empty() {
@@ -830,7 +834,7 @@ async fn dump(deployment: &Deployment, began: i64) -> Result<Stored, String> {
 /// Where a run's files are, for the report.
 pub fn files(out: &Path) -> String {
     format!(
-        "{}/history.jsonl, faults.jsonl, cluster.log, report.json",
+        "{}/history.jsonl, faults.jsonl, store.json, cluster.log, report.json",
         out.display()
     )
 }
