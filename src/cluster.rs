@@ -8,7 +8,15 @@
 //! go over its pub/sub, and each limit is a GCRA cell in Redis, run as one Lua script (the same
 //! arithmetic as governor's: `burst` at once, then one more every `period`). See
 //! docs/operations.md, "Events between processes".
+//!
+//! Each event carries its number among its sender's events on its channel, so that a receiver
+//! drops what it heard already (a pipeline sent again after a late answer) and notices what it
+//! missed (a gap in the numbers, or its own subscription lost and taken again). Pub/sub keeps
+//! nothing, so what was missed is not replayed: the receiver is told the channel ([`Gap`]) and
+//! reads what the lost events would have told from the store, where every one of them points
+//! (a session ended, a flow published, a reply stored, a funnel conversation as saved).
 
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -91,6 +99,11 @@ pub fn events_dropped() -> u64 {
     EVENTS_DROPPED.load(Ordering::Relaxed)
 }
 
+/// While marks are owed (events were given up), how long the publishing task waits for more
+/// events before it sends the marks alone: what was lost is noticed within about this long of
+/// Redis answering again.
+const MARK_AFTER: Duration = Duration::from_millis(500);
+
 /// Keys of the limits in Redis start with this.
 const LIMIT_PREFIX: &str = "helpnow:limit:";
 
@@ -148,15 +161,148 @@ pub enum ClusterEvent {
     FlowsChanged,
 }
 
-/// On the wire: the event and the process that sent it (which has acted on it already).
-#[derive(Serialize, Deserialize)]
+/// On the wire: the event, the process that sent it (which has acted on it already), and the
+/// event's number among that process's on this channel (`seq`, one more each time; see
+/// [`Heard`]). Without an event it is a mark: the sender's number moved on because events on
+/// this channel were given up, so that a receiver notices the loss even when no event follows.
+/// An envelope without a number (a process of an older build, during an upgrade) is acted on as
+/// it comes.
+#[derive(Debug, Serialize, Deserialize)]
 struct Envelope {
     from: String,
-    event: ClusterEvent,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    seq: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    event: Option<ClusterEvent>,
+}
+
+/// Events from another process that may have been lost on their way here, by channel: what
+/// they would have told is to be read again from the store. Told when the numbers on a channel
+/// skip (events given up by their sender, whose next event or mark shows it), and for every
+/// channel when this process's subscription was lost and taken again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gap {
+    /// `helpnow:events`: a sign-out or a flows' change may be lost.
+    Events,
+    /// A member's channel (`helpnow:member:{user id}`): a reply's events from the member's
+    /// actor on another process may be lost.
+    Member(String),
+    /// This process's inbox: relay messages from the process named (from every process, `None`,
+    /// when the subscription was lost) may be lost.
+    Inbox(Option<String>),
 }
 
 /// Acts on an event from the process `from` (this process's own id for its own events).
 type Handler = Arc<dyn Fn(&str, ClusterEvent) + Send + Sync>;
+
+/// Reads again what a gap may have lost.
+type GapHandler = Arc<dyn Fn(Gap) + Send + Sync>;
+
+/// What `listen` was given.
+#[derive(Clone)]
+struct Listener {
+    event: Handler,
+    gap: GapHandler,
+}
+
+/// The numbers this process gives its events, per channel. A channel's count is forgotten
+/// when a member's actor stops here; counted again later, it goes on from the highest number
+/// given on any channel, so it never gives a number twice on a channel (a receiver would take
+/// the second as heard already) and a receiver that kept the old count sees a gap (and reads
+/// the member's state again, which is harmless).
+#[derive(Default)]
+struct Numbering {
+    last: HashMap<String, u64>,
+    highest: u64,
+    /// Channels whose events were given up since their last mark (Redis failed, or the queue
+    /// was full): each gets a mark once Redis answers.
+    marks_owed: HashSet<String>,
+}
+
+impl Numbering {
+    fn next(&mut self, channel: &str) -> u64 {
+        let highest = self.highest;
+        let last = self.last.entry(channel.to_owned()).or_insert(highest);
+        *last += 1;
+        self.highest = self.highest.max(*last);
+        *last
+    }
+}
+
+/// What one process heard last from each other process on each channel (its subscription's
+/// state): an event whose number is not above the last is heard again and dropped, one past it
+/// is the next, and one further on shows that some were missed. A sender's first event on a
+/// channel is taken as it comes (a process that just started, or a channel just subscribed:
+/// there is nothing before it to have missed here).
+#[derive(Debug, Default)]
+struct Heard {
+    /// Channel -> sending process -> its last number here.
+    last: HashMap<String, HashMap<String, Last>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Last {
+    seq: u64,
+    /// What was missed up to here is being read again (the subscription was taken again): the
+    /// next number is taken as it comes.
+    covered: bool,
+}
+
+/// What an event's number says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Heading {
+    /// The next one (or the sender's first here).
+    Next,
+    /// Heard already: a pipeline sent again.
+    Again,
+    /// Events before it were missed.
+    AfterGap,
+}
+
+impl Heard {
+    fn hear(&mut self, channel: &str, from: &str, seq: u64) -> Heading {
+        let senders = match self.last.get_mut(channel) {
+            Some(senders) => senders,
+            None => self.last.entry(channel.to_owned()).or_default(),
+        };
+        let Some(last) = senders.get_mut(from) else {
+            senders.insert(
+                from.to_owned(),
+                Last {
+                    seq,
+                    covered: false,
+                },
+            );
+            return Heading::Next;
+        };
+        if seq <= last.seq {
+            return Heading::Again;
+        }
+        let missed = seq != last.seq + 1 && !last.covered;
+        *last = Last {
+            seq,
+            covered: false,
+        };
+        if missed {
+            Heading::AfterGap
+        } else {
+            Heading::Next
+        }
+    }
+
+    /// The subscription was taken again and every channel is being read again: the next
+    /// number from each sender is taken as it comes (what an earlier number would still drop).
+    fn cover_all(&mut self) {
+        for last in self.last.values_mut().flat_map(HashMap::values_mut) {
+            last.covered = true;
+        }
+    }
+
+    /// The channel is no longer listened on: subscribed again later, its senders start anew.
+    fn forget(&mut self, channel: &str) {
+        self.last.remove(channel);
+    }
+}
 
 /// An event on its way to Redis.
 struct Outgoing {
@@ -180,6 +326,16 @@ fn inbox_channel(process: &str) -> String {
     format!("{INBOX_CHANNEL_PREFIX}{process}")
 }
 
+/// An [`Envelope`] as JSON, from an event already written as JSON (`None`: a mark), so that
+/// the event is written outside the numbering's lock.
+fn envelope(from: &str, seq: u64, event: Option<&str>) -> String {
+    let from = serde_json::Value::from(from);
+    match event {
+        Some(event) => format!("{{\"from\":{from},\"seq\":{seq},\"event\":{event}}}"),
+        None => format!("{{\"from\":{from},\"seq\":{seq}}}"),
+    }
+}
+
 /// A limit: `burst` attempts at once, then one more every `period`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limit {
@@ -197,7 +353,7 @@ pub struct Cluster {
 }
 
 impl Inner {
-    fn handler(&self) -> Option<Handler> {
+    fn listener(&self) -> Option<Listener> {
         lock(&self.handler).clone()
     }
 }
@@ -213,7 +369,10 @@ struct Inner {
     redis: Option<Redis>,
     /// Set once by `listen`; taken away by `leave`, for it holds what holds this (the relay, the
     /// registries), and the tasks end only once this is gone.
-    handler: std::sync::Mutex<Option<Handler>>,
+    handler: std::sync::Mutex<Option<Listener>>,
+    /// The numbers of this process's events, per channel; held while an event is queued, so
+    /// that the queue holds each channel's events in the order of their numbers.
+    numbering: std::sync::Mutex<Numbering>,
     /// Each limit counted in this process: alone, or while Redis does not answer.
     local: std::sync::Mutex<std::collections::HashMap<&'static str, LocalLimiter>>,
     /// The members that have an actor here: their channels are listened on.
@@ -409,6 +568,7 @@ impl Cluster {
                 beat: tokio::sync::Mutex::new(()),
                 redis,
                 handler: std::sync::Mutex::new(None),
+                numbering: std::sync::Mutex::new(Numbering::default()),
                 local: std::sync::Mutex::new(std::collections::HashMap::new()),
                 members: std::sync::Mutex::new(std::collections::HashSet::new()),
                 subscribed: std::sync::Mutex::new(std::collections::HashSet::new()),
@@ -422,15 +582,29 @@ impl Cluster {
         self.inner.redis.is_some()
     }
 
+    /// This process's name on the channels (the `from` of its events).
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
     /// Starts acting on events with `handler`: this process's own at once, the others' as they
-    /// arrive (from a task that subscribes again whenever its connection is lost). Once.
-    pub fn listen(&self, handler: impl Fn(&str, ClusterEvent) + Send + Sync + 'static) {
+    /// arrive (from a task that subscribes again whenever its connection is lost), each once.
+    /// Where some of the others' may have been lost, `missed` is told first (see [`Gap`]), then
+    /// the event that showed it is passed on. Once.
+    pub fn listen(
+        &self,
+        handler: impl Fn(&str, ClusterEvent) + Send + Sync + 'static,
+        missed: impl Fn(Gap) + Send + Sync + 'static,
+    ) {
         {
             let mut slot = lock(&self.inner.handler);
             if slot.is_some() {
                 return;
             }
-            *slot = Some(Arc::new(handler));
+            *slot = Some(Listener {
+                event: Arc::new(handler),
+                gap: Arc::new(missed),
+            });
         }
         let control = self
             .inner
@@ -458,6 +632,9 @@ impl Cluster {
         };
         self.members().remove(user_id);
         lock(&self.inner.others_listen).remove(user_id);
+        lock(&self.inner.numbering)
+            .last
+            .remove(&member_channel(user_id));
         let _ = redis.control.send(Control::Unsubscribe(user_id.to_owned()));
     }
 
@@ -498,8 +675,8 @@ impl Cluster {
     /// Acts on `event` here and tells the other processes (a task sends it, in order with the
     /// members' events).
     pub fn publish(&self, event: ClusterEvent) {
-        if let Some(handler) = self.inner.handler() {
-            handler(&self.inner.id, event.clone());
+        if let Some(listener) = self.inner.listener() {
+            (listener.event)(&self.inner.id, event.clone());
         }
         self.send(CHANNEL.to_owned(), event);
     }
@@ -508,26 +685,35 @@ impl Cluster {
         self.send_counted(channel, None, event);
     }
 
-    /// `send`, noting for a member's event whether other processes received it.
+    /// `send`, noting for a member's event whether other processes received it. The event gets
+    /// its channel's next number here, as it is queued.
     fn send_counted(&self, channel: String, member: Option<String>, event: ClusterEvent) {
         let Some(redis) = &self.inner.redis else {
             return;
         };
-        let envelope = Envelope {
-            from: self.inner.id.clone(),
-            event,
+        let Ok(event) = serde_json::to_string(&event) else {
+            return;
         };
-        if let Ok(message) = serde_json::to_string(&envelope) {
-            let outgoing = Outgoing {
-                channel,
-                message,
-                member,
+        // Numbered and queued under one lock: two threads sending on one channel at once queue
+        // their events in the order of their numbers.
+        let mut numbering = lock(&self.inner.numbering);
+        let seq = numbering.next(&channel);
+        let outgoing = Outgoing {
+            message: envelope(&self.inner.id, seq, Some(&event)),
+            channel,
+            member,
+        };
+        // Full: Redis is slow or away, and this event would wait behind `EVENTS_WAITING`
+        // others. Closed: the process is stopping. Its number is gone with it, so the receivers
+        // see a gap at the channel's next event, or at its mark.
+        if let Err(error) = redis.outbox.try_send(outgoing) {
+            let outgoing = match error {
+                tokio::sync::mpsc::error::TrySendError::Full(outgoing)
+                | tokio::sync::mpsc::error::TrySendError::Closed(outgoing) => outgoing,
             };
-            // Full: Redis is slow or away, and this event would wait behind `EVENTS_WAITING`
-            // others. Closed: the process is stopping.
-            if redis.outbox.try_send(outgoing).is_err() {
-                count_dropped(&redis.dropped, 1);
-            }
+            numbering.marks_owed.insert(outgoing.channel);
+            drop(numbering);
+            count_dropped(&redis.dropped, 1);
         }
     }
 
@@ -623,8 +809,11 @@ fn count_dropped(dropped: &AtomicU64, count: u64) {
 /// Sends the events in the order they were queued: what waits goes in one pipeline. A pipeline
 /// that fails is sent again for up to `RETRY_FOR` (the connection manager reconnects meanwhile,
 /// Redis restarted, say); then it is given up, with whatever queued behind it meanwhile, and
-/// counted in `dropped`. The number of receivers of each member's event tells whether other
-/// processes listen to the member.
+/// counted in `dropped`. A pipeline sent again may reach Redis twice (it ran the first but
+/// answered late): its events keep their numbers, so the receivers drop the second copy. The
+/// channels of events given up are owed a mark each ([`Envelope`]), sent with the next pipeline
+/// or alone after `MARK_AFTER`, until one goes through. The number of receivers of each
+/// member's event tells whether other processes listen to the member.
 async fn publish_in_order(
     inner: std::sync::Weak<Inner>,
     mut commands: redis::aio::ConnectionManager,
@@ -634,18 +823,48 @@ async fn publish_in_order(
     const RETRY_FOR: Duration = Duration::from_secs(3);
     const RETRY_AFTER: Duration = Duration::from_millis(100);
     let mut batch = Vec::with_capacity(PIPELINE);
-    while queued.recv_many(&mut batch, PIPELINE).await > 0 {
+    loop {
+        let marks_owed = inner
+            .upgrade()
+            .is_some_and(|inner| !lock(&inner.numbering).marks_owed.is_empty());
+        if marks_owed {
+            // Marks wait for no event: the loss they tell of may be the channel's last event.
+            if let Ok(0) =
+                tokio::time::timeout(MARK_AFTER, queued.recv_many(&mut batch, PIPELINE)).await
+            {
+                return;
+            }
+        } else if queued.recv_many(&mut batch, PIPELINE).await == 0 {
+            return;
+        }
         let mut pipeline = redis::pipe();
         let mut counted = Vec::new();
-        let in_pipeline = batch.len();
+        let mut channels = Vec::with_capacity(batch.len());
         for (index, outgoing) in batch.drain(..).enumerate() {
             pipeline
                 .cmd("PUBLISH")
-                .arg(outgoing.channel)
+                .arg(&outgoing.channel)
                 .arg(outgoing.message);
+            channels.push(outgoing.channel);
             if let Some(member) = outgoing.member {
                 counted.push((index, member));
             }
+        }
+        let in_pipeline = channels.len();
+        // The marks go after the events (numbered later than any queued before them).
+        if let Some(inner) = inner.upgrade() {
+            let mut numbering = lock(&inner.numbering);
+            for channel in std::mem::take(&mut numbering.marks_owed) {
+                let seq = numbering.next(&channel);
+                pipeline
+                    .cmd("PUBLISH")
+                    .arg(&channel)
+                    .arg(envelope(&inner.id, seq, None));
+                channels.push(channel);
+            }
+        }
+        if channels.is_empty() {
+            continue;
         }
         let started = tokio::time::Instant::now();
         loop {
@@ -655,6 +874,13 @@ async fn publish_in_order(
             )
             .await;
             if let Ok(Ok(receivers)) = sent {
+                if helpnow_actors::mutation::on("double_publish") {
+                    let _ = tokio::time::timeout(
+                        ENGINE_TIMEOUT,
+                        pipeline.query_async::<Vec<i64>>(&mut commands),
+                    )
+                    .await;
+                }
                 if let Some(inner) = inner.upgrade()
                     && !counted.is_empty()
                 {
@@ -672,14 +898,20 @@ async fn publish_in_order(
             }
             if started.elapsed() >= RETRY_FOR {
                 let mut behind = 0;
-                while queued.try_recv().is_ok() {
+                while let Ok(outgoing) = queued.try_recv() {
                     behind += 1;
+                    channels.push(outgoing.channel);
                 }
-                count_dropped(&dropped, (in_pipeline + behind) as u64);
-                tracing::warn!(
-                    dropped = in_pipeline + behind,
-                    "events could not be sent to the other processes"
-                );
+                if let Some(inner) = inner.upgrade() {
+                    lock(&inner.numbering).marks_owed.extend(channels);
+                }
+                if in_pipeline + behind > 0 {
+                    count_dropped(&dropped, (in_pipeline + behind) as u64);
+                    tracing::warn!(
+                        dropped = in_pipeline + behind,
+                        "events could not be sent to the other processes"
+                    );
+                }
                 break;
             }
             tokio::time::sleep(RETRY_AFTER).await;
@@ -688,11 +920,16 @@ async fn publish_in_order(
 }
 
 /// Receives the other processes' events until the cluster is gone: the shared channel, and the
-/// channels of the members that have an actor here.
+/// channels of the members that have an actor here. A subscription taken again after one was
+/// lost is a gap on every channel: what was published meanwhile never came.
 async fn subscribe(
     inner: std::sync::Weak<Inner>,
     mut control: tokio::sync::mpsc::UnboundedReceiver<Control>,
 ) {
+    let mut heard = Heard::default();
+    // Events published before the first subscription are the start's, and nothing here was
+    // told anything yet; once one attempt was made, any later subscription may have missed some.
+    let mut first = true;
     loop {
         let Some(client) = inner
             .upgrade()
@@ -714,8 +951,22 @@ async fn subscribe(
                 if subscribed.is_ok()
                     && let Some(here) = inner.upgrade()
                 {
-                    lock(&here.subscribed).extend(members);
+                    lock(&here.subscribed).extend(members.iter().cloned());
+                    if !first {
+                        tracing::info!(
+                            "subscribed to the event engine again: reading again what may have been missed"
+                        );
+                        heard.cover_all();
+                        if let Some(listener) = here.listener() {
+                            (listener.gap)(Gap::Events);
+                            (listener.gap)(Gap::Inbox(None));
+                            for user_id in members {
+                                (listener.gap)(Gap::Member(user_id));
+                            }
+                        }
+                    }
                 }
+                first = false;
                 match subscribed {
                     Ok(()) => loop {
                         tokio::select! {
@@ -727,7 +978,7 @@ async fn subscribe(
                                 let Some(inner) = inner.upgrade() else {
                                     return;
                                 };
-                                deliver(&inner, &message);
+                                deliver(&inner, &mut heard, &message);
                             }
                             change = control.recv() => {
                                 let changed = match change {
@@ -742,6 +993,7 @@ async fn subscribe(
                                         if let Some(here) = inner.upgrade() {
                                             lock(&here.subscribed).remove(&user_id);
                                         }
+                                        heard.forget(&member_channel(&user_id));
                                         sink.unsubscribe(member_channel(&user_id)).await
                                     }
                                     None => return,
@@ -756,7 +1008,10 @@ async fn subscribe(
                     Err(error) => tracing::warn!(%error, "cannot subscribe to the event engine"),
                 }
             }
-            Err(error) => tracing::warn!(%error, "cannot reach the event engine"),
+            Err(error) => {
+                first = false;
+                tracing::warn!(%error, "cannot reach the event engine");
+            }
         }
         // Until subscribed again, this process hears none of its members' channels.
         if let Some(here) = inner.upgrade() {
@@ -766,8 +1021,12 @@ async fn subscribe(
     }
 }
 
-/// Acts on another process's event.
-fn deliver(inner: &Inner, message: &redis::Msg) {
+/// The events from other processes passed on, counted for the `drop_inbox` mutation (which
+/// loses one in twenty).
+static PASSED_ON: AtomicU64 = AtomicU64::new(0);
+
+/// Acts on another process's event: once, after telling of a gap its number shows.
+fn deliver(inner: &Inner, heard: &mut Heard, message: &redis::Msg) {
     let Ok(payload) = message.get_payload::<String>() else {
         return;
     };
@@ -775,10 +1034,50 @@ fn deliver(inner: &Inner, message: &redis::Msg) {
         tracing::warn!("an event from another process could not be read");
         return;
     };
-    if envelope.from != inner.id
-        && let Some(handler) = inner.handler()
+    if envelope.from == inner.id {
+        return;
+    }
+    let Some(listener) = inner.listener() else {
+        return;
+    };
+    let channel = message.get_channel_name();
+    let heading = match envelope.seq {
+        Some(seq) => heard.hear(channel, &envelope.from, seq),
+        None => Heading::Next,
+    };
+    match heading {
+        // The mutation puts back the bug the numbers fixed: an event sent twice acted on twice.
+        Heading::Again if !helpnow_actors::mutation::on("double_publish") => return,
+        Heading::AfterGap => {
+            tracing::info!(
+                channel,
+                from = envelope.from,
+                "events from another process were missed: reading again what they told"
+            );
+            (listener.gap)(gap_on(channel, &envelope.from));
+        }
+        Heading::Again | Heading::Next => {}
+    }
+    let Some(event) = envelope.event else {
+        return;
+    };
+    // The mutation loses events as plain pub/sub may, where the numbers do not show it.
+    if helpnow_actors::mutation::on("drop_inbox")
+        && PASSED_ON.fetch_add(1, Ordering::Relaxed) % 20 == 19
     {
-        handler(&envelope.from, envelope.event);
+        return;
+    }
+    (listener.event)(&envelope.from, event);
+}
+
+/// What a gap on `channel` in the events of the process `from` may have lost.
+fn gap_on(channel: &str, from: &str) -> Gap {
+    if let Some(user_id) = channel.strip_prefix(MEMBER_CHANNEL_PREFIX) {
+        Gap::Member(user_id.to_owned())
+    } else if channel.starts_with(INBOX_CHANNEL_PREFIX) {
+        Gap::Inbox(Some(from.to_owned()))
+    } else {
+        Gap::Events
     }
 }
 
@@ -806,6 +1105,118 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;
+
+    /// Each sender's numbers on each channel are their own: one heard again is dropped, the
+    /// next passes, one further on tells of a gap (and is then the last); a sender's first here
+    /// is taken as it comes; after the subscription was taken again the next number passes
+    /// whatever it is (that gap is being read again), while older ones are still dropped; a
+    /// channel forgotten starts anew.
+    #[test]
+    fn the_numbers_heard_drop_doubles_and_show_gaps() {
+        let mut heard = Heard::default();
+        let events = CHANNEL;
+        let hear = |heard: &mut Heard, from: &str, seq: u64| heard.hear(events, from, seq);
+        assert_eq!(
+            hear(&mut heard, "a", 41),
+            Heading::Next,
+            "a's first: the baseline"
+        );
+        assert_eq!(hear(&mut heard, "a", 42), Heading::Next);
+        assert_eq!(hear(&mut heard, "a", 41), Heading::Again);
+        assert_eq!(
+            hear(&mut heard, "a", 42),
+            Heading::Again,
+            "a pipeline sent again"
+        );
+        assert_eq!(
+            hear(&mut heard, "b", 7),
+            Heading::Next,
+            "b's numbers are b's"
+        );
+        assert_eq!(
+            hear(&mut heard, "a", 45),
+            Heading::AfterGap,
+            "43 and 44 were lost"
+        );
+        assert_eq!(hear(&mut heard, "a", 46), Heading::Next);
+        assert_eq!(
+            hear(&mut heard, "a", 44),
+            Heading::Again,
+            "late: behind the last"
+        );
+        assert_eq!(
+            heard.hear("helpnow:member:m", "a", 3),
+            Heading::Next,
+            "another channel's numbers are its own"
+        );
+
+        heard.cover_all();
+        assert_eq!(hear(&mut heard, "a", 46), Heading::Again);
+        assert_eq!(
+            hear(&mut heard, "a", 60),
+            Heading::Next,
+            "covered by the re-read"
+        );
+        assert_eq!(
+            hear(&mut heard, "a", 62),
+            Heading::AfterGap,
+            "covered once only"
+        );
+        assert_eq!(hear(&mut heard, "b", 8), Heading::Next);
+
+        heard.forget("helpnow:member:m");
+        assert_eq!(heard.hear("helpnow:member:m", "a", 1), Heading::Next);
+    }
+
+    /// A channel counted anew (a member's actor stopped here, then started again) goes on above
+    /// every number given before, on any channel.
+    #[test]
+    fn a_channel_counted_anew_never_gives_a_number_twice() {
+        let mut numbering = Numbering::default();
+        assert_eq!(numbering.next("helpnow:member:m"), 1);
+        assert_eq!(numbering.next("helpnow:member:m"), 2);
+        assert_eq!(
+            numbering.next(CHANNEL),
+            3,
+            "a new channel starts above the highest"
+        );
+        assert_eq!(numbering.next("helpnow:member:m"), 3);
+        numbering.last.remove("helpnow:member:m");
+        assert_eq!(numbering.next("helpnow:member:m"), 4);
+    }
+
+    /// The envelope as written is read back, a mark too; one of an older build (no number) is
+    /// read as unnumbered.
+    #[test]
+    fn envelopes_are_read_back_marks_and_older_ones_too() {
+        let event = serde_json::to_string(&ClusterEvent::FlowsChanged).expect("JSON");
+        let read: Envelope =
+            serde_json::from_str(&envelope("a\"b", 7, Some(&event))).expect("an envelope");
+        assert_eq!(
+            (read.from.as_str(), read.seq, read.event),
+            ("a\"b", Some(7), Some(ClusterEvent::FlowsChanged))
+        );
+        let mark: Envelope = serde_json::from_str(&envelope("a", 8, None)).expect("a mark");
+        assert_eq!((mark.seq, mark.event), (Some(8), None));
+        let older: Envelope =
+            serde_json::from_str("{\"from\":\"a\",\"event\":{\"kind\":\"flows_changed\"}}")
+                .expect("an older envelope");
+        assert_eq!(
+            (older.seq, older.event),
+            (None, Some(ClusterEvent::FlowsChanged))
+        );
+    }
+
+    /// Which channel's gap asks for what to be read again.
+    #[test]
+    fn a_gap_is_named_by_its_channel() {
+        assert_eq!(gap_on(CHANNEL, "a"), Gap::Events);
+        assert_eq!(gap_on(&member_channel("m"), "a"), Gap::Member("m".into()));
+        assert_eq!(
+            gap_on(&inbox_channel("me"), "a"),
+            Gap::Inbox(Some("a".into()))
+        );
+    }
 
     /// A Redis server that answers a connection's set-up (redis-rs's `CLIENT SETINFO`, then the
     /// process's first sign of life, a `SET`) and nothing from the first other command on: a

@@ -5,12 +5,20 @@
 //! [`on`] is `false` at compile time and the code behind it is gone.
 //!
 //! The names, each a one-line `if` at the place it breaks:
-//! - `double_publish`: each pipeline of events between processes is published twice;
-//! - `drop_inbox`: one event in twenty arriving from another process is dropped;
+//! - `double_publish`: each pipeline of events between processes is published twice, as one sent
+//!   again after Redis answered late is, and the receivers act on an event whose number they
+//!   heard already instead of dropping it (`src/cluster.rs`, `publish_in_order` and `deliver`):
+//!   every event arrives twice, so a relayed funnel tab shows each message twice, the bug the
+//!   numbers fixed (the doubling alone would be hidden by them);
+//! - `drop_inbox`: one event in twenty arriving from another process, on any channel, is dropped
+//!   after its number was taken as heard (`deliver`), so no gap is seen and nothing is read
+//!   again: plain lossy pub/sub, as before the numbers;
 //! - `no_fence`: a funnel conversation's saves ignore its epoch;
 //! - `no_revision_check`: a member chat's appends ignore its revision, and a chat another
 //!   process is answering is not refused;
-//! - `drop_signed_out`: a sign-out from another process closes nothing.
+//! - `drop_signed_out`: a sign-out from another process closes nothing, and after a gap in the
+//!   events between processes the sockets' sessions are not checked against the store
+//!   (`src/startup/mod.rs`): signed-out sockets on the other processes stay open.
 
 /// The names a build knows; `HELPNOW_MUTATE` with any other is refused at start.
 pub const NAMES: &[&str] = &[

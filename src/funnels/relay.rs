@@ -12,8 +12,20 @@
 //! conversation, loads it from the store; when the socket's process dies, the holder's actor
 //! forgets the socket. A message for a relay the other side no longer has is answered with its
 //! end (`Left` to the holder, `Close` to the socket's process), so neither keeps a relay the
-//! other lost. Delivery is Redis pub/sub's: in order, at most once while the subscription holds;
-//! what a subscription's gap loses is made good by those ends and the time-outs below.
+//! other lost. Delivery is the cluster's: in order, each message once (a pipeline sent again is
+//! dropped by its number), and a loss is noticed (`cluster::Gap::Inbox`): then every relay
+//! between this process and the other one ends, on both sides ([`FunnelRelay::missed`]): the
+//! relayed socket's connection closes and the browser, connecting again, gets the whole
+//! conversation as stored. The time-outs below remain for what even that does not notice (a
+//! sender's very first messages here).
+//!
+//! The numbers are the cluster's, per sending process and channel, not a relay's own. A relay's
+//! own numbers would end only the relay that lost something, but they show a loss only when a
+//! later message of the same relay arrives: a lost last message (the reply the visitor waits
+//! for) is noticed by the channel's mark, which cannot say which relay it was on; and a lost
+//! subscription loses every relay's messages alike. So a gap ends the relays with that one
+//! process, which costs their tabs a reconnection and a read of their conversation, after a
+//! fault only; and no relay message carries a number of its own.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -99,12 +111,18 @@ struct Inner {
     cluster: Cluster,
     registry: FunnelRegistry,
     /// Sockets here whose conversation another process holds, by relay.
-    relayed: Mutex<HashMap<u64, Addr<RelayedSocket>>>,
+    relayed: Mutex<HashMap<u64, Relayed>>,
     /// Sockets of other processes whose conversation is held here, by (process, relay).
     remote: Mutex<HashMap<(String, u64), Addr<RemoteSocket>>>,
     /// Where the actors for other processes' sockets run (and the conversation actors they
     /// start): the events from other processes arrive on a task outside actix's arbiters.
     arbiter: std::sync::OnceLock<ArbiterHandle>,
+}
+
+/// A socket here relayed to the process `holder`.
+struct Relayed {
+    holder: String,
+    addr: Addr<RelayedSocket>,
 }
 
 /// An arbiter of its own, on its own thread, for the process's lifetime.
@@ -169,7 +187,13 @@ impl FunnelRelay {
         }
         .start();
         // Known before the holder can answer.
-        lock(&self.inner.relayed).insert(relay, addr.clone());
+        lock(&self.inner.relayed).insert(
+            relay,
+            Relayed {
+                holder: holder.clone(),
+                addr: addr.clone(),
+            },
+        );
         self.send_to(&holder, join);
         addr.recipient()
     }
@@ -229,7 +253,9 @@ impl FunnelRelay {
             RelayMessage::Emit { relay, .. }
             | RelayMessage::Ack { relay, .. }
             | RelayMessage::Close { relay } => {
-                let addr = lock(&self.inner.relayed).get(&relay).cloned();
+                let addr = lock(&self.inner.relayed)
+                    .get(&relay)
+                    .map(|relayed| relayed.addr.clone());
                 match addr {
                     Some(addr) => addr.do_send(FromHolder(message)),
                     // That socket is gone here: the holder is to forget it.
@@ -254,9 +280,45 @@ impl FunnelRelay {
         }
     }
 
+    /// Relay messages from the process `from` (from every process, `None`) may have been lost
+    /// (see the module's notes): every relay with it ends. The sockets here relayed to it close
+    /// their connections (the browser connects again and gets the conversation as stored); the
+    /// sockets of it served here leave their actors, and their processes are told to close them.
+    pub fn missed(&self, from: Option<&str>) {
+        let with = |process: &str| from.is_none_or(|from| from == process);
+        let relayed: Vec<(u64, Addr<RelayedSocket>)> = lock(&self.inner.relayed)
+            .iter()
+            .filter(|(_, relayed)| with(&relayed.holder))
+            .map(|(relay, relayed)| (*relay, relayed.addr.clone()))
+            .collect();
+        for (relay, addr) in relayed {
+            addr.do_send(FromHolder(RelayMessage::Close { relay }));
+        }
+        // Taken out at once: what arrives for them from now on is answered with their end.
+        let remote: Vec<((String, u64), Addr<RemoteSocket>)> = {
+            let mut remote = lock(&self.inner.remote);
+            let ending: Vec<(String, u64)> = remote
+                .keys()
+                .filter(|(process, _)| with(process))
+                .cloned()
+                .collect();
+            ending
+                .into_iter()
+                .filter_map(|key| remote.remove(&key).map(|addr| (key, addr)))
+                .collect()
+        };
+        for ((process, relay), addr) in remote {
+            self.send_to(&process, RelayMessage::Close { relay });
+            addr.do_send(FromSocket(Forward::Left));
+        }
+    }
+
     fn forget_relayed(&self, relay: u64, addr: &Addr<RelayedSocket>) {
         let mut relayed = lock(&self.inner.relayed);
-        if relayed.get(&relay) == Some(addr) {
+        if relayed
+            .get(&relay)
+            .is_some_and(|relayed| relayed.addr == *addr)
+        {
             relayed.remove(&relay);
         }
     }

@@ -4,6 +4,7 @@
 
 mod namespace;
 mod ports;
+mod resync;
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use helpnow_actors::member::{Deps, FunnelBrief, MemberRegistry, MemberSettings};
 use helpnow_actors::ports::{Ai, Telemetry};
 
 pub use namespace::MemberNamespace;
+pub use resync::close_ended_sessions;
 
 use crate::adapters::analytics::BatchedAnalytics;
 use crate::cluster::Cluster;

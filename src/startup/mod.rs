@@ -11,7 +11,7 @@ use actix_web::{App, web};
 
 use crate::auth::{AuthThrottle, SessionCookies};
 use crate::billing::{Billing, BillingError};
-use crate::cluster::{Cluster, ClusterEvent};
+use crate::cluster::{Cluster, ClusterEvent, Gap};
 use crate::config::{PaymentProviderKind, RedactedUrl, Settings};
 use crate::content::Content;
 use crate::error::json_error_handler;
@@ -229,19 +229,26 @@ impl Application {
             metrics.clone(),
             &cluster,
         );
-        cluster.listen({
+        let reload_flows = {
+            let flows = flows.clone();
+            move || {
+                let flows = flows.clone();
+                tokio::spawn(async move {
+                    if let Err(error) = flows.reload().await {
+                        tracing::warn!(%error, "the flows could not be reloaded");
+                    }
+                });
+            }
+        };
+        let listening = {
             let members = member_registry.clone();
             let funnel_relay = funnel_relay.clone();
-            let flows = flows.clone();
-            move |from, event| match event {
-                ClusterEvent::FlowsChanged => {
-                    let flows = flows.clone();
-                    tokio::spawn(async move {
-                        if let Err(error) = flows.reload().await {
-                            tracing::warn!(%error, "the flows could not be reloaded");
-                        }
-                    });
-                }
+            let reload_flows = reload_flows.clone();
+            let here = cluster.id().to_owned();
+            move |from: &str, event| match event {
+                ClusterEvent::FlowsChanged => reload_flows(),
+                ClusterEvent::SignedOut { .. }
+                    if from != here && helpnow_actors::mutation::on("drop_signed_out") => {}
                 ClusterEvent::SignedOut { user_id, session } => {
                     members.signed_out(&user_id, session);
                 }
@@ -261,7 +268,35 @@ impl Application {
                 ),
                 ClusterEvent::Funnel(message) => funnel_relay.receive_event(from, message),
             }
-        });
+        };
+        // What lost events would have told, read again from the store (docs/operations.md,
+        // "Events between processes").
+        let missed = {
+            let members = member_registry.clone();
+            let funnel_relay = funnel_relay.clone();
+            let db = db.clone();
+            move |gap| match gap {
+                Gap::Events => {
+                    reload_flows();
+                    if helpnow_actors::mutation::on("drop_signed_out") {
+                        return;
+                    }
+                    let (members, db) = (members.clone(), db.clone());
+                    tokio::spawn(async move {
+                        let ended = crate::members::close_ended_sessions(&members, &db).await;
+                        if ended > 0 {
+                            tracing::info!(
+                                ended,
+                                "sessions ended elsewhere closed their sockets here"
+                            );
+                        }
+                    });
+                }
+                Gap::Member(user_id) => members.peers_missed(&user_id),
+                Gap::Inbox(from) => funnel_relay.missed(from.as_deref()),
+            }
+        };
+        cluster.listen(listening, missed);
         let realtime = RealtimeServer::builder(realtime_config(&settings))
             .connection_gauge(metrics.realtime_connections.clone())
             .namespace(

@@ -157,6 +157,25 @@ pub async fn delete_all_of(db: &Db, user_id: &str) -> Result<(), surrealdb::Erro
     Ok(())
 }
 
+/// Which of `hashes` name no session any more (it was signed out, ended by a reset or a proof
+/// of the address, or its account erased: each deletes the row). One read through the token's
+/// unique index. An expired session's row is still there: it ends a socket only at its next
+/// handshake, as it always did.
+pub async fn ended_among(db: &Db, hashes: &[String]) -> Result<Vec<String>, surrealdb::Error> {
+    let mut response = db
+        .query("SELECT VALUE token_hash FROM session WHERE token_hash IN $hashes")
+        .bind(("hashes", hashes.to_vec()))
+        .await?
+        .check()?;
+    let open: Vec<String> = response.take(0)?;
+    let open: std::collections::HashSet<String> = open.into_iter().collect();
+    Ok(hashes
+        .iter()
+        .filter(|hash| !open.contains(*hash))
+        .cloned()
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,5 +233,27 @@ mod tests {
                 .await
                 .expect("answered")
         );
+    }
+
+    #[tokio::test]
+    async fn the_sessions_ended_are_told_apart_from_the_open_ones() {
+        let db = migrated_memory_db().await;
+        let email = Email::parse("ann@example.com").expect("email");
+        let user = users::create(&db, &email, None).await.expect("account");
+        let day = Duration::from_secs(86_400);
+        for hash in ["one", "two", "three"] {
+            create(&db, &user, hash.to_owned(), day, SessionStart::default())
+                .await
+                .expect("a session");
+        }
+        delete(&db, "two").await.expect("signed out");
+        let asked = ["one", "two", "three", "never"].map(str::to_owned);
+        assert_eq!(
+            ended_among(&db, &asked).await.expect("read"),
+            ["two", "never"]
+        );
+        delete_all_of(&db, &user).await.expect("reset");
+        assert_eq!(ended_among(&db, &asked).await.expect("read").len(), 4);
+        assert!(ended_among(&db, &[]).await.expect("read").is_empty());
     }
 }

@@ -7,9 +7,10 @@
 use std::time::{Duration, Instant};
 
 use helpnow::loadtest::client::{Client, Target, event_of};
+use helpnow::loadtest::proxy::{Fault, FaultProxy};
 use serde_json::{Value, json};
 
-use crate::funnel_socket::{ack, join, next_event, send, target_at};
+use crate::funnel_socket::{ack, exchange, join, next_event, send, target_at};
 use crate::processes::{Balancer, RedisServer, Server, SurrealServer, start_with};
 
 /// A helpnow process on `surreal`, as a deployment of several runs it (behind the balancer on
@@ -1008,6 +1009,199 @@ async fn a_visitors_tabs_on_two_processes_share_one_conversation_held_by_one_act
         next_event(&mut second_tab, "message").await["role"],
         "assistant"
     );
+}
+
+/// Waits until `count` processes listen for events on `redis`, at most 30 s.
+async fn until_listeners(redis: &RedisServer, count: i64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while listeners(redis).await != count {
+        assert!(
+            Instant::now() < deadline,
+            "{count} processes listen within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Two processes on one SurrealDB server and one Redis, the second reaching Redis through a
+/// fault proxy (its commands and its subscription alike).
+async fn pair_with_the_second_behind_a_proxy() -> (Pair, FaultProxy) {
+    let surreal = SurrealServer::start();
+    let redis = RedisServer::start();
+    let proxy = FaultProxy::start(redis.socket_address())
+        .await
+        .expect("a proxy");
+    let through = redis.url_through(proxy.address());
+    // The proxy runs on this runtime while the processes start.
+    let (first, second) = tokio::task::block_in_place(|| {
+        (
+            start_on_with(&surreal, Some(&redis)),
+            start_on_with_settings(&surreal, None, &[("APP__EVENTS__REDIS_URL", through)]),
+        )
+    });
+    until_listeners(&redis, 2).await;
+    (
+        Pair {
+            surreal,
+            redis,
+            first,
+            second,
+        },
+        proxy,
+    )
+}
+
+/// What a `Cluster` in this test process was told: the events (with their sender), and the gaps.
+struct Told {
+    events: tokio::sync::mpsc::UnboundedReceiver<(String, helpnow::cluster::ClusterEvent)>,
+    gaps: tokio::sync::mpsc::UnboundedReceiver<helpnow::cluster::Gap>,
+}
+
+impl Told {
+    fn listen(cluster: &helpnow::cluster::Cluster) -> Self {
+        let (events, told_events) = tokio::sync::mpsc::unbounded_channel();
+        let (gaps, told_gaps) = tokio::sync::mpsc::unbounded_channel();
+        cluster.listen(
+            move |from, event| {
+                let _ = events.send((from.to_owned(), event));
+            },
+            move |gap| {
+                let _ = gaps.send(gap);
+            },
+        );
+        Self {
+            events: told_events,
+            gaps: told_gaps,
+        }
+    }
+
+    /// The numbers (`{"n": ..}` of funnel events) told within `wait`.
+    async fn numbers_within(&mut self, wait: Duration) -> Vec<i64> {
+        let mut numbers = Vec::new();
+        let deadline = tokio::time::Instant::now() + wait;
+        while let Ok(Some((_, event))) = tokio::time::timeout_at(deadline, self.events.recv()).await
+        {
+            if let helpnow::cluster::ClusterEvent::Funnel(message) = event {
+                numbers.push(message["n"].as_i64().expect("a number"));
+            }
+        }
+        numbers
+    }
+}
+
+fn numbered(n: i64) -> helpnow::cluster::ClusterEvent {
+    helpnow::cluster::ClusterEvent::Funnel(json!({ "n": n }))
+}
+
+/// A publisher's Redis link stalls past the 500 ms it waits for an answer, so it sends its
+/// pipeline again, and again; once the link passes, Redis runs every copy. The receiver acts on
+/// each event once, and sees no gap (a relayed funnel tab would otherwise show each message of
+/// the holder's as often as it was sent).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipeline_sent_again_after_a_stall_is_acted_on_once() {
+    use helpnow::cluster::Cluster;
+    let redis = RedisServer::start();
+    let proxy = FaultProxy::start(redis.socket_address())
+        .await
+        .expect("a proxy");
+    let sender = Cluster::connect(&redis.url_through(proxy.address()))
+        .await
+        .expect("Redis through the proxy");
+    let receiver = Cluster::connect(&redis.url).await.expect("Redis");
+    let mut told = Told::listen(&receiver);
+    until_listeners(&redis, 1).await;
+
+    proxy.set(Fault::Stall);
+    for n in 0..3 {
+        sender.send_to(receiver.id(), numbered(n));
+    }
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    proxy.set(Fault::Pass);
+    assert_eq!(told.numbers_within(Duration::from_secs(3)).await, [0, 1, 2]);
+    assert!(told.gaps.try_recv().is_err(), "no gap");
+}
+
+/// Redis is away from a publisher for longer than it tries a pipeline (3 s): the event is given
+/// up. Nothing follows it, yet once Redis answers again the receiver is told of the gap on that
+/// channel (the publisher's mark) within about a second, and reads again what it lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_given_up_is_noticed_by_its_receiver_once_redis_answers_again() {
+    use helpnow::cluster::{Cluster, Gap};
+    let redis = RedisServer::start();
+    let proxy = FaultProxy::start(redis.socket_address())
+        .await
+        .expect("a proxy");
+    let sender = Cluster::connect(&redis.url_through(proxy.address()))
+        .await
+        .expect("Redis through the proxy");
+    let receiver = Cluster::connect(&redis.url).await.expect("Redis");
+    let mut told = Told::listen(&receiver);
+    until_listeners(&redis, 1).await;
+    sender.send_to(receiver.id(), numbered(0));
+    assert_eq!(told.numbers_within(Duration::from_secs(1)).await, [0]);
+
+    proxy.set(Fault::Cut);
+    sender.send_to(receiver.id(), numbered(1));
+    tokio::time::sleep(Duration::from_millis(3800)).await;
+    proxy.set(Fault::Pass);
+    let gap = tokio::time::timeout(Duration::from_secs(3), told.gaps.recv())
+        .await
+        .expect("a gap within 3 s of healing");
+    assert_eq!(gap, Some(Gap::Inbox(Some(sender.id().to_owned()))));
+    assert!(told.events.try_recv().is_err(), "the event was lost");
+    sender.send_to(receiver.id(), numbered(2));
+    assert_eq!(told.numbers_within(Duration::from_secs(1)).await, [2]);
+    assert!(told.gaps.try_recv().is_err(), "one gap");
+}
+
+/// A member's process loses its Redis link while the member signs out on another process: the
+/// sign-out's event never reaches it. Once the link is back, the process subscribes again, checks
+/// its sockets' sessions against the store, and closes the signed-out one within 5 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_out_lost_while_a_process_was_cut_off_from_redis_closes_its_socket_once_it_is_back()
+{
+    let (pair, proxy) = pair_with_the_second_behind_a_proxy().await;
+    let cookie = member_on(&pair, &pair.first, "cut-off@example.com").await;
+    let mut socket = member_socket(&pair.second, &cookie).await;
+
+    proxy.set(Fault::Cut);
+    until_listeners(&pair.redis, 1).await;
+    sign_out_on(&reqwest::Client::new(), &pair.first, &cookie).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.set(Fault::Pass);
+    let healed = Instant::now();
+    assert!(closed(&mut socket).await, "the signed-out socket closed");
+    assert!(
+        healed.elapsed() < Duration::from_secs(5),
+        "within 5 s of healing: {:?}",
+        healed.elapsed()
+    );
+}
+
+/// A relayed tab's process loses its Redis link while the holder stores the visitor's message and
+/// answers it: the relay's messages are lost. Once the link is back the relayed tab's connection
+/// is closed (rather than left without them), and joining again it gets the whole conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_tab_that_missed_messages_is_closed_and_gets_the_conversation_again() {
+    let (pair, proxy) = pair_with_the_second_behind_a_proxy().await;
+    let visitor = "cluster-visitor-cut-off-01";
+    let (mut first_tab, _) = join_funnel(&pair.first, visitor).await;
+    let (mut relayed_tab, relayed) = join_funnel(&pair.second, visitor).await;
+    assert_eq!(texts(&relayed).len(), 1, "the greeting");
+
+    proxy.set(Fault::Cut);
+    until_listeners(&pair.redis, 1).await;
+    exchange(&mut first_tab, "my printer will not print").await;
+    proxy.set(Fault::Pass);
+    let healed = Instant::now();
+    assert!(closed(&mut relayed_tab).await, "the relayed tab was closed");
+    assert!(
+        healed.elapsed() < Duration::from_secs(5),
+        "within 5 s of healing: {:?}",
+        healed.elapsed()
+    );
+    let (_, again) = join_funnel(&pair.second, visitor).await;
+    assert_eq!(texts(&again).len(), 3, "greeting, message, reply: {again}");
 }
 
 /// Through the balancer, the official socket.io-client whose transport drops recovers its

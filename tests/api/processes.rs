@@ -414,6 +414,16 @@ impl RedisServer {
         panic!("redis-server did not listen within 30 s");
     }
 
+    /// Where it listens, for a fault proxy in front of it.
+    pub fn socket_address(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// `url`, reaching it through `address` (a fault proxy in front of it).
+    pub fn url_through(&self, address: std::net::SocketAddr) -> String {
+        format!("redis://helpnow:{}@{address}", self.password)
+    }
+
     /// `kill -9`, then nothing until `restart`.
     pub fn kill_hard(&mut self) {
         self.child.kill().expect("SIGKILL");

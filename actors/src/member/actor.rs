@@ -1190,3 +1190,7 @@ impl Handler<Ended> for MemberActor {
         self.on_ended(ended, ctx);
     }
 }
+
+mod resync;
+
+pub use resync::{ClientSessions, PeersMissed, Sessions};

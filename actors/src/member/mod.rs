@@ -15,7 +15,7 @@ pub mod ports;
 mod prompts;
 mod registry;
 
-pub use actor::{CHAT_ERROR, MemberActor, TASK_ERROR, TASK_FALLBACK};
+pub use actor::{CHAT_ERROR, ClientSessions, MemberActor, TASK_ERROR, TASK_FALLBACK};
 pub use messages::{
     Drain, Event, FromPeer, Join, Refusal, SendAck, SignedOut, StopAck, TaskHelpAck,
 };

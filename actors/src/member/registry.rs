@@ -7,7 +7,7 @@ use std::time::Duration;
 use actix::{Actor, Addr};
 
 use super::Deps;
-use super::actor::MemberActor;
+use super::actor::{ClientSessions, MemberActor, PeersMissed, Sessions};
 use super::messages::{Drain, FromPeer, Join, SignedOut};
 use crate::live::{self, LiveActors};
 
@@ -80,5 +80,27 @@ impl MemberRegistry {
     /// How many members have a live actor in this process.
     pub fn live_count(&self) -> usize {
         self.live.len()
+    }
+
+    /// Events of the member's actors on other processes may have been lost: the member's actor
+    /// here, if any, stops following their replies and tells its sockets so ([`PeersMissed`]).
+    pub fn peers_missed(&self, user_id: &str) {
+        if let Some(addr) = self.live.get(&user_id.to_owned()) {
+            addr.do_send(PeersMissed);
+        }
+    }
+
+    /// Every live member here with the sessions their sockets came with, for a check against the
+    /// store when a sign-out may have been lost (the ended ones are then passed to
+    /// [`Self::signed_out`]).
+    pub async fn sessions(&self) -> Vec<ClientSessions> {
+        let asked = self.live.all().into_iter().map(|addr| addr.send(Sessions));
+        futures_util::future::join_all(asked)
+            .await
+            .into_iter()
+            // An actor that stopped meanwhile has no sockets left to close.
+            .filter_map(Result::ok)
+            .filter(|member| !member.sessions.is_empty())
+            .collect()
     }
 }

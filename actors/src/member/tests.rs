@@ -717,6 +717,57 @@ async fn a_reply_whose_process_died_ends_in_the_error_on_the_other_processes() {
     assert_eq!(third.next_named("chat:ready").await["writing"], json!([]));
 }
 
+/// Events from the member's actor on another process were lost (a gap in their numbers): the
+/// reply followed here is no longer (its `chat:done` may be among them), and the sockets here get
+/// `chat:ready` again without it, so a page that waits for it reloads the chat.
+#[actix::test]
+async fn after_a_gap_in_the_peers_events_their_replies_are_no_longer_followed() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    tab.next_named("chat:ready").await;
+    harness.registry.from_peer(
+        USER,
+        FromPeer {
+            from: "process-b".into(),
+            event: "chat:typing".into(),
+            data: json!({ "chatId": "chat-1", "messageId": "m-1" }),
+            volatile: false,
+        },
+    );
+    tab.next_named("chat:typing").await;
+    harness.registry.peers_missed(USER);
+    assert_eq!(tab.next_named("chat:ready").await["writing"], json!([]));
+    let mut later = harness.connect("tab-2", None).await;
+    assert_eq!(later.next_named("chat:ready").await["writing"], json!([]));
+    harness.registry.peers_missed("someone-else");
+}
+
+/// The sessions each live member's sockets came with, for the check after a sign-out may have
+/// been lost; a member whose sockets all left has none to check.
+#[actix::test]
+async fn the_registry_tells_the_sessions_of_its_members_sockets() {
+    let harness = Harness::new();
+    let mut first = harness.connect("tab-1", None).await;
+    first.next_named("chat:ready").await;
+    let mut second = harness.connect("tab-2", None).await;
+    second.next_named("chat:ready").await;
+    let members = harness.registry.sessions().await;
+    assert_eq!(members.len(), 1);
+    assert_eq!(members[0].user_id, USER);
+    assert_eq!(
+        members[0].sessions,
+        ["session-of-tab-1", "session-of-tab-2"]
+    );
+    harness
+        .registry
+        .signed_out(USER, Some("session-of-tab-1".into()));
+    assert_eq!(first.next_named("(disconnected)").await, Value::Null);
+    assert_eq!(
+        harness.registry.sessions().await[0].sessions,
+        ["session-of-tab-2"]
+    );
+}
+
 #[actix::test]
 async fn pieces_that_arrived_together_go_out_as_one_delta() {
     let harness = Harness::new();

@@ -161,6 +161,13 @@ async fn next_before(
         Err(_) => Ok(None),
         Ok(Err(error)) => Err(error),
         Ok(Ok(packet)) => {
+            // The server closed the socket (socket.io-client's "io server disconnect": it does
+            // not connect again by itself; the page decides).
+            if packet.kind == socketio::PacketType::Disconnect {
+                return Err(ClientError::Refused(
+                    "the server disconnected the socket".into(),
+                ));
+            }
             if let Some((event, data)) = event_of(&packet) {
                 ctx.history.record(
                     name,

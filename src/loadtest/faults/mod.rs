@@ -384,7 +384,10 @@ async fn start_deployment(options: &Options, ai: SocketAddr) -> Result<Deploymen
         // Every client comes from a few loopback addresses.
         ("APP__REALTIME__FUNNEL_JOINS_PER_MINUTE".into(), "0".into()),
         ("APP__REALTIME__MEMBER_JOINS_PER_MINUTE".into(), "0".into()),
-        ("APP__LOG__FILTER".into(), "warn".into()),
+        (
+            "APP__LOG__FILTER".into(),
+            std::env::var("APP__LOG__FILTER").unwrap_or_else(|_| "warn".into()),
+        ),
     ];
     if let Some(mutation) = &options.mutation {
         env.push(("HELPNOW_MUTATE".into(), mutation.clone()));
