@@ -8,6 +8,8 @@
 //! - `never_sent`: a stored visitor or member message no client sent, or one the server refused.
 //! - `two_replies`: two replies in a row: to one visitor message, or to one member message.
 //! - `unanswered`: a visitor message without its reply, sent long enough before the run ended.
+//! - `shown_late`: a reply stored while a page of its conversation stayed connected, not shown
+//!   there within 10 s (no fault on meanwhile): an event lost between processes, unnoticed.
 //! - `shown_twice`, `shown_wrong`: what a page shows (its events applied by the web app's rules:
 //!   the `conversation` event replaces the list, `message` appends, an acknowledged send appends
 //!   the visitor's text; a member's `chat:done` is the reply) is not what the store holds: a
@@ -42,6 +44,8 @@ pub struct StoredConversation {
     pub visitor: String,
     /// (role, text), in place order.
     pub messages: Vec<(String, String)>,
+    /// When each was stored, in milliseconds since the run began.
+    pub at: Vec<i64>,
     /// Milliseconds since the run began (negative: before).
     pub deadline: Option<i64>,
     pub started: Option<i64>,
@@ -106,6 +110,7 @@ pub const KINDS: &[&str] = &[
     "never_sent",
     "two_replies",
     "unanswered",
+    "shown_late",
     "shown_twice",
     "shown_wrong",
     "checkout_twice",
@@ -119,6 +124,8 @@ pub const KINDS: &[&str] = &[
 const REPLY_OWED_AFTER: u64 = 30_000;
 /// A sign-out closes every socket of its session within this.
 const SIGN_OUT_CLOSES_WITHIN: u64 = 5_000;
+/// A reply stored reaches a page connected to its conversation within this.
+const SHOWN_WITHIN: u64 = 10_000;
 
 impl Verdict {
     pub fn count(&self, kind: &str) -> usize {
@@ -295,9 +302,17 @@ fn check_funnels(
         *checkouts.entry(visitor.as_str()).or_default() += 1;
     }
     for (client, lines) in clients {
-        let Some(Entry::Visitor { visitor, .. }) = lines.first().map(|l| &l.entry) else {
+        let Some(Entry::Visitor { visitor, tab, .. }) = lines.first().map(|l| &l.entry) else {
             continue;
         };
+        // A second tab sends nothing: only what it shows is checked.
+        if *tab {
+            if let Some(conversation) = by_visitor.get(visitor.as_str()) {
+                check_funnel_page(client, lines, conversation, verdict);
+                check_funnel_liveness(client, lines, conversation, faults, ends, verdict);
+            }
+            continue;
+        }
         let sends = sends_of(lines);
         let Some(conversation) = by_visitor.get(visitor.as_str()) else {
             if let Some(sent) = sends
@@ -450,6 +465,7 @@ fn check_funnels(
         }
         // Rule 3: the page as the web app builds it.
         check_funnel_page(client, lines, conversation, verdict);
+        check_funnel_liveness(client, lines, conversation, faults, ends, verdict);
         // Rule 4: one checkout, near its deadline.
         let opened = checkouts.get(visitor.as_str()).copied().unwrap_or(0);
         verdict.operations.checkouts += opened;
@@ -490,6 +506,93 @@ fn check_funnels(
                     ),
                 );
             }
+        }
+    }
+}
+
+/// The times a client was connected: (joined, left), `ends` for a connection still open.
+fn connections(lines: &[&Line], ends: u64) -> Vec<(u64, u64)> {
+    let mut spans = Vec::new();
+    let mut open: Option<u64> = None;
+    for line in lines {
+        match &line.entry {
+            Entry::Connect { .. } => {
+                if let Some(since) = open.replace(line.t) {
+                    spans.push((since, line.t));
+                }
+            }
+            Entry::Disconnect { .. } => {
+                if let Some(since) = open.take() {
+                    spans.push((since, line.t));
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(since) = open {
+        spans.push((since, ends));
+    }
+    spans
+}
+
+/// Each reply stored while the visitor's page stayed connected is shown there within
+/// [`SHOWN_WITHIN`], unless a fault was on meanwhile.
+fn check_funnel_liveness(
+    client: &str,
+    lines: &[&Line],
+    conversation: &StoredConversation,
+    faults: &[Fault],
+    ends: u64,
+    verdict: &mut Verdict,
+) {
+    let spans = connections(lines, ends);
+    for (place, ((role, text), at)) in conversation
+        .messages
+        .iter()
+        .zip(&conversation.at)
+        .enumerate()
+    {
+        let Ok(at) = u64::try_from(*at) else {
+            continue;
+        };
+        let due = at + SHOWN_WITHIN;
+        if role != "assistant" || place == 0 || fault_during(faults, at, due) {
+            continue;
+        }
+        if !spans
+            .iter()
+            .any(|(joined, left)| *joined <= at && *left >= due)
+        {
+            continue;
+        }
+        let shown = lines.iter().any(|line| {
+            line.t >= at.saturating_sub(1_000)
+                && line.t <= due
+                && match &line.entry {
+                    Entry::Shown { event, data } if event == "message" => {
+                        role_and_text(data).is_some_and(|(r, t)| r == *role && t == *text)
+                    }
+                    Entry::Shown { event, data } if event == "conversation" => data
+                        .get("messages")
+                        .and_then(Value::as_array)
+                        .is_some_and(|m| {
+                            m.iter()
+                                .filter_map(role_and_text)
+                                .any(|(r, t)| r == *role && t == *text)
+                        }),
+                    _ => false,
+                }
+        });
+        if !shown {
+            violation(
+                verdict,
+                "shown_late",
+                client,
+                format!(
+                    "{} place {place}, stored at {at} ms, not shown by {due} ms on a connection open throughout",
+                    conversation.id
+                ),
+            );
         }
     }
 }
@@ -881,6 +984,7 @@ mod tests {
                 id: "c1".into(),
                 visitor: "x".into(),
                 messages: pairs(&[("assistant", "G"), ("user", "A"), ("assistant", "R1")]),
+                at: vec![0, 10, 30],
                 deadline: None,
                 started: None,
             }],
@@ -978,6 +1082,37 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_not_shown_on_a_page_that_stayed_connected_is_late() {
+        let (mut history, stored) = visit();
+        // The reply never came; the page stayed connected until the end.
+        history.pop();
+        let verdict = check(&history, &[], &stored, 60_000);
+        assert_eq!(kinds(&verdict), ["shown_late"]);
+        // Unless a fault was on meanwhile, or the page left.
+        let fault = Fault {
+            kind: "pause".into(),
+            target: "p1".into(),
+            start: 5_000,
+            heal: 8_000,
+        };
+        assert_eq!(
+            kinds(&check(&history, &[fault], &stored, 60_000)),
+            Vec::<&str>::new()
+        );
+        history.push(at(
+            5_000,
+            "v1",
+            Entry::Disconnect {
+                reason: "no reply".into(),
+            },
+        ));
+        assert_eq!(
+            kinds(&check(&history, &[], &stored, 60_000)),
+            Vec::<&str>::new()
+        );
+    }
+
+    #[test]
     fn a_send_not_confirmed_may_be_stored_once_but_not_twice() {
         let (mut history, mut stored) = visit();
         history[4] = at(
@@ -992,6 +1127,13 @@ mod tests {
             },
         );
         history.truncate(5);
+        history.push(at(
+            25,
+            "v1",
+            Entry::Disconnect {
+                reason: "left".into(),
+            },
+        ));
         stored.conversations[0].messages = pairs(&[("assistant", "G")]);
         assert_eq!(
             kinds(&check(&history, &[], &stored, 20_000)),

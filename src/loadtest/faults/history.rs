@@ -36,8 +36,14 @@ pub struct Line {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Entry {
-    /// A funnel visitor begins (its first line).
-    Visitor { visitor: String, funnel: String },
+    /// A funnel visitor begins (its first line); `tab`: a second tab of the visitor that only
+    /// follows the conversation (on another process, it is relayed to the holder).
+    Visitor {
+        visitor: String,
+        funnel: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        tab: bool,
+    },
     /// One device of a member begins (its first line); `member` names the member's session.
     Device { member: String },
     /// The socket joined its namespace, on this process (the balancer's cookie).
@@ -263,9 +269,23 @@ pub async fn visitor(
             Entry::Visitor {
                 visitor: visitor.clone(),
                 funnel: funnel.to_owned(),
+                tab: false,
             },
         );
         let auth = json!({ "funnel": funnel, "visitorId": visitor });
+        // Every other visitor has a second tab open, which the balancer may send to another
+        // process than the conversation's holder.
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let tab = (n % 2 == 1).then(|| {
+            tokio::spawn(second_tab(
+                ctx.clone(),
+                format!("{name}t"),
+                visitor.clone(),
+                funnel,
+                local,
+                done.clone(),
+            ))
+        });
         loop {
             if Instant::now() >= ctx.phases.ends {
                 return;
@@ -319,6 +339,69 @@ pub async fn visitor(
             }
             tokio::time::sleep(reconnect_delay()).await;
         }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(tab) = tab {
+            let _ = tab.await;
+        }
+    }
+}
+
+/// A visitor's second tab: it follows the conversation, connecting again when dropped, until
+/// the visitor leaves.
+async fn second_tab(
+    ctx: Arc<Ctx>,
+    name: String,
+    visitor: String,
+    funnel: &'static str,
+    local: IpAddr,
+    done: Arc<std::sync::atomic::AtomicBool>,
+) {
+    ctx.history.record(
+        &name,
+        Entry::Visitor {
+            visitor: visitor.clone(),
+            funnel: funnel.to_owned(),
+            tab: true,
+        },
+    );
+    let auth = json!({ "funnel": funnel, "visitorId": visitor });
+    let left =
+        || done.load(std::sync::atomic::Ordering::SeqCst) || Instant::now() >= ctx.phases.ends;
+    while !left() {
+        let mut client =
+            match Client::connect(&ctx.target, local, "/funnel", &auth, None, CONNECT_PATIENCE)
+                .await
+            {
+                Ok(client) => client,
+                Err(error) => {
+                    ctx.history.record(
+                        &name,
+                        Entry::ConnectFailed {
+                            reason: error.to_string(),
+                        },
+                    );
+                    tokio::time::sleep(reconnect_delay()).await;
+                    continue;
+                }
+            };
+        ctx.history.record(
+            &name,
+            Entry::Connect {
+                server: client.server().map(str::to_owned),
+            },
+        );
+        let reason = loop {
+            if left() {
+                client.close().await;
+                break "left".to_owned();
+            }
+            let until = Instant::now() + Duration::from_millis(500);
+            if let Err(error) = next_before(&ctx, &name, &mut client, until).await {
+                break error.to_string();
+            }
+        };
+        ctx.history.record(&name, Entry::Disconnect { reason });
+        tokio::time::sleep(reconnect_delay()).await;
     }
 }
 

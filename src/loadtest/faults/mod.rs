@@ -740,7 +740,7 @@ async fn dump(deployment: &Deployment, began: i64) -> Result<Stored, String> {
                  IF checkout_deadline THEN <string> checkout_deadline END AS deadline, \
                  IF checkout_started_at THEN <string> checkout_started_at END AS started \
                  FROM funnel_conversation;
-             SELECT record::id(id) AS id, role, text FROM funnel_message;
+             SELECT record::id(id) AS id, role, text, <string> at AS at FROM funnel_message;
              SELECT record::id(visitor) AS visitor FROM checkout_session WHERE visitor != NONE;
              SELECT record::id(id) AS id, record::id(chat) AS chat, role, content, \
                  <string> created_at AS at FROM message;",
@@ -785,13 +785,14 @@ async fn dump(deployment: &Deployment, began: i64) -> Result<Stored, String> {
                     id,
                     visitor: text(row, "visitor"),
                     messages: Vec::new(),
+                    at: Vec::new(),
                     deadline: millis(row, "deadline"),
                     started: millis(row, "started"),
                 },
             )
         })
         .collect();
-    let mut placed: BTreeMap<String, Vec<(i64, String, String)>> = BTreeMap::new();
+    let mut placed: BTreeMap<String, Vec<(i64, String, String, i64)>> = BTreeMap::new();
     for row in &messages {
         let Some([conversation, place]) = row
             .get("id")
@@ -807,14 +808,16 @@ async fn dump(deployment: &Deployment, began: i64) -> Result<Stored, String> {
                 place.as_i64().unwrap_or(0),
                 text(row, "role"),
                 text(row, "text"),
+                millis(row, "at").unwrap_or(0),
             ));
     }
     for (conversation, mut messages) in placed {
         messages.sort();
         if let Some(stored) = by_id.get_mut(&conversation) {
+            stored.at = messages.iter().map(|m| m.3).collect();
             stored.messages = messages
                 .into_iter()
-                .map(|(_, role, text)| (role, text))
+                .map(|(_, role, text, _)| (role, text))
                 .collect();
         }
     }
