@@ -282,7 +282,8 @@ async fn members(
         let chat = chats::start_chat(db, member, "Printer", "Hello!", &first, "my printer").await?;
         chats_of.push(chats::ChatId::parse(&chat.id).ok_or("an id")?);
     }
-    let append = |round: usize, role: chats::Role| -> Vec<Statement> {
+    // Each append expects its chat's revision (as the member actor's do): `revision` before it.
+    let append = |round: usize, role: chats::Role, revision: u64| -> Vec<Statement> {
         members
             .iter()
             .zip(&chats_of)
@@ -295,18 +296,21 @@ async fn members(
                     &chats::MessageId::parse(&id).expect("an id"),
                     role,
                     "It says it is offline, and the light blinks orange every few seconds.",
+                    Some(revision),
                 )))
             })
             .collect()
     };
+    let mut revision = 0;
     for round in 0..8 {
         for role in [chats::Role::User, chats::Role::Assistant] {
-            let writes = append(round, role)
+            let writes = append(round, role, revision)
                 .into_iter()
                 .map(|statement| batcher.submit(statement));
             for written in futures_util::future::join_all(writes).await {
                 written?;
             }
+            revision += 1;
         }
     }
     let access = members
@@ -322,7 +326,12 @@ async fn members(
         .map(|(member, chat)| Statement::RecentChat(chats::RecentVars::new(member, chat, 20)))
         .collect();
     phase(batcher, "member chat read", reads).await;
-    phase(batcher, "member message", append(100, chats::Role::User)).await;
+    phase(
+        batcher,
+        "member message",
+        append(100, chats::Role::User, revision),
+    )
+    .await;
     let events = members
         .iter()
         .map(|member| Statement::MemberEvent {
@@ -332,6 +341,21 @@ async fn members(
         })
         .collect();
     phase(batcher, "member event", events).await;
-    phase(batcher, "member reply", append(100, chats::Role::Assistant)).await;
+    phase(
+        batcher,
+        "member reply",
+        append(100, chats::Role::Assistant, revision + 1),
+    )
+    .await;
+    // An append refused for its revision is answered, not failed: check that each was written.
+    let behind: Vec<i64> = db
+        .query("SELECT VALUE revision FROM chat WHERE revision != $all")
+        .bind(("all", revision as i64 + 2))
+        .await?
+        .check()?
+        .take(0)?;
+    if !behind.is_empty() {
+        return Err(format!("{} chats missed appends", behind.len()).into());
+    }
     Ok(())
 }

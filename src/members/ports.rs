@@ -123,6 +123,7 @@ impl MemberStore for StoredChats {
         message_id: &str,
         role: Role,
         content: &str,
+        expected: Option<u64>,
     ) -> BoxFuture<'static, Result<Appended, StoreError>> {
         let (Some(chat_id), Some(message_id)) = (
             chats::ChatId::parse(chat_id),
@@ -141,15 +142,14 @@ impl MemberStore for StoredChats {
             }
         };
         let write = self.submit::<i64>(Statement::AppendChatMessage(Box::new(
-            chats::AppendVars::new(user_id, &chat_id, &message_id, role, content),
+            chats::AppendVars::new(user_id, &chat_id, &message_id, role, content, expected),
         )));
         async move {
-            Ok(match write.await? {
+            Ok(match chats::Appended::from_answer(write.await?) {
                 None => Appended::NoSuchChat,
-                Some(revision) => u64::try_from(revision)
-                    .map_or(Appended::AlreadyThere, |revision| Appended::After {
-                        revision,
-                    }),
+                Some(chats::Appended::After(revision)) => Appended::After { revision },
+                Some(chats::Appended::AlreadyThere) => Appended::AlreadyThere,
+                Some(chats::Appended::Moved) => Appended::Moved,
             })
         }
         .boxed()

@@ -884,6 +884,7 @@ mod tests {
             &chats::MessageId::parse(message).expect("an id"),
             chats::Role::User,
             "text",
+            None,
         )))
     }
 

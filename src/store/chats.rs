@@ -17,9 +17,13 @@
 //! it (and is deleted with the chat) or finds no chat; the embedded engines abort one of two
 //! transactions touching the same chat and `store::retry_conflicts` runs it again. Running a write
 //! again is safe: the ids of new records are chosen before the first attempt and nothing of an
-//! aborted attempt is written.
+//! aborted attempt is written. An append may name the revision it expects the chat at: the
+//! member's actors on several processes (a member's devices) each write their own replies, and
+//! that condition is what keeps them from both answering one message (the revision is the
+//! chat's fencing token; only the store moves it on).
 
 use chrono::{DateTime, Utc};
+use helpnow_actors::mutation;
 use helpnow_actors::rules::chat::preview;
 use surrealdb::types::{RecordId, SurrealValue};
 
@@ -304,26 +308,32 @@ impl MessageId {
 /// Appends the message `$s.message` (an [`AppendVars`] bound as `$s`) to the member's chat and
 /// makes it the chat's last activity (`updated_at` becomes the message's `created_at`; the
 /// history preview its content) and its next revision. One block whose value is the chat's
-/// revision before the write; `-1` when an append of this id already landed in this chat (a write
-/// retried after a time-out neither fails nor doubles); `NONE` when the member has no such chat
-/// or the id is another chat's message, and then nothing is written. Neither `THROW` nor
-/// `RETURN`, so a batch can carry it (`store::batch`). Nothing is read back: the writer knows
-/// what it wrote (each member reply appends twice), and the revision tells it whether anyone else
-/// wrote in between.
+/// revision before the write; `-1` ([`ALREADY_THERE`]) when an append of this id already landed
+/// in this chat (a write retried after a time-out neither fails nor doubles; checked first, so a
+/// retry is answered so even though its own first try moved the revision on); `-2` ([`MOVED`])
+/// when `$s.expected` is set and the chat is at another revision (someone else wrote in it since
+/// the writer looked: the write that would follow a message it has not seen is refused, so two
+/// writers of one chat cannot both answer the same message); `NONE` when the member has no such
+/// chat or the id is another chat's message. Only an answered revision means a write. Neither
+/// `THROW` nor `RETURN`, so a batch can carry it (`store::batch`). Nothing is read back: the
+/// writer knows what it wrote (each member reply appends twice), and the revision tells it
+/// whether anyone else wrote in between.
 pub(crate) const APPEND_AS: &str = "{
     LET $s_chat = type::record('chat', $s.chat);
     LET $s_found = $s_chat.*;
     IF $s_found.user != type::record('user', $s.user) { NONE } ELSE {
         LET $s_existing = type::record('message', $s.message).chat;
         IF $s_existing = NONE {
-            LET $s_now = time::now();
             LET $s_revision = $s_found.revision ?? 0;
-            UPDATE $s_chat SET updated_at = $s_now, preview = $s.preview,
-                revision = $s_revision + 1 RETURN NONE;
-            CREATE type::record('message', $s.message) CONTENT {
-                chat: $s_chat, role: $s.role, content: $s.content, created_at: $s_now
-            } RETURN NONE;
-            $s_revision
+            IF $s.expected != NONE AND $s.expected != $s_revision { -2 } ELSE {
+                LET $s_now = time::now();
+                UPDATE $s_chat SET updated_at = $s_now, preview = $s.preview,
+                    revision = $s_revision + 1 RETURN NONE;
+                CREATE type::record('message', $s.message) CONTENT {
+                    chat: $s_chat, role: $s.role, content: $s.content, created_at: $s_now
+                } RETURN NONE;
+                $s_revision
+            }
         } ELSE IF $s_existing = $s_chat { -1 } ELSE { NONE }
     }
 };";
@@ -335,22 +345,53 @@ pub(crate) const APPEND_AS: &str = "{
 /// transactions of 32, 467 -> 365 us in transactions of 8; docs/benchmarks.md). The rows' chats
 /// must differ (a second append to a chat would read the revision before the first), and so must
 /// their message ids (both rows would find the id free). Each row takes its own `time::now()`, as
-/// its own block would. The last of its [`APPEND_ALL_STATEMENTS`] statements answers each row,
-/// in order, as [`APPEND_AS`] would.
+/// its own block would. A row whose chat is not at its `expected` revision is left out of the
+/// writes and answered `-2` on its own; the other rows are written. The last of its
+/// [`APPEND_ALL_STATEMENTS`] statements answers each row, in order, as [`APPEND_AS`] would.
 pub(crate) const APPEND_ALL: &str = "LET $appends_read = SELECT *, chat.user = user AS owned,
-        chat.revision AS revision, message.chat AS existing, time::now() AS at FROM $appends;
-    LET $appends_new = SELECT * FROM $appends_read WHERE owned AND existing = NONE;
+        chat.revision ?? 0 AS revision, message.chat AS existing, time::now() AS at FROM $appends;
+    LET $appends_new = SELECT * FROM $appends_read WHERE owned AND existing = NONE
+        AND (expected = NONE OR expected = revision);
     FOR $row IN $appends_new {
         UPDATE $row.chat SET updated_at = $row.at, preview = $row.preview,
-            revision = ($row.revision ?? 0) + 1 RETURN NONE;
+            revision = $row.revision + 1 RETURN NONE;
     };
     INSERT INTO message (SELECT message AS id, chat, role, content, at AS created_at
         FROM $appends_new) RETURN NONE;
-    SELECT VALUE IF !owned { NONE } ELSE IF existing = NONE { revision ?? 0 }
-        ELSE IF existing = chat { -1 } ELSE { NONE } FROM $appends_read;";
+    SELECT VALUE IF !owned { NONE } ELSE IF existing = NONE {
+            IF expected = NONE OR expected = revision { revision } ELSE { -2 }
+        } ELSE IF existing = chat { -1 } ELSE { NONE } FROM $appends_read;";
 
 /// How many statements (results) [`APPEND_ALL`] has.
 pub(crate) const APPEND_ALL_STATEMENTS: usize = 5;
+
+/// The answer of an append ([`APPEND_AS`], [`APPEND_ALL`]) whose message of this id is already
+/// in the chat: nothing was written.
+pub const ALREADY_THERE: i64 = -1;
+/// The answer of an append whose chat was not at the revision it expected: nothing was written.
+pub const MOVED: i64 = -2;
+
+/// What an append found, from its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Appended {
+    /// Stored; the chat was at this revision before it.
+    After(u64),
+    /// A message of this id was already in the chat ([`ALREADY_THERE`]).
+    AlreadyThere,
+    /// The chat was not at the expected revision ([`MOVED`]).
+    Moved,
+}
+
+impl Appended {
+    /// The append's answer as this names it; `None` for `NONE` (no such chat of the member).
+    pub fn from_answer(answer: Option<i64>) -> Option<Self> {
+        answer.map(|answer| match u64::try_from(answer) {
+            Ok(revision) => Appended::After(revision),
+            Err(_) if answer == MOVED => Appended::Moved,
+            Err(_) => Appended::AlreadyThere,
+        })
+    }
+}
 
 /// One row of [`APPEND_ALL`].
 #[derive(Debug, Clone, SurrealValue)]
@@ -361,6 +402,7 @@ struct AppendRow {
     role: String,
     content: String,
     preview: String,
+    expected: Option<i64>,
 }
 
 /// The variables of [`APPEND_AS`].
@@ -372,6 +414,8 @@ pub struct AppendVars {
     role: String,
     content: String,
     preview: String,
+    /// The revision the chat must be at for the message to be written; `None`: any.
+    expected: Option<i64>,
 }
 
 impl AppendVars {
@@ -394,19 +438,23 @@ impl AppendVars {
             role: self.role,
             content: self.content,
             preview: self.preview,
+            expected: self.expected,
         }
         .into_value()
     }
 
     /// A message for the member's chat; content over `MAX_CONTENT_CHARS` characters is cut.
+    /// Written only while the chat is at the revision `expected` (with `None`, at any).
     pub fn new(
         user_id: &str,
         chat_id: &ChatId,
         message_id: &MessageId,
         role: Role,
         content: &str,
+        expected: Option<u64>,
     ) -> Self {
         let content = cut(content, MAX_CONTENT_CHARS);
+        let expected = expected.map(|revision| i64::try_from(revision).unwrap_or(i64::MAX));
         Self {
             user: user_id.to_owned(),
             chat: chat_id.as_str().to_owned(),
@@ -414,12 +462,16 @@ impl AppendVars {
             role: role.as_str().to_owned(),
             preview: preview(&content),
             content,
+            // The fault run's mutation: the revision is not checked, so two writers of one chat
+            // both store their replies (helpnow_actors::mutation).
+            expected: expected.filter(|_| !mutation::on("no_revision_check")),
         }
     }
 }
 
 /// Appends a message under `message_id` to the member's chat ([`APPEND_AS`]) in a transaction of
-/// its own. `NotFound` when the member has no such chat (nothing is written then).
+/// its own, if the chat is at the revision `expected` (with `None`, at any). `NotFound` when the
+/// member has no such chat (nothing is written then).
 pub async fn append_message_as(
     db: &Db,
     user_id: &str,
@@ -427,8 +479,9 @@ pub async fn append_message_as(
     message_id: &MessageId,
     role: Role,
     content: &str,
-) -> Result<(), ChatStoreError> {
-    let vars = AppendVars::new(user_id, chat_id, message_id, role, content);
+    expected: Option<u64>,
+) -> Result<Appended, ChatStoreError> {
+    let vars = AppendVars::new(user_id, chat_id, message_id, role, content, expected);
     let written: Option<i64> = super::retry_conflicts(WRITE_ATTEMPTS, || async {
         db.query(APPEND_AS)
             .bind(("s", vars.clone()))
@@ -437,7 +490,7 @@ pub async fn append_message_as(
             .take(0)
     })
     .await?;
-    written.map(|_| ()).ok_or(ChatStoreError::NotFound)
+    Appended::from_answer(written).ok_or(ChatStoreError::NotFound)
 }
 
 /// All the messages of the member's chat (`$id` of `$user`), newest first.

@@ -60,7 +60,7 @@ async fn append(
     content: &str,
 ) -> Result<chats::Message, ChatStoreError> {
     let id = fresh_message_id();
-    chats::append_message_as(&app.db, user, chat_id, &id, role, content).await?;
+    chats::append_message_as(&app.db, user, chat_id, &id, role, content, None).await?;
     let (_, messages) = chats::chat_with_messages(&app.db, user, chat_id)
         .await?
         .ok_or(ChatStoreError::NotFound)?;

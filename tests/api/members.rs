@@ -405,13 +405,21 @@ async fn messages_keep_the_id_their_writer_chose_and_the_ai_sees_the_last_ones()
     let chat_id = ChatId::parse(&chat.id).expect("id");
     for n in 1..=6 {
         let id = MessageId::parse(&format!("msg{n}")).expect("id");
-        chats::append_message_as(&app.db, &user, &chat_id, &id, Role::User, &format!("m{n}"))
-            .await
-            .expect("stored");
+        chats::append_message_as(
+            &app.db,
+            &user,
+            &chat_id,
+            &id,
+            Role::User,
+            &format!("m{n}"),
+            None,
+        )
+        .await
+        .expect("stored");
     }
     // A write retried under the same id (its first try landed) keeps the one message.
     let again = MessageId::parse("msg6").expect("id");
-    chats::append_message_as(&app.db, &user, &chat_id, &again, Role::User, "twice")
+    chats::append_message_as(&app.db, &user, &chat_id, &again, Role::User, "twice", None)
         .await
         .expect("a retry is answered as stored");
     let (_, all) = chats::chat_with_messages(&app.db, &user, &chat_id)
@@ -438,7 +446,7 @@ async fn messages_keep_the_id_their_writer_chose_and_the_ai_sees_the_last_ones()
     let stolen = MessageId::parse("msg6").expect("id");
     let other_id = ChatId::parse(&other.id).expect("id");
     assert!(matches!(
-        chats::append_message_as(&app.db, &user, &other_id, &stolen, Role::User, "x").await,
+        chats::append_message_as(&app.db, &user, &other_id, &stolen, Role::User, "x", None).await,
         Err(chats::ChatStoreError::NotFound)
     ));
     let (_, recent) = chats::chat_with_recent_messages(&app.db, &user, &chat_id, 3)
@@ -480,6 +488,7 @@ async fn a_members_reads_and_writes_share_a_batch_and_each_gets_its_own_answer()
             &id(message),
             Role::User,
             content,
+            None,
         )))
     };
     let outcomes = commit_together(
@@ -668,6 +677,7 @@ async fn appends_of_one_batch_go_together_and_each_gets_what_it_would_alone() {
             &id(message),
             role,
             content,
+            None,
         )))
     };
     let revision = |n: i64| Ok(Outcome::Loaded(Some(n.into_value())));
@@ -803,6 +813,198 @@ async fn appends_of_one_batch_go_together_and_each_gets_what_it_would_alone() {
 
 fn id(raw: &str) -> MessageId {
     MessageId::parse(raw).expect("an id")
+}
+
+/// The chat's stored revision, read straight from its record.
+async fn revision_of(app: &TestApp, chat: &ChatId) -> i64 {
+    let revisions: Vec<Option<i64>> = app
+        .db
+        .query("SELECT VALUE revision FROM type::record('chat', $id)")
+        .bind(("id", chat.as_str().to_owned()))
+        .await
+        .expect("query")
+        .check()
+        .expect("read")
+        .take(0)
+        .expect("revisions");
+    revisions[0].unwrap_or(0)
+}
+
+/// An append names the revision it expects the chat at (the member actor's: the one its
+/// context was read at, or right after its own message for a reply). Two writers that expected
+/// the same revision (two processes answering one message) cannot both write: the second is
+/// answered "moved" and writes nothing, not the message, not the chat's revision or preview. A
+/// write retried under the same id is still answered as there, though its first try moved the
+/// revision on; an append that expects nothing is written at any revision.
+#[tokio::test]
+async fn an_append_expecting_a_revision_the_chat_has_left_writes_nothing() {
+    let app = spawn_app().await;
+    let (_, user) = member(&app, "revision@example.com").await;
+    let (_, other) = member(&app, "revision-other@example.com").await;
+    let chat = chats::start_chat(&app.db, &user, "Mine", "Hello!", &id("first1"), "m0")
+        .await
+        .expect("chat");
+    let chat = ChatId::parse(&chat.id).expect("id");
+    let append = |message: &'static str, content: &'static str, expected: Option<u64>| {
+        let (db, user, chat) = (app.db.clone(), user.clone(), chat.clone());
+        async move {
+            chats::append_message_as(
+                &db,
+                &user,
+                &chat,
+                &id(message),
+                Role::Assistant,
+                content,
+                expected,
+            )
+            .await
+        }
+    };
+    assert_eq!(
+        append("reply1", "from process A", Some(0))
+            .await
+            .expect("stored"),
+        chats::Appended::After(0)
+    );
+    assert_eq!(
+        append("reply2", "from process B", Some(0))
+            .await
+            .expect("answered"),
+        chats::Appended::Moved
+    );
+    let (_, messages) = chats::chat_with_messages(&app.db, &user, &chat)
+        .await
+        .expect("read")
+        .expect("found");
+    let contents: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(contents, ["Hello!", "m0", "from process A"]);
+    assert_eq!(revision_of(&app, &chat).await, 1);
+    let listed = chats::list_chats(&app.db, &user, 10).await.expect("list");
+    assert_eq!(listed[0].preview, "from process A");
+    // A's write retried (its first try landed, its answer was lost): there, not moved.
+    assert_eq!(
+        append("reply1", "from process A", Some(0))
+            .await
+            .expect("answered"),
+        chats::Appended::AlreadyThere
+    );
+    assert_eq!(
+        append("next1", "the next message", Some(1))
+            .await
+            .expect("stored"),
+        chats::Appended::After(1)
+    );
+    assert_eq!(
+        append("next2", "without a revision", None)
+            .await
+            .expect("stored"),
+        chats::Appended::After(2)
+    );
+    assert_eq!(revision_of(&app, &chat).await, 3);
+    // Another member's chat is not found, whatever the revision.
+    assert!(matches!(
+        chats::append_message_as(
+            &app.db,
+            &other,
+            &chat,
+            &id("stolen4"),
+            Role::User,
+            "x",
+            Some(3)
+        )
+        .await,
+        Err(chats::ChatStoreError::NotFound)
+    ));
+}
+
+/// The appends of a batch that go together ([`chats::APPEND_ALL`]) are checked each against its
+/// own chat's revision: one that expected a revision its chat has left is answered "moved" and
+/// writes nothing, while the others of the batch are written; a retry of a landed id is answered
+/// as there before its revision is looked at.
+#[tokio::test]
+async fn appends_of_one_batch_are_each_refused_for_their_own_chats_revision() {
+    let app = spawn_app().await;
+    let (_, user) = member(&app, "revision-batch@example.com").await;
+    let mut mine = Vec::new();
+    for n in 0..4 {
+        let chat = chats::start_chat(
+            &app.db,
+            &user,
+            "Mine",
+            "Hello!",
+            &id(&format!("begin{n}")),
+            "m0",
+        )
+        .await
+        .expect("chat");
+        mine.push(ChatId::parse(&chat.id).expect("id"));
+    }
+    // Chats 1 and 3 have moved on by one message.
+    for (chat, message) in [(&mine[1], "moved1"), (&mine[3], "landed3")] {
+        chats::append_message_as(
+            &app.db,
+            &user,
+            chat,
+            &id(message),
+            Role::User,
+            "m1",
+            Some(0),
+        )
+        .await
+        .expect("stored");
+    }
+    let append = |chat: &ChatId, message: &str, expected: Option<u64>| {
+        Statement::AppendChatMessage(Box::new(chats::AppendVars::new(
+            &user,
+            chat,
+            &id(message),
+            Role::Assistant,
+            "a reply",
+            expected,
+        )))
+    };
+    let answer = |n: i64| Ok(Outcome::Loaded(Some(n.into_value())));
+    let outcomes = commit_together(
+        &app.db,
+        vec![
+            append(&mine[0], "reply0", Some(0)),
+            append(&mine[1], "reply1", Some(0)),
+            append(&mine[2], "reply2", None),
+            append(&mine[3], "landed3", Some(0)),
+        ],
+    )
+    .await;
+    assert_eq!(
+        outcomes,
+        [
+            answer(0),
+            answer(chats::MOVED),
+            answer(0),
+            answer(chats::ALREADY_THERE)
+        ]
+    );
+    let count = |chat: &ChatId| {
+        let (db, user, chat) = (app.db.clone(), user.clone(), chat.clone());
+        async move {
+            chats::chat_with_messages(&db, &user, &chat)
+                .await
+                .expect("read")
+                .expect("found")
+                .1
+                .len()
+        }
+    };
+    assert_eq!(count(&mine[0]).await, 3);
+    assert_eq!(count(&mine[1]).await, 3, "only the message it moved on by");
+    assert_eq!(count(&mine[2]).await, 3);
+    assert_eq!(count(&mine[3]).await, 3, "the retry wrote nothing");
+    let revisions = [
+        revision_of(&app, &mine[0]).await,
+        revision_of(&app, &mine[1]).await,
+        revision_of(&app, &mine[2]).await,
+        revision_of(&app, &mine[3]).await,
+    ];
+    assert_eq!(revisions, [1, 1, 1, 1]);
 }
 
 #[tokio::test]

@@ -16,6 +16,7 @@ use super::messages::{
 use super::ports::{Appended, StoredChat};
 use super::{Deps, FunnelBrief, prompts};
 use crate::live::LiveActors;
+use crate::mutation;
 use crate::ports::{ActorClient, AiError, AiMessage, AiPurpose, AiRequest, Role, StoreError};
 use crate::reply::Reply;
 use crate::rules::chat::{chat_title, greeting, is_affirmative_reply};
@@ -101,8 +102,19 @@ struct Writing {
     kind: ReplyKind,
     title: String,
     text: String,
+    /// The chat's revision with the member's message in it: the reply is stored only while the
+    /// chat is still there (nobody wrote in it since: not the member's next message elsewhere,
+    /// nor another process's reply to the same message).
+    after: u64,
     /// The task reading the AI's stream; aborting it drops the stream, which ends the AI call.
     reader: tokio::task::JoinHandle<()>,
+}
+
+/// What a reply is written from.
+struct ReplyPlan {
+    request: AiRequest,
+    /// The chat's revision with the member's message in it ([`Writing::after`]).
+    after: u64,
 }
 
 /// A chat ready for its reply: the member's message is stored.
@@ -112,7 +124,7 @@ struct Prepared {
     title: String,
     /// `None` when the chat could not be read back for the AI: the reply fails (the message
     /// itself is stored and acknowledged).
-    request: Option<AiRequest>,
+    reply: Option<ReplyPlan>,
     new_chat: bool,
     /// The chat as stored with this message, for the actor to keep ([`KnownChat`]).
     known: Option<StoredChat>,
@@ -130,9 +142,9 @@ struct AccessRead {
 
 /// The chat this member wrote in last, as this actor stored it: its title, last messages and
 /// revision. The next send to it needs no read of the chat unless someone else (another tab
-/// served by another process, a retried write) moved its revision on meanwhile: each append
-/// answers the revision it found, and only the revision this actor knows lets it go without a
-/// read.
+/// served by another process, a retried write) moved its revision on meanwhile: the append
+/// expects the revision this actor knows, and only when the store refuses it for another is the
+/// chat read (and the message tried again at the revision read).
 #[derive(Debug)]
 struct KnownChat {
     id: String,
@@ -146,6 +158,27 @@ fn with_message(mut chat: StoredChat, message: AiMessage, keep: usize) -> Stored
     chat.messages.drain(..extra);
     chat.revision += 1;
     chat
+}
+
+/// A reply that the member's actor on another process is writing.
+struct PeerReply {
+    /// That process.
+    process: String,
+    /// When the last of its events (`chat:typing`, `chat:delta`) arrived.
+    heard: tokio::time::Instant,
+}
+
+/// How long a peer's reply is taken to be on its way after the last of its events: the longest
+/// the peer may stay silent while it writes, as its own settings (the deployment's) bound it:
+/// the wait for the AI's next piece, or the tries of saving the finished reply, whichever is
+/// longer (30 s by default). Past it the chat takes sends here again: its `chat:done` may have
+/// been lost between the processes (pub/sub keeps nothing), and a live peer would otherwise keep
+/// the chat refused for good. Letting a send through too early costs nothing but the store's
+/// check: the revision refuses whichever of the two writes comes second.
+fn peer_quiet_limit(settings: &super::MemberSettings) -> std::time::Duration {
+    let saving = (settings.store_timeout + std::time::Duration::from_secs(1))
+        * settings.reply_save_attempts.max(1);
+    settings.ai_timeout.max(saving)
 }
 
 /// One member may have this many replies on their way at once (sends to new chats and task help
@@ -178,9 +211,8 @@ pub struct MemberActor {
     /// Sends and task-help requests being stored (each will start a reply).
     preparing: usize,
     writing: HashMap<String, Writing>,
-    /// Replies that the member's actor on another process is writing: chat id -> (message id,
-    /// that process).
-    peer_writing: HashMap<String, (String, String)>,
+    /// Replies that the member's actor on another process is writing, by chat id.
+    peer_writing: HashMap<String, PeerReply>,
     /// While `peer_writing` has any: the check that their processes are still alive.
     peer_check: Option<SpawnHandle>,
     known: Option<KnownChat>,
@@ -263,6 +295,14 @@ impl MemberActor {
             return;
         }
         self.peer_check = Some(ctx.run_interval(PEER_CHECK_EVERY, |act, ctx| {
+            let quiet = peer_quiet_limit(&act.deps.settings);
+            act.peer_writing.retain(|chat_id, reply| {
+                let waited = reply.heard.elapsed() < quiet;
+                if !waited {
+                    tracing::info!(user = %act.user_id, chat = %chat_id, "a peer's reply went quiet; its chat takes sends again");
+                }
+                waited
+            });
             if act.peer_writing.is_empty() {
                 if let Some(check) = act.peer_check.take() {
                     ctx.cancel_future(check);
@@ -272,7 +312,7 @@ impl MemberActor {
             let mut processes: Vec<String> = act
                 .peer_writing
                 .values()
-                .map(|(_, process)| process.clone())
+                .map(|reply| reply.process.clone())
                 .collect();
             processes.sort();
             processes.dedup();
@@ -285,7 +325,7 @@ impl MemberActor {
                     let gone: Vec<String> = act
                         .peer_writing
                         .iter()
-                        .filter(|(_, (_, from))| *from == process)
+                        .filter(|(_, reply)| reply.process == process)
                         .map(|(chat_id, _)| chat_id.clone())
                         .collect();
                     for chat_id in gone {
@@ -321,17 +361,24 @@ impl MemberActor {
     }
 
     /// An event of the member's actor on another process, for the sockets here. A reply it
-    /// begins is followed until it ends, so that the sockets here hear of its end even when that
-    /// process dies first.
+    /// begins is followed until it ends (or goes quiet, [`peer_quiet_limit`]), so that the sockets
+    /// here hear of its end even when that process dies first, and a send here to its chat is
+    /// refused meanwhile.
     fn on_from_peer(&mut self, from_peer: FromPeer, ctx: &mut Context<Self>) {
         let Some(event) = PEER_EVENTS.iter().find(|known| **known == from_peer.event) else {
             return;
         };
         let text_of = |key: &str| from_peer.data[key].as_str().map(str::to_owned);
         match (*event, text_of("chatId"), text_of("messageId")) {
-            ("chat:typing", Some(chat_id), Some(message_id)) => {
-                self.peer_writing
-                    .insert(chat_id, (message_id, from_peer.from.clone()));
+            // Each piece says the reply is still on its way (and stands for a lost `chat:typing`).
+            ("chat:typing" | "chat:delta", Some(chat_id), Some(_)) => {
+                self.peer_writing.insert(
+                    chat_id,
+                    PeerReply {
+                        process: from_peer.from.clone(),
+                        heard: tokio::time::Instant::now(),
+                    },
+                );
                 self.check_peers_while_they_write(ctx);
             }
             ("chat:done" | "chat:error", Some(chat_id), _) => {
@@ -344,6 +391,15 @@ impl MemberActor {
         } else {
             self.emit_here(event, &from_peer.data);
         }
+    }
+
+    /// Whether the member's actor on another process is writing a reply in `chat_id`, as far as
+    /// this actor has heard lately.
+    fn peer_writes(&self, chat_id: &str) -> bool {
+        let quiet = peer_quiet_limit(&self.deps.settings);
+        self.peer_writing
+            .get(chat_id)
+            .is_some_and(|reply| reply.heard.elapsed() < quiet)
     }
 
     fn is_working(&self) -> bool {
@@ -364,7 +420,11 @@ impl MemberActor {
             .writing
             .keys()
             .chain(self.saving.iter())
-            .chain(self.peer_writing.keys())
+            .chain(
+                self.peer_writing
+                    .keys()
+                    .filter(|chat_id| self.peer_writes(chat_id)),
+            )
             .collect();
         writing.sort();
         writing.dedup();
@@ -409,10 +469,16 @@ impl MemberActor {
         }
     }
 
+    /// Whether `chat_id` takes no send now: a message of it is being stored here, or its reply
+    /// is being written, here or (as far as this actor heard) by the member's actor on another
+    /// process. The latter spares the store a write it would refuse; the store's revision check
+    /// is what holds when this actor has not heard (yet).
     fn is_taken(&self, chat_id: &str) -> bool {
         self.storing.contains(chat_id)
             || self.saving.contains(chat_id)
             || self.writing.contains_key(chat_id)
+            // The fault run's mutation: another process's reply is not waited for.
+            || (!mutation::on("no_revision_check") && self.peer_writes(chat_id))
     }
 
     fn on_send(
@@ -559,14 +625,18 @@ impl MemberActor {
                 chat_id,
                 message_id,
                 title,
-                request: Some(AiRequest {
-                    purpose: AiPurpose::TaskHelp,
-                    messages: prompts::task_help_messages(
-                        &settings.assistant_name,
-                        &settings.product_name,
-                        &request,
-                    ),
-                    timeout: settings.ai_timeout,
+                // A new chat is at revision 0 with its first message.
+                reply: Some(ReplyPlan {
+                    request: AiRequest {
+                        purpose: AiPurpose::TaskHelp,
+                        messages: prompts::task_help_messages(
+                            &settings.assistant_name,
+                            &settings.product_name,
+                            &request,
+                        ),
+                        timeout: settings.ai_timeout,
+                    },
+                    after: 0,
                 }),
                 new_chat: true,
                 known: None,
@@ -608,7 +678,7 @@ impl MemberActor {
             );
             return;
         }
-        let Some(request) = prepared.request else {
+        let Some(ReplyPlan { request, after }) = prepared.reply else {
             self.broadcast(
                 "chat:error",
                 &json!({ "chatId": chat_id, "text": kind.error_text() }),
@@ -680,6 +750,7 @@ impl MemberActor {
                 kind,
                 title: prepared.title,
                 text: String::new(),
+                after,
                 reader,
             },
         );
@@ -768,7 +839,10 @@ impl MemberActor {
     }
 
     /// Stores the reply (tried a few times), then tells every client with `chat:done`. The chat
-    /// takes no send meanwhile, so the next message lands after the reply.
+    /// takes no send here meanwhile, so the next message lands after the reply; and the reply is
+    /// stored only right after its own message (`Writing::after`): when the member wrote in the
+    /// chat elsewhere since (another device, on another process), or another process answered
+    /// the same message, it is not stored and ends in the error.
     fn finish(
         &mut self,
         chat_id: String,
@@ -780,9 +854,14 @@ impl MemberActor {
         self.saving.insert(chat_id.clone());
         let deps = self.deps.clone();
         let user_id = self.user_id.clone();
-        let (save_chat, message_id, content) =
-            (chat_id.clone(), writing.message_id.clone(), text.clone());
-        // Stored: `Some` (after the chat's revision, or already there); not stored: `None`.
+        let (save_chat, message_id, content, after) = (
+            chat_id.clone(),
+            writing.message_id.clone(),
+            text.clone(),
+            writing.after,
+        );
+        // What the store answered (stored after the chat's revision, already there, or refused
+        // because the chat moved on); `None`: no answer, or no such chat.
         let save = async move {
             let attempts = deps.settings.reply_save_attempts.max(1);
             for attempt in 1..=attempts {
@@ -792,6 +871,7 @@ impl MemberActor {
                     &message_id,
                     Role::Assistant,
                     &content,
+                    Some(after),
                 );
                 match within(deps.settings.store_timeout, async {
                     saving.await.map_err(unavailable)
@@ -800,7 +880,9 @@ impl MemberActor {
                 {
                     // The chat was deleted meanwhile: nowhere to keep the reply.
                     Ok(Appended::NoSuchChat) => return None,
-                    Ok(stored) => return Some(stored),
+                    // Stored, or already there; or refused for a chat that moved on, which no
+                    // later try changes.
+                    Ok(answer) => return Some(answer),
                     Err(_) if attempt < attempts => {
                         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                     }
@@ -812,7 +894,7 @@ impl MemberActor {
         ctx.spawn(save.into_actor(self).map(move |saved, act, ctx| {
             act.saving.remove(&chat_id);
             act.remember_reply(&chat_id, saved, &text);
-            if saved.is_some() {
+            if let Some(Appended::After { .. } | Appended::AlreadyThere) = saved {
                 act.deps.telemetry.message_stored(ACTOR_KIND);
                 act.broadcast(
                     "chat:done",
@@ -824,7 +906,11 @@ impl MemberActor {
             } else {
                 // `chat:done` means stored: a reply that could not be kept is an error, so the
                 // page does not show what a reload would not.
-                tracing::error!(user = %act.user_id, chat = %chat_id, "a finished reply could not be stored");
+                if saved == Some(Appended::Moved) {
+                    tracing::warn!(user = %act.user_id, chat = %chat_id, "a finished reply was not stored: the chat was written in elsewhere meanwhile");
+                } else {
+                    tracing::error!(user = %act.user_id, chat = %chat_id, "a finished reply could not be stored");
+                }
                 act.broadcast(
                     "chat:error",
                     &json!({ "chatId": chat_id, "text": writing.kind.error_text() }),
@@ -924,11 +1010,19 @@ struct ChatSend {
 /// A refusal means nothing was stored. The access (unless `access_trusted`: read within
 /// `MemberSettings::access_trusted_for`) and an existing chat's last messages are read
 /// together before the message is stored (two store calls in one round, not three in a row),
-/// and the chat only when the actor does not `known` it: a chat this actor wrote in last, whose
-/// revision nobody moved meanwhile, is not read at all (the append answers the revision it found;
-/// another, and the chat is read after the append). A new chat is never read: the actor knows its
-/// greeting and first message. Once the message is stored the send is acknowledged: if the chat
-/// could not be read for the AI, the reply fails instead (`request: None`).
+/// and the chat only when the actor does not `known` it: a chat this actor wrote in last is not
+/// read at all. A new chat is never read: the actor knows its greeting and first message. Once
+/// the message is stored the send is acknowledged: if the chat could not be read for the AI, the
+/// reply fails instead (`reply: None`).
+///
+/// The message is stored only while the chat is at the revision the actor took its messages at
+/// (the store refuses it otherwise, writing nothing). When that was the `known` chat, a refusal
+/// means the member wrote in the chat elsewhere since (another device on another process): the
+/// chat is read and the message tried once more at the revision read. When it was read for this
+/// send, another writer got in between the read and the write (the member's other device sent
+/// at the same moment): the send is refused as busy, as a second send to a chat whose reply is
+/// on its way is. Only when the chat cannot be read is the message written at whatever revision
+/// the chat has (as before the check; its reply is still stored only right after it).
 fn prepare_chat_reply(
     deps: Arc<Deps>,
     user_id: String,
@@ -947,6 +1041,7 @@ fn prepare_chat_reply(
         let keep = settings.context_messages;
         let message_id = new_message_id();
         let new_chat = chat_id.is_none();
+        let mut from_known = known.is_some();
         let access = check_access(&deps, &user_id, access_trusted);
         let earlier = async {
             match (&chat_id, known) {
@@ -975,19 +1070,33 @@ fn prepare_chat_reply(
                 (id, Some(chat))
             }
             Some(id) => {
-                let appended = within(settings.store_timeout, async {
-                    deps.store
-                        .append_message(&user_id, &id, &message_id, Role::User, &text)
-                        .await
-                        .map_err(unavailable)
-                })
-                .await?;
+                let mut earlier = earlier;
+                let appended = loop {
+                    let expected = earlier.as_ref().map(|chat| chat.revision);
+                    let appended = within(settings.store_timeout, async {
+                        deps.store
+                            .append_message(&user_id, &id, &message_id, Role::User, &text, expected)
+                            .await
+                            .map_err(unavailable)
+                    })
+                    .await?;
+                    match appended {
+                        // What this actor knew is out of date: the member wrote elsewhere.
+                        Appended::Moved if from_known => {
+                            from_known = false;
+                            earlier = read_chat(&deps, &user_id, &id).await;
+                        }
+                        // Someone wrote between this send's read and its write.
+                        Appended::Moved => return Err(Refusal::Busy),
+                        appended => break appended,
+                    }
+                };
                 let chat = match (appended, earlier) {
                     (Appended::NoSuchChat, _) => return Err(Refusal::ChatNotFound),
                     (Appended::After { revision }, Some(chat)) if chat.revision == revision => {
                         Some(with_message(chat, user_message, keep))
                     }
-                    // Someone else wrote in the chat meanwhile, or the earlier read failed.
+                    // The earlier read failed, or the message was there already (a retried write).
                     _ => read_chat(&deps, &user_id, &id).await,
                 };
                 (id, chat)
@@ -999,7 +1108,7 @@ fn prepare_chat_reply(
                 chat_id,
                 message_id,
                 title: String::new(),
-                request: None,
+                reply: None,
                 new_chat,
                 known: None,
                 access_read,
@@ -1028,10 +1137,13 @@ fn prepare_chat_reply(
             chat_id,
             message_id,
             title: chat.title.clone(),
-            request: Some(AiRequest {
-                purpose,
-                messages,
-                timeout: settings.ai_timeout,
+            reply: Some(ReplyPlan {
+                request: AiRequest {
+                    purpose,
+                    messages,
+                    timeout: settings.ai_timeout,
+                },
+                after: chat.revision,
             }),
             new_chat,
             known: Some(chat),

@@ -52,6 +52,9 @@ pub enum Appended {
     After { revision: u64 },
     /// A message of this id was already in the chat (a retried write that had landed).
     AlreadyThere,
+    /// The chat was not at the revision the append expected (someone else wrote in it since):
+    /// nothing was written.
+    Moved,
     /// The member has no such chat: nothing was written.
     NoSuchChat,
 }
@@ -91,7 +94,10 @@ pub trait MemberStore: Send + Sync + 'static {
         content: &str,
     ) -> BoxFuture<'static, Result<String, StoreError>>;
 
-    /// Appends a message under the id the actor chose (see [`Appended`]).
+    /// Appends a message under the id the actor chose (see [`Appended`]), only while the chat is
+    /// at the revision `expected` (`None`: at any). A message of this id already there is
+    /// answered so before the revision is looked at, so a retried write that had landed is not
+    /// refused for the revision its own first try moved on.
     fn append_message(
         &self,
         user_id: &str,
@@ -99,6 +105,7 @@ pub trait MemberStore: Send + Sync + 'static {
         message_id: &str,
         role: Role,
         content: &str,
+        expected: Option<u64>,
     ) -> BoxFuture<'static, Result<Appended, StoreError>>;
 
     /// The chat's title and its last `last` messages; `None` when the member has no such chat.

@@ -188,6 +188,7 @@ impl super::ports::MemberStore for MemoryStore {
         message_id: &str,
         role: Role,
         content: &str,
+        expected: Option<u64>,
     ) -> BoxFuture<'static, Result<Appended, StoreError>> {
         if role == Role::Assistant {
             let mut failing = self.failing_replies.lock().expect("lock");
@@ -209,8 +210,12 @@ impl super::ports::MemberStore for MemoryStore {
             let mut chats = chats.lock().expect("lock");
             Ok(
                 match chats.get_mut(&chat_id).filter(|chat| chat.owner == user_id) {
+                    // As the real store: a message already there first, then the revision.
                     Some(chat) if chat.messages.iter().any(|m| m.id == message_id) => {
                         Appended::AlreadyThere
+                    }
+                    Some(chat) if expected.is_some_and(|expected| expected != chat.revision) => {
+                        Appended::Moved
                     }
                     Some(chat) => {
                         chat.messages.push(StoredMessage {
@@ -423,7 +428,12 @@ struct Harness {
 impl Harness {
     fn new() -> Self {
         tokio::time::pause();
-        let store = Arc::new(MemoryStore::default());
+        Self::sharing(Arc::new(MemoryStore::default()))
+    }
+
+    /// Another process of the same deployment: its own actors, AI and peers, the same store
+    /// (time is paused already).
+    fn sharing(store: Arc<MemoryStore>) -> Self {
         let ai = Arc::new(DrivenAi::default());
         let analytics = Arc::new(RecordedAnalytics::default());
         let telemetry = Arc::new(RecordedTelemetry::default());
@@ -1606,4 +1616,175 @@ async fn a_refusal_is_kept_over_a_grant_read_before_it_that_answers_after_it() {
         SendAck::Refused(Refusal::UpgradeRequired)
     );
     assert_eq!(harness.store.access_reads.load(Ordering::SeqCst), 4);
+}
+
+/// No two assistant messages in a row: never two replies to one member message.
+fn assert_one_reply_per_message(store: &MemoryStore, chat_id: &str) {
+    let roles: Vec<Role> = store
+        .messages(chat_id)
+        .iter()
+        .map(|(role, _)| *role)
+        .collect();
+    assert!(
+        !roles
+            .windows(2)
+            .any(|pair| pair == [Role::Assistant, Role::Assistant]),
+        "two replies in a row: {:?}",
+        store.messages(chat_id)
+    );
+}
+
+/// The member's two devices are served by two processes (two actors, one store) and send to one
+/// chat at the same moment, before either process heard of the other's reply: the message that
+/// reaches the store second was written after a revision it did not see, so it is refused as
+/// busy and nothing of it is stored; only the first is answered.
+#[actix::test]
+async fn two_processes_sending_to_one_chat_at_once_store_one_and_refuse_the_other_as_busy() {
+    let here = Harness::new();
+    let there = Harness::sharing(here.store.clone());
+    let mut laptop = here.connect("laptop", None).await;
+    let phone = there.connect("phone", None).await;
+    // The laptop's actor wrote in the chat last, so it knows the chat; the phone's reads it.
+    let chat_id = send_and_finish(&here, &mut laptop, None).await;
+    *here.store.write_delay.lock().expect("lock") = Duration::from_secs(1);
+    let first = laptop.send(Some(&chat_id), "Is it plugged in?");
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        phone.send(Some(&chat_id), "Is it switched on?").await
+    };
+    let (first, second) = tokio::join!(first, second);
+    assert!(matches!(first, SendAck::Stored { .. }), "{first:?}");
+    assert_eq!(second, SendAck::Refused(Refusal::Busy));
+    assert_eq!(
+        second.to_json()["error"],
+        "Please wait for the reply before sending another message."
+    );
+    *here.store.write_delay.lock().expect("lock") = Duration::ZERO;
+    let call = here.ai.next_call().await;
+    call.piece("It is.");
+    call.end();
+    laptop.next_named("chat:done").await;
+    assert!(there.ai.no_call_made(), "the refused send has no reply");
+    let contents: Vec<String> = here
+        .store
+        .messages(&chat_id)
+        .into_iter()
+        .map(|(_, content)| content)
+        .collect();
+    assert_eq!(
+        contents[3..],
+        ["Is it plugged in?".to_owned(), "It is.".to_owned()]
+    );
+    assert_one_reply_per_message(&here.store, &chat_id);
+}
+
+/// The same race the other way round: the phone's message (its actor read the chat for it)
+/// reaches the store first; the laptop's actor, whose chat was out of date, reads it and stores
+/// its message after the phone's. The phone's reply then comes after a message it did not
+/// answer: it is not stored and ends in the spec's error; the laptop's reply is stored. One reply.
+#[actix::test]
+async fn a_reply_is_not_stored_when_the_member_wrote_in_its_chat_elsewhere_meanwhile() {
+    let here = Harness::new();
+    let there = Harness::sharing(here.store.clone());
+    let mut laptop = here.connect("laptop", None).await;
+    let mut phone = there.connect("phone", None).await;
+    let chat_id = send_and_finish(&here, &mut laptop, None).await;
+    *here.store.write_delay.lock().expect("lock") = Duration::from_secs(1);
+    let first = phone.send(Some(&chat_id), "Is it switched on?");
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        laptop.send(Some(&chat_id), "Is it plugged in?").await
+    };
+    let (first, second) = tokio::join!(first, second);
+    assert!(matches!(first, SendAck::Stored { .. }), "{first:?}");
+    assert!(matches!(second, SendAck::Stored { .. }), "{second:?}");
+    *here.store.write_delay.lock().expect("lock") = Duration::ZERO;
+    // The phone's process writes its reply (it paused, or its AI was slower) and ends last.
+    let phone_call = there.ai.next_call().await;
+    let laptop_call = here.ai.next_call().await;
+    assert_eq!(
+        conversation_of(&laptop_call)[3..],
+        [
+            (Role::User, "Is it switched on?".to_owned()),
+            (Role::User, "Is it plugged in?".to_owned()),
+        ]
+    );
+    laptop_call.piece("Both, please.");
+    laptop_call.end();
+    assert_eq!(
+        laptop.next_named("chat:done").await["text"],
+        "Both, please."
+    );
+    phone_call.piece("It is on.");
+    phone_call.end();
+    assert_eq!(
+        phone.next_named("chat:error").await,
+        json!({ "chatId": chat_id, "text": CHAT_ERROR })
+    );
+    let messages = here.store.messages(&chat_id);
+    assert_eq!(messages.len(), 6, "{messages:?}");
+    assert_eq!(messages[5], (Role::Assistant, "Both, please.".to_owned()));
+    assert_one_reply_per_message(&here.store, &chat_id);
+}
+
+/// A chat whose reply the member's actor on another process is writing takes no send here (no
+/// store write at all), as one whose reply is written here; each piece of that reply says it is
+/// still on its way. A peer that goes quiet (its `chat:done` lost between the processes, say)
+/// holds the chat no longer than the peer itself could stay silent: 30 s after its last event.
+#[actix::test]
+async fn a_chat_another_process_is_answering_is_busy_until_its_end_or_its_silence() {
+    let harness = Harness::new();
+    let mut tab = harness.connect("tab-1", None).await;
+    let chat_id = send_and_finish(&harness, &mut tab, None).await;
+    let from_b = |event: &str, data: Value| FromPeer {
+        from: "process-b".into(),
+        event: event.into(),
+        data,
+        volatile: event == "chat:delta",
+    };
+    let writing = json!({ "chatId": chat_id, "messageId": "m-b" });
+    harness
+        .registry
+        .from_peer(USER, from_b("chat:typing", writing.clone()));
+    tab.next_named("chat:typing").await;
+    assert_eq!(
+        tab.send(Some(&chat_id), "Hello?").await,
+        SendAck::Refused(Refusal::Busy)
+    );
+    assert_eq!(harness.store.messages(&chat_id).len(), 3, "nothing stored");
+    // Its end frees the chat at once.
+    harness.registry.from_peer(
+        USER,
+        from_b("chat:done", json!({ "chatId": chat_id, "text": "Yes." })),
+    );
+    tab.next_named("chat:done").await;
+    let chat_id = send_and_finish(&harness, &mut tab, Some(&chat_id)).await;
+
+    // Another reply there, whose end never arrives.
+    harness
+        .registry
+        .from_peer(USER, from_b("chat:typing", writing.clone()));
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let mut piece = writing.clone();
+    piece["text"] = json!("Let me see");
+    harness
+        .registry
+        .from_peer(USER, from_b("chat:delta", piece));
+    tokio::time::sleep(Duration::from_secs(29)).await;
+    assert_eq!(
+        tab.send(Some(&chat_id), "Still there?").await,
+        SendAck::Refused(Refusal::Busy),
+        "29 s after its last piece"
+    );
+    let mut later = harness.connect("tab-2", None).await;
+    assert_eq!(
+        later.next_named("chat:ready").await["writing"],
+        json!([chat_id])
+    );
+    let stored = harness.store.messages(&chat_id).len();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let mut latest = harness.connect("tab-3", None).await;
+    assert_eq!(latest.next_named("chat:ready").await["writing"], json!([]));
+    send_and_finish(&harness, &mut tab, Some(&chat_id)).await;
+    assert_eq!(harness.store.messages(&chat_id).len(), stored + 2);
 }

@@ -960,6 +960,7 @@ mod tests {
                 Entry::Visitor {
                     visitor: "x".into(),
                     funnel: "chat".into(),
+                    tab: false,
                 },
             ),
             at(1, "v1", connect()),
