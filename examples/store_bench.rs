@@ -138,6 +138,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         database: "bench".into(),
         username: None,
         password: None,
+        unanswered_exit_secs: 0,
     })
     .await?;
     // A schema change to measure against the migrations' (STORE_BENCH_SETUP='REMOVE INDEX ...'),

@@ -229,6 +229,15 @@ pub struct DatabaseSettings {
     /// Root credentials for a SurrealDB server; unused by the embedded engines.
     pub username: Option<String>,
     pub password: Option<SecretString>,
+    /// A process whose SurrealDB server has answered nothing for this long exits, for its service
+    /// manager to start it afresh (0: never; the embedded engines: never). The fault run once saw
+    /// the server's client not connect again after a cut (docs/operations.md, "Under faults").
+    #[serde(default = "default_unanswered_exit_secs")]
+    pub unanswered_exit_secs: u64,
+}
+
+fn default_unanswered_exit_secs() -> u64 {
+    60
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -374,6 +374,7 @@ mod tests {
             database: "forward".to_owned(),
             username: None,
             password: None,
+            unanswered_exit_secs: 0,
         })
         .await
         .expect("an in-memory database");

@@ -119,6 +119,11 @@ impl Application {
         );
         let mailer = Mailer::from_settings(&settings.mail, db.clone())?;
         let mut workers = vec![mailer.spawn_retry_worker(MAIL_RETRY_INTERVAL)];
+        workers.extend(store::spawn_watchdog(
+            db.clone(),
+            &settings.database.url,
+            Duration::from_secs(settings.database.unanswered_exit_secs),
+        ));
         // `helpnow backup` asks through it (an embedded store's lock keeps the command out).
         workers.extend(control::start(&settings.database.url, db.clone()));
         if let Some(folder) = &settings.backup.folder {

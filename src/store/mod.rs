@@ -235,6 +235,43 @@ where
 const HEALTH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Answers whether the database serves queries (for `/health`); a stalled database counts as down.
+/// How often [`spawn_watchdog`] asks the database server.
+const WATCHDOG_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// For a SurrealDB server (`ws://`, `wss://`): asks it every 2 s and, once it has answered nothing
+/// for `limit`, ends the process (exit code 1) for its service manager to start it afresh. The
+/// fault run once saw the SDK's client never connect again after its link was cut (every query
+/// timed out for minutes while the server answered others); a new process connects at once. A
+/// slow answer is an answer: only silence for the whole `limit` counts. `None` for the embedded
+/// engines and a `limit` of 0.
+pub fn spawn_watchdog(
+    db: Db,
+    url: &str,
+    limit: std::time::Duration,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let remote = url.starts_with("ws://") || url.starts_with("wss://");
+    if !remote || limit.is_zero() {
+        return None;
+    }
+    Some(tokio::spawn(async move {
+        let mut answered = tokio::time::Instant::now();
+        let mut ticks = tokio::time::interval(WATCHDOG_EVERY);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            if is_healthy(&db).await {
+                answered = tokio::time::Instant::now();
+            } else if answered.elapsed() >= limit {
+                tracing::error!(
+                    silent_secs = answered.elapsed().as_secs(),
+                    "the database server has answered nothing for too long: exiting, for the service manager to start this process afresh (database.unanswered_exit_secs)"
+                );
+                std::process::exit(1);
+            }
+        }
+    }))
+}
+
 pub async fn is_healthy(db: &Db) -> bool {
     match tokio::time::timeout(HEALTH_TIMEOUT, db.query("RETURN true")).await {
         Ok(Ok(response)) => response.check().is_ok(),

@@ -1792,3 +1792,54 @@ async fn sigterm_under_load_hands_the_visitors_over_within_3_s_and_loses_no_ackn
         "every acknowledged message stored once"
     );
 }
+
+/// A process whose SurrealDB server answers nothing for `database.unanswered_exit_secs` exits (1),
+/// for its service manager to start it afresh with a new client (the fault run once saw the SDK's
+/// client never connect again after its link was cut); one whose link comes back sooner stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_whose_database_server_stays_silent_exits_to_be_started_afresh() {
+    let surreal = SurrealServer::start();
+    let upstream: std::net::SocketAddr = surreal
+        .url
+        .trim_start_matches("ws://")
+        .parse()
+        .expect("the server's address");
+    let link = helpnow::loadtest::proxy::FaultProxy::start(upstream)
+        .await
+        .expect("the proxy starts");
+    let url = format!("ws://{}", link.address());
+    let mut settings = surreal.settings();
+    settings.retain(|(name, _)| *name != "APP__DATABASE__URL");
+    settings.push(("APP__DATABASE__UNANSWERED_EXIT_SECS", "4".into()));
+    let settings: Vec<(&str, &str)> = settings
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .collect();
+    let mut server = crate::processes::start_with(&url, &settings);
+
+    // Silent for 2 s, then answering again: the process stays.
+    link.set(helpnow::loadtest::proxy::Fault::Stall);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    link.set(helpnow::loadtest::proxy::Fault::Pass);
+    let stayed = tokio::task::block_in_place(|| server.exited_within(Duration::from_secs(8)));
+    assert!(stayed.is_none(), "a short silence ends nothing: {stayed:?}");
+
+    // Silent for good: it exits within the limit and the watchdog's two seconds (and a check's).
+    link.set(helpnow::loadtest::proxy::Fault::Stall);
+    let held = std::time::Instant::now();
+    let (exit, log) = tokio::task::block_in_place(|| server.exited_within(Duration::from_secs(20)))
+        .expect("the process exits");
+    assert_eq!(exit.code(), Some(1));
+    assert!(
+        held.elapsed() >= Duration::from_secs(4) && held.elapsed() <= Duration::from_secs(12),
+        "{:?}",
+        held.elapsed()
+    );
+    assert!(
+        log.iter().any(|entry| entry["level"] == "ERROR"
+            && entry["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("answered nothing for too long"))),
+        "{log:?}"
+    );
+}

@@ -88,6 +88,26 @@ impl Server {
         self.child.wait().expect("reaped");
     }
 
+    /// Waits up to `within` for the server to exit by itself: its exit and what it logged
+    /// meanwhile, or `None` while it still runs.
+    pub fn exited_within(
+        &mut self,
+        within: Duration,
+    ) -> Option<(std::process::ExitStatus, Vec<serde_json::Value>)> {
+        let until = std::time::Instant::now() + within;
+        while std::time::Instant::now() < until {
+            if let Some(exit) = self.child.try_wait().expect("wait") {
+                let mut lines = Vec::new();
+                while let Ok(entry) = self.log.recv_timeout(Duration::from_secs(2)) {
+                    lines.push(entry);
+                }
+                return Some((exit, lines));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        None
+    }
+
     /// Sends SIGTERM, waits for the exit, and returns it with what the server logged meanwhile.
     pub fn terminate(mut self) -> (std::process::ExitStatus, Vec<serde_json::Value>) {
         let status = Command::new("kill")

@@ -730,6 +730,7 @@ async fn dump(deployment: &Deployment, began: i64) -> Result<Stored, String> {
         database: "main".into(),
         username: Some("root".into()),
         password: Some(deployment.password.clone().into()),
+        unanswered_exit_secs: 0,
     };
     let db = crate::store::open(&settings)
         .await
