@@ -20,15 +20,9 @@ fn main() -> ExitCode {
         // The usage and what was wrong (exit 2), or the help (exit 0).
         Err(error) => error.exit(),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("cannot start the runtime: {error}");
-            return ExitCode::from(2);
-        }
+        Err(exit) => return exit,
     };
     match invocation {
         Invocation::Run(options) => run(&runtime, &options),
@@ -86,15 +80,9 @@ fn faults() -> ExitCode {
         Ok(options) => options,
         Err(error) => error.exit(),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("cannot start the runtime: {error}");
-            return ExitCode::from(2);
-        }
+        Err(exit) => return exit,
     };
     match runtime.block_on(loadtest::faults::run(&options)) {
         Ok(outcome) => {
@@ -121,4 +109,14 @@ fn faults() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| {
+            eprintln!("cannot start the runtime: {error}");
+            ExitCode::from(2)
+        })
 }

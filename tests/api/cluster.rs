@@ -1093,12 +1093,16 @@ fn numbered(n: i64) -> helpnow::cluster::ClusterEvent {
     helpnow::cluster::ClusterEvent::Funnel(json!({ "n": n }))
 }
 
-/// A publisher's Redis link stalls past the 500 ms it waits for an answer, so it sends its
-/// pipeline again, and again; once the link passes, Redis runs every copy. The receiver acts on
-/// each event once, and sees no gap (a relayed funnel tab would otherwise show each message of
-/// the holder's as often as it was sent).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pipeline_sent_again_after_a_stall_is_acted_on_once() {
+/// A publisher whose link to Redis goes through a fault proxy, and a receiver listening directly.
+struct Publishing {
+    redis: RedisServer,
+    proxy: FaultProxy,
+    sender: helpnow::cluster::Cluster,
+    receiver: helpnow::cluster::Cluster,
+    told: Told,
+}
+
+async fn publishing_through_a_proxy() -> Publishing {
     use helpnow::cluster::Cluster;
     let redis = RedisServer::start();
     let proxy = FaultProxy::start(redis.socket_address())
@@ -1108,8 +1112,30 @@ async fn a_pipeline_sent_again_after_a_stall_is_acted_on_once() {
         .await
         .expect("Redis through the proxy");
     let receiver = Cluster::connect(&redis.url).await.expect("Redis");
-    let mut told = Told::listen(&receiver);
+    let told = Told::listen(&receiver);
     until_listeners(&redis, 1).await;
+    Publishing {
+        redis,
+        proxy,
+        sender,
+        receiver,
+        told,
+    }
+}
+
+/// A publisher's Redis link stalls past the 500 ms it waits for an answer, so it sends its
+/// pipeline again, and again; once the link passes, Redis runs every copy. The receiver acts on
+/// each event once, and sees no gap (a relayed funnel tab would otherwise show each message of
+/// the holder's as often as it was sent).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipeline_sent_again_after_a_stall_is_acted_on_once() {
+    let Publishing {
+        redis: _redis,
+        proxy,
+        sender,
+        receiver,
+        mut told,
+    } = publishing_through_a_proxy().await;
 
     proxy.set(Fault::Stall);
     for n in 0..3 {
@@ -1126,17 +1152,14 @@ async fn a_pipeline_sent_again_after_a_stall_is_acted_on_once() {
 /// channel (the publisher's mark) within about a second, and reads again what it lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_given_up_is_noticed_by_its_receiver_once_redis_answers_again() {
-    use helpnow::cluster::{Cluster, Gap};
-    let redis = RedisServer::start();
-    let proxy = FaultProxy::start(redis.socket_address())
-        .await
-        .expect("a proxy");
-    let sender = Cluster::connect(&redis.url_through(proxy.address()))
-        .await
-        .expect("Redis through the proxy");
-    let receiver = Cluster::connect(&redis.url).await.expect("Redis");
-    let mut told = Told::listen(&receiver);
-    until_listeners(&redis, 1).await;
+    use helpnow::cluster::Gap;
+    let Publishing {
+        redis: _redis,
+        proxy,
+        sender,
+        receiver,
+        mut told,
+    } = publishing_through_a_proxy().await;
     sender.send_to(receiver.id(), numbered(0));
     assert_eq!(told.numbers_within(Duration::from_secs(1)).await, [0]);
 

@@ -188,6 +188,37 @@ async fn next_before(
     }
 }
 
+/// Connects `name` to `namespace` with `auth` and records the outcome: the client, or the error
+/// (recorded as `connect_failed`).
+async fn connect(
+    ctx: &Ctx,
+    name: &str,
+    local: IpAddr,
+    namespace: &str,
+    auth: &Value,
+) -> Result<Client, ClientError> {
+    match Client::connect(&ctx.target, local, namespace, auth, None, CONNECT_PATIENCE).await {
+        Ok(client) => {
+            ctx.history.record(
+                name,
+                Entry::Connect {
+                    server: client.server().map(str::to_owned),
+                },
+            );
+            Ok(client)
+        }
+        Err(error) => {
+            ctx.history.record(
+                name,
+                Entry::ConnectFailed {
+                    reason: error.to_string(),
+                },
+            );
+            Err(error)
+        }
+    }
+}
+
 /// What a funnel visitor's page holds, enough to decide what to do next.
 #[derive(Default)]
 struct Page {
@@ -290,28 +321,10 @@ pub async fn visitor(
             if Instant::now() >= ctx.phases.ends {
                 return;
             }
-            let mut client =
-                match Client::connect(&ctx.target, local, "/funnel", &auth, None, CONNECT_PATIENCE)
-                    .await
-                {
-                    Ok(client) => client,
-                    Err(error) => {
-                        ctx.history.record(
-                            &name,
-                            Entry::ConnectFailed {
-                                reason: error.to_string(),
-                            },
-                        );
-                        tokio::time::sleep(reconnect_delay()).await;
-                        continue;
-                    }
-                };
-            ctx.history.record(
-                &name,
-                Entry::Connect {
-                    server: client.server().map(str::to_owned),
-                },
-            );
+            let Ok(mut client) = connect(&ctx, &name, local, "/funnel", &auth).await else {
+                tokio::time::sleep(reconnect_delay()).await;
+                continue;
+            };
             let ended = converse(&ctx, &name, &mut client, texts).await;
             match ended {
                 Ok(Ended::Done) => {
@@ -368,28 +381,10 @@ async fn second_tab(
     let left =
         || done.load(std::sync::atomic::Ordering::SeqCst) || Instant::now() >= ctx.phases.ends;
     while !left() {
-        let mut client =
-            match Client::connect(&ctx.target, local, "/funnel", &auth, None, CONNECT_PATIENCE)
-                .await
-            {
-                Ok(client) => client,
-                Err(error) => {
-                    ctx.history.record(
-                        &name,
-                        Entry::ConnectFailed {
-                            reason: error.to_string(),
-                        },
-                    );
-                    tokio::time::sleep(reconnect_delay()).await;
-                    continue;
-                }
-            };
-        ctx.history.record(
-            &name,
-            Entry::Connect {
-                server: client.server().map(str::to_owned),
-            },
-        );
+        let Ok(mut client) = connect(&ctx, &name, local, "/funnel", &auth).await else {
+            tokio::time::sleep(reconnect_delay()).await;
+            continue;
+        };
         let reason = loop {
             if left() {
                 client.close().await;
@@ -544,33 +539,19 @@ pub async fn device(ctx: Arc<Ctx>, member: Arc<Member>, device: char, local: IpA
     let auth = json!({ "token": member.secret });
     let mut turn = 0;
     while Instant::now() < ctx.phases.ends {
-        let mut client =
-            match Client::connect(&ctx.target, local, "/member", &auth, None, CONNECT_PATIENCE)
-                .await
+        let mut client = match connect(&ctx, &name, local, "/member", &auth).await {
+            Ok(client) => client,
+            // Refused after the sign-out, as it should be: this device is done.
+            Err(ClientError::Refused(_))
+                if member.signed_out.load(std::sync::atomic::Ordering::SeqCst) =>
             {
-                Ok(client) => client,
-                Err(error) => {
-                    ctx.history.record(
-                        &name,
-                        Entry::ConnectFailed {
-                            reason: error.to_string(),
-                        },
-                    );
-                    if member.signed_out.load(std::sync::atomic::Ordering::SeqCst)
-                        && matches!(error, ClientError::Refused(_))
-                    {
-                        return;
-                    }
-                    tokio::time::sleep(reconnect_delay()).await;
-                    continue;
-                }
-            };
-        ctx.history.record(
-            &name,
-            Entry::Connect {
-                server: client.server().map(str::to_owned),
-            },
-        );
+                return;
+            }
+            Err(_) => {
+                tokio::time::sleep(reconnect_delay()).await;
+                continue;
+            }
+        };
         let reason = match chat(&ctx, &member, &name, device, &mut client, &mut turn).await {
             Ok(reason) => {
                 client.close().await;
