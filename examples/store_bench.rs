@@ -10,6 +10,8 @@
 //! scenario does to the store: a load that finds nothing and a visit, its creation, then three
 //! visitor messages and three replies, each a save, and two analytics events. The phases run one
 //! after another over all conversations at once, so each phase's CPU is its statements' own.
+//! Then each conversation is read by its id, and read again as a new holder does (the take-over,
+//! which moves its epoch on).
 //! Then the dashboard's journey recorder counts each conversation's visit, first message and final
 //! message, in chunks of 200, one chunk after another.
 //! Then as many members do what a member chat's send does to the store (an access read, a read
@@ -53,6 +55,7 @@ fn conversation(index: usize) -> Conversation {
             funnel: FunnelKind::Chat,
         },
         version: 1,
+        epoch: 1,
         flow: helpnow_actors::rules::flows::FlowRef::published("default", 1),
         arm: None,
         headline: "Get Help With Outlook Email Now".into(),
@@ -213,6 +216,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|c| funnels::load_statement(&c.key))
         .collect();
     phase(&batcher, "load (found)", loads).await;
+    // A returning visitor's first join on a process: the conversation read by its new holder,
+    // which moves its epoch on (issue 49), against the plain read of the same records.
+    let reads = conversations
+        .iter()
+        .map(|c| Statement::LoadConversation { id: c.id.clone() })
+        .collect();
+    phase(&batcher, "load by id", reads).await;
+    let takes = conversations
+        .iter()
+        .map(|c| Statement::TakeOver { id: c.id.clone() })
+        .collect();
+    phase(&batcher, "take over", takes).await;
     journeys(&db, &conversations).await?;
     members(&db, &batcher, count).await?;
     Ok(())

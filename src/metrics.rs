@@ -40,6 +40,9 @@ pub struct Metrics {
     pub actors_live: IntGaugeVec,
     /// Chat messages stored by the actors (visitors', members' and the assistant's), by kind.
     pub messages_stored: IntCounterVec,
+    /// Actors that found their record taken over by another holder (the store refused their
+    /// write at an old epoch) and handed it over, by kind.
+    pub actors_fenced: IntCounterVec,
     /// How long after they were due the actors' timers ran, by timer.
     pub timer_lateness: HistogramVec,
     /// How long a streamed AI piece waited between the provider and the member's sockets.
@@ -87,6 +90,13 @@ impl Metrics {
             Opts::new(
                 "chat_messages_stored_total",
                 "Chat messages stored by the actors, by kind (funnel, member)",
+            ),
+            &["kind"],
+        )?;
+        let actors_fenced = IntCounterVec::new(
+            Opts::new(
+                "actors_fenced_total",
+                "Actors that found their record taken over by another holder and handed it over, by kind (funnel)",
             ),
             &["kind"],
         )?;
@@ -165,6 +175,7 @@ impl Metrics {
         registry.register(Box::new(open_connections.clone()))?;
         registry.register(Box::new(actors_live.clone()))?;
         registry.register(Box::new(messages_stored.clone()))?;
+        registry.register(Box::new(actors_fenced.clone()))?;
         registry.register(Box::new(timer_lateness.clone()))?;
         registry.register(Box::new(piece_forwarding.clone()))?;
         registry.register(Box::new(ai_latency.clone()))?;
@@ -193,6 +204,7 @@ impl Metrics {
             realtime_connections,
             actors_live,
             messages_stored,
+            actors_fenced,
             timer_lateness,
             piece_forwarding,
             ai_latency,
@@ -357,6 +369,10 @@ impl Telemetry for Metrics {
 
     fn message_stored(&self, kind: &'static str) {
         self.messages_stored.with_label_values(&[kind]).inc();
+    }
+
+    fn fenced(&self, kind: &'static str) {
+        self.actors_fenced.with_label_values(&[kind]).inc();
     }
 
     fn timer_fired(&self, timer: &'static str, late: Duration) {

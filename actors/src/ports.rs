@@ -122,6 +122,8 @@ pub trait Telemetry: Send + Sync + 'static {
     /// A streamed AI piece waited `waited` between being read from the provider and being sent
     /// to the member's sockets.
     fn piece_forwarded(&self, _waited: Duration) {}
+    /// An actor of `kind` found its record taken over by another holder and handed it over.
+    fn fenced(&self, _kind: &'static str) {}
 }
 
 /// Reports nothing (tests, tools).
@@ -152,6 +154,11 @@ pub enum StoreError {
     /// Another process saved the record first (its version moved on).
     #[error("the record was changed by someone else")]
     Conflict,
+    /// The record is held by someone else now: another actor took the funnel conversation over
+    /// since this one loaded it (the store moved its epoch on). Nothing was written, and the
+    /// actor must stop acting for the record: it is no longer its holder.
+    #[error("the record was taken over by another holder")]
+    Fenced,
     #[error("the store failed: {0}")]
     Failed(String),
 }

@@ -121,8 +121,8 @@ pub(crate) struct RecordedTelemetry {
 }
 
 impl RecordedTelemetry {
-    /// How many times `what` (`"started"`, `"stopped"`, `"stored"`, `"forwarded"`) was reported
-    /// with `label`.
+    /// How many times `what` (`"started"`, `"stopped"`, `"stored"`, `"forwarded"`, `"fenced"`)
+    /// was reported with `label`.
     pub(crate) fn count(&self, what: &str, label: &str) -> usize {
         self.events
             .lock()
@@ -167,5 +167,9 @@ impl crate::ports::Telemetry for RecordedTelemetry {
 
     fn piece_forwarded(&self, _waited: Duration) {
         self.push("forwarded", "member");
+    }
+
+    fn fenced(&self, kind: &'static str) {
+        self.push("fenced", kind);
     }
 }

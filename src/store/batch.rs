@@ -34,6 +34,9 @@
 //! - A conversation write that finds the conversation changed (another version, a message
 //!   already in its place, or a new conversation whose record is already there) lands nowhere
 //!   and answers [`Outcome::Conflict`]; the rest of its batch is unaffected.
+//! - A conversation write made at another epoch than the stored one (its writer was taken over,
+//!   [`fence`]) lands nowhere and answers [`Outcome::Fenced`], whatever else it found; the rest
+//!   of its batch is unaffected.
 //! - A batch that the database does not answer within [`BATCH_LIMIT`] fails all its callers.
 
 use std::collections::{HashMap, HashSet};
@@ -41,10 +44,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use surrealdb::types::{RecordId, SurrealValue, Value};
+use helpnow_actors::mutation;
+use surrealdb::types::{Number, RecordId, SurrealValue, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use super::funnel_rows::{self, CheckoutRow, ConversationRow, ExposureRow, MessageRow};
+use super::funnel_rows::{
+    self, CheckoutRow, ConversationRow, ExposureRow, FencedMessageRow, MessageRow,
+};
 use super::{Db, chats};
 
 /// The most calls one transaction carries.
@@ -71,8 +77,9 @@ const BATCH_LIMIT: Duration = Duration::from_secs(5);
 pub enum Statement {
     /// A funnel conversation starts: its record and its messages (the greeting). Created when
     /// `previous` is none, or nothing if its record is already there (a conflict); otherwise
-    /// started over in the record at version `previous` (its earlier messages removed), or
-    /// nothing if that record is at another version.
+    /// started over in the record at version `previous` and at the row's epoch (its earlier
+    /// messages removed), or nothing if that record is at another version (a conflict) or epoch
+    /// (fenced).
     StartConversation {
         id: String,
         previous: Option<i64>,
@@ -81,16 +88,20 @@ pub enum Statement {
         /// Its exposure, when it starts in an experiment's arm.
         exposure: Option<Box<ExposureRow>>,
     },
-    /// A message of conversation `conversation` added in its place: a conflict if that place is
+    /// A message of conversation `conversation` added in its place by its holder at `epoch`:
+    /// fenced if the conversation is at another epoch (or gone), a conflict if that place is
     /// taken.
     AddMessage {
         conversation: String,
+        epoch: i64,
         message: Box<MessageRow>,
     },
-    /// A conversation's auto-checkout fields at a new version, if it is still at `previous`.
+    /// A conversation's auto-checkout fields at a new version, if it is still at `previous` (a
+    /// conflict otherwise) and at `epoch` (fenced otherwise).
     CheckoutChanged {
         id: String,
         previous: i64,
+        epoch: i64,
         change: CheckoutRow,
     },
     /// A visit: when the visitor was last seen, and the first ad click's attribution.
@@ -102,6 +113,9 @@ pub enum Statement {
     Analytics(super::analytics::NewAnalyticsEvent),
     /// Reads a conversation, with its messages.
     LoadConversation { id: String },
+    /// Reads a conversation, with its messages, for a new holder: its epoch moves on by one
+    /// first ([`funnel_rows::TAKE_OVER`]).
+    TakeOver { id: String },
     /// Reads a member's access facts ([`super::billing::ACCESS_FACTS`]): what it found.
     AccessFacts { user: String },
     /// A message appended to a member's chat ([`super::chats::APPEND_AS`], or with the batch's
@@ -125,6 +139,9 @@ pub enum Outcome {
     Done,
     /// A conversation write found the conversation changed: nothing of it was written.
     Conflict,
+    /// A conversation write found the conversation at another epoch than its writer's (taken
+    /// over by another holder, or gone): nothing of it was written.
+    Fenced,
     /// The answer of a call that reads (or a write that answers what it found), if any.
     Loaded(Option<surrealdb::types::Value>),
 }
@@ -159,6 +176,7 @@ struct RestartVars {
 struct CheckoutVars {
     id: String,
     previous: i64,
+    epoch: i64,
     change: CheckoutRow,
 }
 
@@ -184,6 +202,49 @@ struct MemberEventRow {
     properties: serde_json::Value,
     user: RecordId,
 }
+
+/// The fence of a conversation's writes (issue 49, docs/operations.md, "Fencing a stale
+/// holder"): `holds`, SurrealQL true when the record's epoch is the writer's. The store moves
+/// the epoch on whenever an actor takes the conversation over ([`funnel_rows::TAKE_OVER`]), so
+/// a write of the holder before (paused, or cut off from the claims, past its claim) is
+/// refused. Equal, not at most: only the store issues epochs, so one that differs is never a
+/// newer holder's.
+fn fence(holds: &str) -> &str {
+    // A build with the `no_fence` mutation lets every write through, as before the fence, for
+    // the fault run's checker to catch a stale holder's writes (actors/src/mutation.rs).
+    if mutation::on("no_fence") {
+        return "true";
+    }
+    holds
+}
+
+/// The batch's new messages (`$messages`: each a [`FencedMessageRow`]), inserted together,
+/// but for those whose conversation is at another epoch than their writer's (fenced; or no
+/// longer there). One read of the batch's conversations by their ids, as `[id, epoch]` pairs,
+/// compared whole with the pairs the rows bring: equal, as almost always, all rows go in and the
+/// value is empty; otherwise a row goes in if its pair was read, and the value is, row by row,
+/// whether it did. A record read in a closure row by row, or the rows' pairs built in
+/// SurrealQL, cost several times more (docs/benchmarks.md, "The fence").
+fn add_messages() -> String {
+    format!(
+        "{{ LET $messages_found = (SELECT VALUE [id, epoch] FROM $messages.conversation); \
+         IF {} {{ \
+             INSERT INTO funnel_message $messages.row RETURN NONE; [] \
+         }} ELSE {{ \
+             LET $messages_fenced = $messages.map(|$m| $m + \
+                 {{ passed: $m.fence INSIDE $messages_found }}); \
+             INSERT INTO funnel_message $messages_fenced.filter(|$m| $m.passed).row \
+                 RETURN NONE; \
+             $messages_fenced.passed \
+         }} }};",
+        fence("$messages_found = $messages.fence")
+    )
+}
+
+/// The answer of a conversation write of its own that found the conversation at another epoch
+/// than its writer's: `IF <the update> { true } ELSE IF <at its epoch> { false } ELSE
+/// { 'fenced' }`, so the epoch is read again only when the update found nothing to change.
+const FENCED: &str = "fenced";
 
 /// The batch's new conversations (`$starts`: each `{ row, messages }`), each stored with its
 /// messages unless its record is already there: the value is the ids of those that were, whose
@@ -242,6 +303,9 @@ enum Slot {
     Start(RecordId),
     /// The place of the call's row in the answers of the batch's appends ([`chats::APPEND_ALL`]).
     Append(usize),
+    /// The place of the call's row in the batch's new messages ([`add_messages`]): fenced
+    /// unless it passed.
+    Message(usize),
 }
 
 /// A batch as SurrealQL: the statements of their own first, then the new conversations
@@ -313,15 +377,18 @@ impl Script {
                 messages,
                 exposure,
             } => self.own_statement(
-                "IF (UPDATE type::record('funnel_conversation', $s.id) MERGE $s.row \
-                   WHERE version = $s.previous RETURN VALUE id) { \
-                   DELETE funnel_message:[$s.id, 0]..[$s.id, 1000000000]; \
-                   INSERT INTO funnel_message $s.messages RETURN NONE; \
-                   IF $s.exposure != NONE { \
-                       INSERT IGNORE INTO experiment_exposure $s.exposure RETURN NONE; \
-                   }; true \
-                 } ELSE { false };"
-                    .to_owned(),
+                format!(
+                    "IF (UPDATE type::record('funnel_conversation', $s.id) MERGE $s.row \
+                       WHERE version = $s.previous AND {} RETURN VALUE id) {{ \
+                       DELETE funnel_message:[$s.id, 0]..[$s.id, 1000000000]; \
+                       INSERT INTO funnel_message $s.messages RETURN NONE; \
+                       IF $s.exposure != NONE {{ \
+                           INSERT IGNORE INTO experiment_exposure $s.exposure RETURN NONE; \
+                       }}; true \
+                     }} ELSE IF {} {{ false }} ELSE {{ '{FENCED}' }};",
+                    fence("epoch = $s.row.epoch"),
+                    fence("type::record('funnel_conversation', $s.id).epoch = $s.row.epoch"),
+                ),
                 RestartVars {
                     id,
                     previous,
@@ -331,21 +398,43 @@ impl Script {
                 }
                 .into_value(),
             ),
-            Statement::AddMessage { message, .. } => {
-                self.messages.push(message.into_value());
-                Slot::None
+            Statement::AddMessage {
+                conversation,
+                epoch,
+                message,
+            } => {
+                let conversation = RecordId::new("funnel_conversation", conversation);
+                let fence = vec![
+                    Value::RecordId(conversation.clone()),
+                    Value::Number(Number::Int(epoch)),
+                ];
+                self.messages.push(
+                    FencedMessageRow {
+                        conversation,
+                        fence: fence.into(),
+                        row: *message,
+                    }
+                    .into_value(),
+                );
+                Slot::Message(self.messages.len() - 1)
             }
             Statement::CheckoutChanged {
                 id,
                 previous,
+                epoch,
                 change,
             } => self.own_statement(
-                "(UPDATE type::record('funnel_conversation', $s.id) MERGE $s.change \
-                 WHERE version = $s.previous RETURN VALUE id) != [];"
-                    .to_owned(),
+                format!(
+                    "IF (UPDATE type::record('funnel_conversation', $s.id) MERGE $s.change \
+                     WHERE version = $s.previous AND {} RETURN VALUE id) {{ true }} \
+                     ELSE IF {} {{ false }} ELSE {{ '{FENCED}' }};",
+                    fence("epoch = $s.epoch"),
+                    fence("type::record('funnel_conversation', $s.id).epoch = $s.epoch"),
+                ),
                 CheckoutVars {
                     id,
                     previous,
+                    epoch,
                     change,
                 }
                 .into_value(),
@@ -367,6 +456,10 @@ impl Script {
             Statement::LoadConversation { id } => {
                 self.own_statement(funnel_rows::LOAD.to_owned(), LoadVars { id }.into_value())
             }
+            Statement::TakeOver { id } => self.own_statement(
+                funnel_rows::TAKE_OVER.to_owned(),
+                LoadVars { id }.into_value(),
+            ),
             Statement::AccessFacts { user } => self.own_statement(
                 super::billing::ACCESS_FACTS.to_owned(),
                 super::billing::AccessVars { user }.into_value(),
@@ -430,12 +523,9 @@ impl Script {
                 .push(("exposures".to_owned(), Value::Array(exposures.into())));
             self.rows_statement("starts", starts, START_ALL_EXPOSED, 1)
         };
+        let messages = std::mem::take(&mut self.messages);
+        let added = self.rows_statement("messages", messages, &add_messages(), 1);
         let bulk = [
-            (
-                "messages",
-                std::mem::take(&mut self.messages),
-                "INSERT INTO funnel_message $messages RETURN NONE;",
-            ),
             (
                 "visits",
                 std::mem::take(&mut self.visits),
@@ -474,6 +564,7 @@ impl Script {
             vars: self.vars,
             own: self.own,
             started,
+            added,
             appended,
             transaction,
         }
@@ -486,6 +577,8 @@ struct Finished {
     own: Vec<Slot>,
     /// The result that answers the new conversations ([`START_ALL`]), if any.
     started: Option<usize>,
+    /// The result that answers the new messages ([`add_messages`]), if any.
+    added: Option<usize>,
     /// The result that answers the appends that went together, if any did.
     appended: Option<usize>,
     transaction: bool,
@@ -500,7 +593,8 @@ impl Statement {
         match self {
             Statement::StartConversation { id, .. }
             | Statement::CheckoutChanged { id, .. }
-            | Statement::LoadConversation { id } => Some(id),
+            | Statement::LoadConversation { id }
+            | Statement::TakeOver { id } => Some(id),
             Statement::AddMessage { conversation, .. } => Some(conversation),
             Statement::AppendChatMessage(vars) => Some(vars.chat()),
             Statement::RecentChat(vars) => Some(vars.chat()),
@@ -519,6 +613,7 @@ impl Statement {
     ) -> Result<Outcome, surrealdb::Error> {
         match self {
             Statement::LoadConversation { .. }
+            | Statement::TakeOver { .. }
             | Statement::AccessFacts { .. }
             | Statement::AppendChatMessage(_)
             | Statement::RecentChat(_) => {
@@ -526,11 +621,11 @@ impl Statement {
                 Ok(Outcome::Loaded(found))
             }
             _ => {
-                let landed: Option<bool> = response.take(index)?;
-                Ok(if landed == Some(true) {
-                    Outcome::Done
-                } else {
-                    Outcome::Conflict
+                let landed: Option<surrealdb::types::Value> = response.take(index)?;
+                Ok(match landed {
+                    Some(Value::Bool(true)) => Outcome::Done,
+                    Some(Value::String(answer)) if answer == FENCED => Outcome::Fenced,
+                    _ => Outcome::Conflict,
                 })
             }
         }
@@ -758,7 +853,7 @@ async fn commit_batch(
 
 /// What a batcher does with one batch: commits `statements` in one transaction and gives each
 /// its outcome, in order. A failed transaction fails every statement with its error, unless it
-/// lost a race: then each statement runs again on its own.
+/// lost a race: then each statement runs again on its own ([`each_alone`]).
 pub async fn commit_together(
     db: &Db,
     statements: Vec<Statement>,
@@ -769,11 +864,44 @@ pub async fn commit_together(
     let all: Vec<&Statement> = statements.iter().collect();
     match run(db, &all).await {
         Ok(outcomes) => outcomes,
-        Err(error) if lost_a_race(&error) => {
-            futures_util::future::join_all(statements.iter().map(|one| alone(db, one))).await
-        }
+        Err(error) if lost_a_race(&error) => each_alone(db, &statements).await,
         Err(error) => statements.iter().map(|_| Err(error.clone())).collect(),
     }
+}
+
+/// Runs each statement in a transaction of its own: those of one conversation or chat
+/// ([`Statement::key`]) one after another in the order they came, as the batch would have (a
+/// message after its conversation's start, or the fence finds no conversation yet), the others
+/// side by side.
+async fn each_alone(db: &Db, statements: &[Statement]) -> Vec<Result<Outcome, surrealdb::Error>> {
+    let mut in_turn: Vec<Vec<usize>> = Vec::new();
+    let mut turn_of: HashMap<&str, usize> = HashMap::new();
+    for (index, statement) in statements.iter().enumerate() {
+        match statement.key().and_then(|key| turn_of.get(key).copied()) {
+            Some(turn) => in_turn[turn].push(index),
+            None => {
+                if let Some(key) = statement.key() {
+                    turn_of.insert(key, in_turn.len());
+                }
+                in_turn.push(vec![index]);
+            }
+        }
+    }
+    let turns = in_turn.into_iter().map(|indexes| async move {
+        let mut outcomes = Vec::with_capacity(indexes.len());
+        for index in indexes {
+            outcomes.push((index, alone(db, &statements[index]).await));
+        }
+        outcomes
+    });
+    let mut outcomes: Vec<(usize, Result<Outcome, surrealdb::Error>)> =
+        futures_util::future::join_all(turns)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+    outcomes.sort_by_key(|(index, _)| *index);
+    outcomes.into_iter().map(|(_, outcome)| outcome).collect()
 }
 
 /// Whether a failed batch lost a race with another writer: a conflict, a unique index or a
@@ -816,6 +944,7 @@ async fn run(
         vars,
         own,
         started,
+        added,
         appended,
         transaction,
     } = script.finish();
@@ -833,6 +962,11 @@ async fn run(
         Some(index) => response.take(first + index)?,
         None => Vec::new(),
     };
+    // Empty when every message passed the fence, else one answer a row.
+    let passed: Vec<bool> = match added {
+        Some(index) => response.take(first + index)?,
+        None => Vec::new(),
+    };
     let mut appended: Vec<Value> = match appended {
         Some(index) => response.take(first + index)?,
         None => Vec::new(),
@@ -845,6 +979,14 @@ async fn run(
             Slot::Own(index) => statement.outcome(&mut response, first + index),
             Slot::Start(id) if already_there.contains(&id) => Ok(Outcome::Conflict),
             Slot::Start(_) => Ok(Outcome::Done),
+            Slot::Message(row) => match passed.get(row) {
+                None if passed.is_empty() => Ok(Outcome::Done),
+                Some(true) => Ok(Outcome::Done),
+                Some(false) => Ok(Outcome::Fenced),
+                None => Err(surrealdb::Error::internal(
+                    "the batch's messages answered fewer rows than they had".to_owned(),
+                )),
+            },
             Slot::Append(row) => match appended.get_mut(row).map(std::mem::take) {
                 Some(Value::None | Value::Null) => Ok(Outcome::Loaded(None)),
                 Some(answer) => Ok(Outcome::Loaded(Some(answer))),

@@ -2,12 +2,21 @@
 //! builds and the batcher ([`super::batch`]) writes and runs.
 
 use chrono::{DateTime, Utc};
-use surrealdb::types::{RecordId, SurrealValue};
+use surrealdb::types::{Array, RecordId, SurrealValue};
 
 /// Reads a conversation with its messages, as one statement of a batch (`$s.id` its id): the
 /// records as stored, their fields read here. A projection with computed fields, or a subquery
 /// in it, cost SurrealDB several times the read itself (docs/benchmarks.md, "The store alone").
 pub const LOAD: &str = "{ LET $s_found = type::record('funnel_conversation', $s.id).*; \
+     IF $s_found { { conversation: $s_found, \
+     messages: (SELECT * FROM funnel_message:[$s.id, 0]..[$s.id, 1000000000]) } } };";
+
+/// Reads a conversation with its messages for a new holder, as one statement of a batch (`$s.id`
+/// its id): [`LOAD`], with the record's epoch moved on by one in the same statement, so the
+/// conversation comes back at the new epoch and the holder before is fenced (migration 0030).
+/// The update answers the record itself: no second read.
+pub const TAKE_OVER: &str = "{ LET $s_found = (UPDATE type::record('funnel_conversation', $s.id) \
+     SET epoch += 1 RETURN AFTER)[0]; \
      IF $s_found { { conversation: $s_found, \
      messages: (SELECT * FROM funnel_message:[$s.id, 0]..[$s.id, 1000000000]) } } };";
 
@@ -19,6 +28,8 @@ pub struct ConversationRow {
     pub(super) visitor: RecordId,
     pub(super) funnel: String,
     pub(super) version: i64,
+    /// Its holder's epoch: 1 for a new conversation, the take-over's for one started over.
+    pub(super) epoch: i64,
     pub(super) flow: String,
     /// The flow's version the conversation follows (issue 47; none stored before it: 1).
     pub(super) flow_version: i64,
@@ -55,6 +66,16 @@ pub struct ExposureRow {
 pub struct ArmRow {
     pub(super) experiment: String,
     pub(super) arm: String,
+}
+
+/// A new message as a row of the batch's messages: written (its `row`) only while its
+/// conversation is at its writer's epoch, `fence` being `[conversation, epoch]` (the shape of the
+/// conversations' read, so the batch compares the two whole).
+#[derive(Debug, Clone, SurrealValue)]
+pub struct FencedMessageRow {
+    pub(super) conversation: RecordId,
+    pub(super) fence: Array,
+    pub(super) row: MessageRow,
 }
 
 /// One message of a conversation, in its place, as written and as read back.

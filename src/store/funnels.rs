@@ -11,6 +11,11 @@
 //! (`Conversation::settle_from_messages`); the auto-checkout's deadline is the final message's
 //! unless the record holds a later one or a checkout opened. The live conversations' writes are
 //! committed in groups ([`super::batch`]).
+//!
+//! The record's `epoch` fences its holders (migration 0030): an actor that becomes the
+//! conversation's holder loads it with [`take_over_statement`], which moves the epoch on, and
+//! every write but a new conversation's start carries the writer's epoch and lands only while the
+//! record is at it (`StoreError::Fenced` otherwise).
 
 use crate::domain::VisitorId;
 use chrono::{DateTime, Utc};
@@ -37,6 +42,8 @@ struct StoredConversation {
     visitor: RecordId,
     funnel: String,
     version: i64,
+    /// None only for a record written before migration 0030 and not since.
+    epoch: Option<i64>,
     flow: Option<String>,
     flow_version: Option<i64>,
     flow_preview: Option<String>,
@@ -80,12 +87,17 @@ fn version(conversation: &Conversation) -> i64 {
     i64::try_from(conversation.version).unwrap_or(i64::MAX)
 }
 
+fn epoch(conversation: &Conversation) -> i64 {
+    i64::try_from(conversation.epoch).unwrap_or(i64::MAX)
+}
+
 fn to_row(conversation: &Conversation) -> Result<ConversationRow, StoreError> {
     Ok(ConversationRow {
         id: RecordId::new("funnel_conversation", conversation.id.as_str()),
         visitor: RecordId::new("visitor", conversation.key.visitor_id.as_str()),
         funnel: conversation.key.funnel.as_str().to_owned(),
         version: version(conversation),
+        epoch: epoch(conversation),
         flow: conversation.flow.name.clone(),
         flow_version: i64::from(conversation.flow.version),
         flow_preview: conversation.flow.preview.clone(),
@@ -199,6 +211,10 @@ fn from_stored(stored: Stored) -> Result<Conversation, StoreError> {
             funnel,
         },
         version: u64::try_from(row.version).unwrap_or(0),
+        epoch: row
+            .epoch
+            .and_then(|epoch| u64::try_from(epoch).ok())
+            .unwrap_or(0),
         flow: FlowRef {
             name: row.flow.unwrap_or_else(|| DEFAULT_FLOW.to_owned()),
             version: row
@@ -242,6 +258,14 @@ pub fn load_statement(key: &ConversationKey) -> Statement {
     }
 }
 
+/// The statement that reads a visitor's conversation of one funnel for its new holder: its epoch
+/// moves on by one, and the conversation comes back at the new one.
+pub fn take_over_statement(key: &ConversationKey) -> Statement {
+    Statement::TakeOver {
+        id: key.conversation_id(),
+    }
+}
+
 fn loaded(outcome: Result<Outcome, surrealdb::Error>) -> Result<Option<Conversation>, StoreError> {
     let stored: Option<Stored> = outcome.and_then(Outcome::found).map_err(failed)?;
     stored.map(from_stored).transpose()
@@ -255,7 +279,17 @@ pub async fn load_conversation(
     loaded(super::batch::run_alone(db, load_statement(key)).await)
 }
 
-/// The statement that stores `change` of `conversation` (see [`ConversationChange`]).
+/// Reads a visitor's conversation of one funnel for its new holder, in a transaction of its own
+/// (see [`take_over_statement`]).
+pub async fn take_over_conversation(
+    db: &Db,
+    key: &ConversationKey,
+) -> Result<Option<Conversation>, StoreError> {
+    loaded(super::batch::run_alone(db, take_over_statement(key)).await)
+}
+
+/// The statement that stores `change` of `conversation` (see [`ConversationChange`]), fenced at
+/// its epoch.
 pub fn save_statement(
     conversation: &Conversation,
     change: ConversationChange,
@@ -281,12 +315,14 @@ pub fn save_statement(
             let message = &conversation.messages[seq];
             Statement::AddMessage {
                 conversation: conversation.id.clone(),
+                epoch: epoch(conversation),
                 message: Box::new(message_row(conversation, seq, message)),
             }
         }
         ConversationChange::CheckoutChanged => Statement::CheckoutChanged {
             id: conversation.id.clone(),
             previous,
+            epoch: epoch(conversation),
             change: CheckoutRow {
                 version: version(conversation),
                 checkout_deadline: conversation.checkout_deadline,
@@ -301,6 +337,7 @@ fn saved(outcome: Result<Outcome, surrealdb::Error>) -> Result<(), StoreError> {
     match outcome.map_err(failed)? {
         Outcome::Done => Ok(()),
         Outcome::Conflict => Err(StoreError::Conflict),
+        Outcome::Fenced => Err(StoreError::Fenced),
         other => Err(StoreError::Failed(format!("a save answered {other:?}"))),
     }
 }
@@ -352,6 +389,14 @@ impl FunnelStore for ConversationStore {
         key: &ConversationKey,
     ) -> BoxFuture<'static, Result<Option<Conversation>, StoreError>> {
         let call = self.submit(load_statement(key));
+        async move { loaded(call.await) }.boxed()
+    }
+
+    fn take_over(
+        &self,
+        key: &ConversationKey,
+    ) -> BoxFuture<'static, Result<Option<Conversation>, StoreError>> {
+        let call = self.submit(take_over_statement(key));
         async move { loaded(call.await) }.boxed()
     }
 

@@ -510,6 +510,70 @@ mod database_tests {
         assert_eq!(journeys, [serde_json::json!(["v2", null])]);
     }
 
+    /// A funnel conversation stored before 0030 has no epoch: after it, the writes that do not
+    /// name one (the checkout's link to its account) still pass the field's type, it loads at
+    /// epoch 0, and its first take-over moves it to 1; a write at epoch 0 is then fenced.
+    #[tokio::test]
+    async fn a_conversation_stored_before_0030_is_at_epoch_0_until_taken_over() {
+        use helpnow_actors::funnel::ConversationKey;
+        use helpnow_actors::funnel::ports::ConversationChange;
+        use helpnow_actors::ports::StoreError;
+        use helpnow_actors::rules::FunnelKind;
+
+        let key = ConversationKey {
+            visitor_id: "v1".into(),
+            funnel: FunnelKind::Chat,
+        };
+        let id = key.conversation_id();
+        let db = migrated_before("0030_funnel_epoch").await;
+        run(
+            &db,
+            &format!(
+                "CREATE funnel_conversation:`{id}` CONTENT {{
+                     visitor: visitor:v1, funnel: 'chat', version: 3, flow: 'email',
+                     flow_version: 1, headline: 'Need Help?',
+                     created_at: time::now(), updated_at: time::now()
+                 }};
+                 CREATE funnel_message:['{id}', 0] CONTENT {{
+                     role: 'assistant', text: 'Hi', is_final: false, junk: false,
+                     source: 'greeting', at: time::now()
+                 }};"
+            ),
+        )
+        .await
+        .expect("a conversation of the older version");
+        apply(&db, MIGRATIONS).await.expect("0030 applies");
+
+        run(
+            &db,
+            &format!("UPDATE funnel_conversation:`{id}` SET user = user:u1 RETURN NONE;"),
+        )
+        .await
+        .expect("a write that names no epoch");
+        let loaded = crate::store::funnels::load_conversation(&db, &key)
+            .await
+            .expect("loads")
+            .expect("found");
+        assert_eq!((loaded.version, loaded.epoch), (3, 0));
+        let taken = crate::store::funnels::take_over_conversation(&db, &key)
+            .await
+            .expect("taken over")
+            .expect("found");
+        assert_eq!((taken.version, taken.epoch), (3, 1));
+        assert_eq!(taken.messages, loaded.messages);
+        let mut stale = loaded.clone();
+        stale.version = 4;
+        assert_eq!(
+            crate::store::funnels::save_conversation(
+                &db,
+                &stale,
+                ConversationChange::CheckoutChanged
+            )
+            .await,
+            Err(StoreError::Fenced)
+        );
+    }
+
     /// A memory database with the migrations before `name` applied (to store rows as they were
     /// before it).
     async fn migrated_before(name: &str) -> Db {

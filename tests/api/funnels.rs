@@ -8,7 +8,8 @@ use helpnow::auth::token;
 use helpnow::store::analytics::NewAnalyticsEvent;
 use helpnow::store::batch::{Batcher, Outcome, Statement, commit_together};
 use helpnow::store::funnels::{
-    help_record, load_conversation, load_statement, save_conversation, save_statement, visit,
+    help_record, load_conversation, load_statement, save_conversation, save_statement,
+    take_over_conversation, visit,
 };
 use helpnow_actors::funnel::ports::ConversationChange::{CheckoutChanged, MessageAdded, Started};
 use helpnow_actors::funnel::{Attribution, Conversation, ConversationKey, FunnelMessage, Speaker};
@@ -48,6 +49,7 @@ fn conversation(visitor: &str, version: u64) -> Conversation {
         id: key.conversation_id(),
         key,
         version,
+        epoch: 1,
         flow: helpnow_actors::rules::flows::FlowRef::published("email", 1),
         arm: None,
         headline: "Need Help? Get Instant Expert Assistance Now!".to_owned(),
@@ -813,4 +815,201 @@ async fn the_writer_groups_writes_that_arrive_together_and_answers_each_once_com
         transactions < 600,
         "writes that arrived together were committed together ({transactions} transactions)"
     );
+}
+
+/// `conversation` as its holder has it after taking it over at `epoch`.
+fn at_epoch(conversation: &Conversation, epoch: u64) -> Conversation {
+    Conversation {
+        epoch,
+        ..conversation.clone()
+    }
+}
+
+/// Issue 49: a holder paused (or cut off from Redis) past its claim, whose conversation another
+/// process took over, writes nothing: each kind of write made at its old epoch is refused as
+/// fenced, even where it would otherwise land, and the new holder's writes land.
+#[tokio::test]
+async fn a_write_at_an_epoch_that_was_taken_over_is_fenced_whatever_it_changes() {
+    let app = spawn_app().await;
+    let first = conversation("visitor-fence-0000000001", 1);
+    assert_eq!(first.epoch, 1, "a new conversation starts at epoch 1");
+    save_conversation(&app.db, &first, Started)
+        .await
+        .expect("created");
+    assert_eq!(load(&app, &first).await, first);
+
+    // Another process takes it over: the epoch moves on, in the store, and comes back with it.
+    let taken = take_over_conversation(&app.db, &first.key)
+        .await
+        .expect("taken over")
+        .expect("found");
+    assert_eq!(taken, at_epoch(&first, 2));
+    assert_eq!(
+        load(&app, &first).await,
+        taken,
+        "a plain read moves nothing"
+    );
+
+    // The stale holder's writes, each of which would land without the fence: a message in a
+    // free place, an auto-checkout change from the stored version, a start over from it.
+    let stale_message = with_message(&first, Speaker::User, "my email is broken");
+    assert_eq!(
+        save_conversation(&app.db, &stale_message, MessageAdded).await,
+        Err(StoreError::Fenced)
+    );
+    let mut stale_checkout = first.clone();
+    stale_checkout.version = 2;
+    stale_checkout.checkout_started_at = Some(Utc::now());
+    assert_eq!(
+        save_conversation(&app.db, &stale_checkout, CheckoutChanged).await,
+        Err(StoreError::Fenced)
+    );
+    let mut stale_restart = conversation("visitor-fence-0000000001", 2);
+    stale_restart.messages.truncate(1);
+    stale_restart.stage = 0;
+    stale_restart.junk_count = 0;
+    stale_restart.first_message_tracked = false;
+    assert_eq!(
+        save_conversation(&app.db, &stale_restart, Started).await,
+        Err(StoreError::Fenced)
+    );
+    assert_eq!(
+        load(&app, &first).await,
+        taken,
+        "nothing of them was written"
+    );
+
+    // The holder's writes land; one from a version it no longer has is still a conflict, and
+    // a stale write to a place the holder filled is fenced, not a conflict.
+    let asked = with_message(&taken, Speaker::User, "my email is broken");
+    save_conversation(&app.db, &asked, MessageAdded)
+        .await
+        .expect("the holder's message");
+    let mut opened = asked.clone();
+    opened.version = 2;
+    opened.checkout_started_at = Some(Utc::now());
+    save_conversation(&app.db, &opened, CheckoutChanged)
+        .await
+        .expect("the holder's checkout");
+    assert_eq!(
+        save_conversation(&app.db, &at_epoch(&stale_checkout, 2), CheckoutChanged).await,
+        Err(StoreError::Conflict)
+    );
+    assert_eq!(
+        save_conversation(&app.db, &stale_message, MessageAdded).await,
+        Err(StoreError::Fenced)
+    );
+    assert_eq!(load(&app, &first).await, opened);
+
+    // A start over at the holder's epoch lands (a returning visitor after the hour); the one
+    // before stays fenced out of the new conversation.
+    let mut restart = at_epoch(&stale_restart, 2);
+    restart.version = 3;
+    save_conversation(&app.db, &restart, Started)
+        .await
+        .expect("started over");
+    let late = with_message(
+        &with_message(&first, Speaker::User, "a"),
+        Speaker::Assistant,
+        "b",
+    );
+    assert_eq!(
+        save_conversation(&app.db, &late, MessageAdded).await,
+        Err(StoreError::Fenced),
+        "a stale message does not land in the new conversation"
+    );
+    assert_eq!(load(&app, &first).await, restart);
+
+    // A message for a conversation that is not there is fenced too; a take-over finds none.
+    let nowhere = conversation("visitor-fence-0000000002", 1);
+    assert_eq!(
+        save_conversation(
+            &app.db,
+            &with_message(&nowhere, Speaker::User, "hello"),
+            MessageAdded
+        )
+        .await,
+        Err(StoreError::Fenced)
+    );
+    assert_eq!(
+        take_over_conversation(&app.db, &nowhere.key).await,
+        Ok(None)
+    );
+    assert_eq!(stored_ids(&app).await.len(), 1);
+}
+
+/// The batch's messages stay one `INSERT`: among many conversations at once, only those written
+/// at an epoch that was taken over are refused, even beside their new holder's message in the
+/// same place, and every other write of the batch lands.
+#[tokio::test]
+async fn a_batch_of_messages_refuses_only_those_fenced() {
+    let app = spawn_app().await;
+    let conversations: Vec<Conversation> = (0..30)
+        .map(|n| conversation_for(&format!("visitor-fenced-batch-{n:08}")))
+        .collect();
+    let starts = conversations.iter().map(start_of).collect();
+    let started = commit_together(&app.db, starts).await;
+    assert!(
+        started.iter().all(|o| *o == Ok(Outcome::Done)),
+        "{started:?}"
+    );
+    // Every third conversation is taken over by another process.
+    let mut holders = Vec::new();
+    for conversation in conversations.iter().step_by(3) {
+        let taken = take_over_conversation(&app.db, &conversation.key)
+            .await
+            .expect("taken over")
+            .expect("found");
+        holders.push(taken);
+    }
+
+    // One message each from the process that started them (stale for every third), the new
+    // holders' messages in the same places, a new conversation and an event.
+    let mut writes: Vec<Statement> = conversations
+        .iter()
+        .map(|c| {
+            save_statement(
+                &with_message(c, Speaker::User, "from the first"),
+                MessageAdded,
+            )
+            .expect("a write")
+        })
+        .collect();
+    for holder in &holders {
+        writes.push(
+            save_statement(
+                &with_message(holder, Speaker::User, "from the holder"),
+                MessageAdded,
+            )
+            .expect("a write"),
+        );
+    }
+    let fresh = conversation_for("visitor-fenced-batch-new");
+    writes.push(start_of(&fresh));
+    writes.push(first_message_event("visitor-fenced-batch-new"));
+    let outcomes = commit_together(&app.db, writes).await;
+
+    let expected: Vec<Result<Outcome, _>> = (0..conversations.len())
+        .map(|n| {
+            if n % 3 == 0 {
+                Ok(Outcome::Fenced)
+            } else {
+                Ok(Outcome::Done)
+            }
+        })
+        .chain(holders.iter().map(|_| Ok(Outcome::Done)))
+        .chain([Ok(Outcome::Done), Ok(Outcome::Done)])
+        .collect();
+    assert_eq!(outcomes, expected);
+    for (n, conversation) in conversations.iter().enumerate() {
+        let loaded = load(&app, conversation).await;
+        let text = &loaded.messages.last().expect("messages").text;
+        let writer = if n % 3 == 0 {
+            "from the holder"
+        } else {
+            "from the first"
+        };
+        assert_eq!((loaded.messages.len(), text.as_str()), (4, writer), "{n}");
+    }
+    assert_eq!(load(&app, &fresh).await, fresh);
 }

@@ -136,6 +136,8 @@ impl FunnelActor {
             id: key.conversation_id(),
             key: key.clone(),
             version: 1,
+            // A new conversation's first holder is the one that creates it.
+            epoch: 1,
             headline: funnel_headline(key.funnel, keyword),
             flow,
             arm,
@@ -207,7 +209,8 @@ impl FunnelActor {
 
     /// Saves `change` of `next` (its version already bumped where the change needs it) and
     /// makes it the live state, then runs `then`. A lost race with another process reloads the
-    /// conversation for everyone.
+    /// conversation for everyone; a save refused because another actor took the conversation
+    /// over hands it over ([`Self::fenced`]) before `then` runs.
     fn save_then(
         &mut self,
         next: Conversation,
@@ -222,6 +225,7 @@ impl FunnelActor {
             match &result {
                 Ok(()) => act.conversation = Some(next),
                 Err(StoreError::Conflict) => act.reload(ctx),
+                Err(StoreError::Fenced) => act.fenced(ctx),
                 Err(StoreError::Failed(error)) => {
                     tracing::warn!(conversation = %next.id, %error, "a funnel conversation could not be saved");
                 }
@@ -232,9 +236,19 @@ impl FunnelActor {
     }
 
     /// Another process changed the conversation: take the stored one and show it to everyone.
+    /// A plain read, which fences no one: found at another epoch than this actor's, the
+    /// conversation was taken over, and this actor hands it over instead.
     fn reload(&mut self, ctx: &mut Context<Self>) {
         let load = self.deps.store.load(&self.key);
         ctx.wait(load.into_actor(self).map(|loaded, act, ctx| match loaded {
+            Ok(Some(conversation))
+                if act
+                    .conversation
+                    .as_ref()
+                    .is_some_and(|ours| ours.epoch != conversation.epoch) =>
+            {
+                act.fenced(ctx);
+            }
             Ok(Some(conversation)) => {
                 // Started over by another process, perhaps on another flow version.
                 if act.conversation.as_ref().is_none_or(|c| c.flow != conversation.flow) {
@@ -561,6 +575,8 @@ impl FunnelActor {
             }
             // `save_then` reloaded the conversation, which resumes the reply if still owed.
             Err(StoreError::Conflict) => {}
+            // Another actor holds the conversation now: it writes the reply still owed.
+            Err(StoreError::Fenced) => {}
             Err(StoreError::Failed(_)) if attempt < REPLY_SAVE_ATTEMPTS => {
                 ctx.run_later(Duration::from_secs(1), move |act, ctx| {
                     act.save_reply(retry, attempt + 1, ctx);
@@ -646,6 +662,21 @@ impl FunnelActor {
             self.deliver_checkout(&url);
             return;
         }
+        self.save_checkout_intent(client_address, false, ctx);
+    }
+
+    /// A checkout is a record of its own and a session at the payment provider, which the
+    /// conversation's fence does not reach. So the conversation first saves that a checkout
+    /// opens (`checkout_started_at`, no deadline any more, a new version), and the checkout is
+    /// opened only once that save landed at this actor's epoch: a holder that another actor has
+    /// taken over opens nothing, and a reload (here or on another process) never fires the
+    /// auto-checkout again. `retried`: after a conflict, once.
+    fn save_checkout_intent(
+        &mut self,
+        client_address: Option<std::net::IpAddr>,
+        retried: bool,
+        ctx: &mut Context<Self>,
+    ) {
         let Some(conversation) = &self.conversation else {
             return;
         };
@@ -664,6 +695,65 @@ impl FunnelActor {
                 .map(|m| m.at);
             (step, final_at)
         });
+        let now = self.deps.clock.now();
+        let mut next = conversation.clone();
+        next.checkout_deadline = None;
+        next.checkout_started_at = Some(now);
+        next.version += 1;
+        next.updated_at = now;
+        let change = ConversationChange::CheckoutChanged;
+        self.save_then(next, change, ctx, move |act, result, ctx| match result {
+            Ok(()) => act.start_checkout(first, client_address, ctx),
+            // Handed over (`save_then`): the clients connect again, to the holder, and nothing
+            // opens here.
+            Err(StoreError::Fenced) => act.checkout_in_flight = false,
+            // This actor's own save of the conversation (a deadline moved as a visitor came
+            // back) landed first. The reload re-arms the auto-checkout if it is still due; a
+            // button press is tried again once on the reloaded conversation.
+            Err(StoreError::Conflict) => {
+                act.auto_checkout_pending = false;
+                if act.checkout_waiters.is_empty() {
+                    act.checkout_in_flight = false;
+                } else if retried {
+                    act.checkout_in_flight = false;
+                    act.deliver_checkout(CHECKOUT_FALLBACK_URL);
+                } else {
+                    // Scheduled now, it runs once the reload (`ctx.wait`) is done.
+                    ctx.run_later(Duration::ZERO, move |act, ctx| {
+                        if act.conversation.as_ref().is_some_and(|c| c.is_final) {
+                            act.save_checkout_intent(client_address, true, ctx);
+                        } else {
+                            act.checkout_in_flight = false;
+                            for waiter in act.checkout_waiters.drain(..) {
+                                waiter.send(CheckoutAck::NotReady);
+                            }
+                        }
+                    });
+                }
+            }
+            // Not saved, so not opened: the visitor gets the fallback, as when the payment
+            // provider fails.
+            Err(StoreError::Failed(_)) => {
+                act.checkout_in_flight = false;
+                act.deliver_checkout(CHECKOUT_FALLBACK_URL);
+            }
+        });
+    }
+
+    /// Opens the checkout whose intent was saved, and gives its URL to the button presses
+    /// waiting and, for the auto-checkout, to every client. A checkout that could not be opened
+    /// leaves its intent saved (the auto-checkout fired, and fires no more) and gives the
+    /// fallback.
+    fn start_checkout(
+        &mut self,
+        first: Option<(FlowStep, Option<chrono::DateTime<chrono::Utc>>)>,
+        client_address: Option<std::net::IpAddr>,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(conversation) = &self.conversation else {
+            self.checkout_in_flight = false;
+            return;
+        };
         let request = FunnelCheckoutRequest {
             conversation_id: conversation.id.clone(),
             visitor_id: self.key.visitor_id.clone(),
@@ -677,7 +767,6 @@ impl FunnelActor {
         let start = self.deps.checkout.start(request);
         ctx.spawn(start.into_actor(self).map(move |result, act, ctx| {
             act.checkout_in_flight = false;
-            // Its mark is saved below; the drain waits for that save.
             let url = match result {
                 Ok(url) => {
                     act.track(ConversationEvent::CheckoutInitiated);
@@ -693,7 +782,6 @@ impl FunnelActor {
                 }
             };
             act.deliver_checkout(&url);
-            act.mark_checkout_started(ctx);
             act.stop_if_drained(ctx);
         }));
     }
@@ -706,20 +794,6 @@ impl FunnelActor {
         if std::mem::take(&mut self.auto_checkout_pending) {
             self.broadcast("checkout", &json!({ "url": url }));
         }
-    }
-
-    /// The auto-checkout has fired: a reload must not fire it again.
-    fn mark_checkout_started(&mut self, ctx: &mut Context<Self>) {
-        let Some(conversation) = &self.conversation else {
-            return;
-        };
-        let now = self.deps.clock.now();
-        let mut next = conversation.clone();
-        next.checkout_deadline = None;
-        next.checkout_started_at = Some(now);
-        next.version += 1;
-        next.updated_at = now;
-        self.save_then(next, ConversationChange::CheckoutChanged, ctx, |_, _, _| {});
     }
 
     fn on_left(&mut self, client_id: &str, ctx: &mut Context<Self>) {
@@ -749,12 +823,28 @@ impl FunnelActor {
         });
     }
 
-    /// Another process holds the conversation now: its clients connect again (and are served
-    /// there), and this actor stops without saving anything more. What it had stored stays;
-    /// a reply it owed is written by the holder.
+    /// Another process holds the conversation's claim now: this actor hands the conversation
+    /// over, leaving that claim alone.
     fn give_up(&mut self, holder: &str, ctx: &mut Context<Self>) {
         tracing::warn!(visitor = %self.key.visitor_id, holder, "a funnel conversation is held by another process now; handing it over");
         self.claimed = false;
+        self.hand_over(ctx);
+    }
+
+    /// The store refused a save, or a reload found the conversation at another epoch: another
+    /// actor took the conversation over since this one loaded it (this process was paused, or
+    /// cut off from the claims, past its claim). This one hands it over; its claim, if it still
+    /// has it, is released as it stops (only its own: the release checks).
+    fn fenced(&mut self, ctx: &mut Context<Self>) {
+        tracing::warn!(visitor = %self.key.visitor_id, "a funnel conversation was taken over by another holder while this one served it; handing it over");
+        self.deps.telemetry.fenced(ACTOR_KIND);
+        self.hand_over(ctx);
+    }
+
+    /// Its clients connect again (and are served by the holder), and this actor stops without
+    /// saving anything more. What it had stored stays; a reply it owed is written by the
+    /// holder.
+    fn hand_over(&mut self, ctx: &mut Context<Self>) {
         for client in self.clients.drain(..) {
             client.reconnect();
         }
@@ -964,7 +1054,7 @@ fn tally_step(deps: &Deps, conversation: &Conversation, step: FlowStep, after: O
 ///
 /// Most first joins are a new visitor's, so the start is tried before any read: one store call.
 /// A visitor who already has a conversation in this funnel makes it a conflict with nothing
-/// written, and theirs is read.
+/// written, and theirs is taken over (read at a new epoch).
 async fn load_or_start(
     deps: &Deps,
     key: &ConversationKey,
@@ -981,16 +1071,19 @@ async fn load_or_start(
         Err(error) => return Err(error),
     }
     let lifetime = chrono_duration(deps.settings.conversation_lifetime);
-    match deps.store.load(key).await? {
+    // This actor is the conversation's new holder: it loads it as one, which fences whoever
+    // held it before.
+    match deps.store.take_over(key).await? {
         Some(conversation) if deps.clock.now() - conversation.updated_at < lifetime => {
             let script = script_of(deps, &conversation).await?;
             return Ok((conversation, script));
         }
         // The spec keeps funnel data for an hour: a visitor back later (perhaps from
-        // another ad) starts over, in the same record.
+        // another ad) starts over, in the same record, at the epoch just taken.
         Some(expired) => {
             fresh.id = expired.id;
             fresh.version = expired.version + 1;
+            fresh.epoch = expired.epoch;
         }
         // None stored after all (erased since the start was refused, or the refusal was a
         // conflict with another writer that outlasted the store's retries): a new one.
@@ -1001,11 +1094,12 @@ async fn load_or_start(
             tally_step(deps, &fresh, FlowStep::Joined, None);
             Ok((fresh, script))
         }
-        // Another process started it at the same moment: take theirs.
-        Err(StoreError::Conflict) => {
+        // Another process started it, or took it over, at the same moment: take theirs, as
+        // its holder (two holders at one epoch would not fence each other).
+        Err(StoreError::Conflict | StoreError::Fenced) => {
             let conversation = deps
                 .store
-                .load(key)
+                .take_over(key)
                 .await?
                 .ok_or_else(|| StoreError::Failed("the conversation vanished".into()))?;
             let script = script_of(deps, &conversation).await?;

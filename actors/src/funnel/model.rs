@@ -82,6 +82,13 @@ pub struct Conversation {
     /// are numbered by their place instead); a save that finds another version, or a message
     /// already in its place, lost a race with another process.
     pub version: u64,
+    /// The fencing token of the actor that holds the conversation (issue 49): the store adds one
+    /// whenever an actor takes the conversation over (the first join of a new holder loads it so,
+    /// `FunnelStore::take_over`) and refuses every write made at another (`StoreError::Fenced`).
+    /// A holder that was paused, or cut off from the claims, past its claim writes nothing once
+    /// another has taken over. Never shown to clients.
+    #[serde(default)]
+    pub epoch: u64,
     /// The flow and version chosen at the start (see `rules::flows`): the conversation follows
     /// it to the end, whatever is published meanwhile.
     pub flow: FlowRef,

@@ -47,9 +47,19 @@ pub trait FunnelStore: Send + Sync + 'static {
         key: &super::ConversationKey,
     ) -> BoxFuture<'static, Result<Option<super::Conversation>, StoreError>>;
 
-    /// Stores what `change` says changed in `conversation`, or answers `StoreError::Conflict`
-    /// when the stored conversation is not the one the change was made from (another process
-    /// changed it first); then nothing is written.
+    /// Reads the conversation for a new holder (the first join of an actor): in the same
+    /// transaction the stored epoch moves on by one, and the conversation comes back at the new
+    /// one, so the actor that held it before (paused, or cut off from the claims, it may still
+    /// believe it does) has every later write refused. None when there is none.
+    fn take_over(
+        &self,
+        key: &super::ConversationKey,
+    ) -> BoxFuture<'static, Result<Option<super::Conversation>, StoreError>>;
+
+    /// Stores what `change` says changed in `conversation`, or answers `StoreError::Fenced`
+    /// when the stored conversation is at another epoch (another actor took it over since this
+    /// one loaded it), else `StoreError::Conflict` when it is not the one the change was made
+    /// from (changed first by another writer); then nothing is written.
     fn save(
         &self,
         conversation: &super::Conversation,
@@ -59,12 +69,14 @@ pub trait FunnelStore: Send + Sync + 'static {
 
 /// What a save of a funnel conversation writes. The actor knows what it changed, so the store
 /// writes only that: a new message is one small record, not the whole conversation again.
+/// Every change but a new conversation's start is fenced: it lands only while the stored
+/// conversation is at the writer's epoch (`StoreError::Fenced` otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConversationChange {
-    /// The conversation starts with its greeting: at version 1 a new one (a conflict if the
-    /// visitor already has one in this funnel), at a later version one that starts over in the
-    /// record of an expired one (a conflict unless that is stored at the version before), its
-    /// earlier messages gone.
+    /// The conversation starts with its greeting: at version 1 a new one, at epoch 1 (a
+    /// conflict if the visitor already has one in this funnel), at a later version one that
+    /// starts over in the record of an expired one, at the epoch its take-over gave (a conflict
+    /// unless that is stored at the version before), its earlier messages gone.
     Started,
     /// Its last message is new: a visitor's message, or a reply with what a reply changes (the
     /// stage, the end, the auto-checkout's deadline). A conflict if a message is already stored

@@ -1,7 +1,7 @@
 //! The funnel actor with in-memory ports and paused time: every timer (typing delay,
 //! auto-checkout, idle stop) is measured on tokio's clock, never by sleeping.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -58,6 +58,19 @@ impl super::ports::FunnelStore for MemoryStore {
         async move { Ok(found) }.boxed()
     }
 
+    /// As the server's store: the stored epoch moves on, and the conversation comes back at it.
+    fn take_over(
+        &self,
+        key: &ConversationKey,
+    ) -> BoxFuture<'static, Result<Option<Conversation>, StoreError>> {
+        let mut rows = self.rows.lock().expect("lock");
+        let found = rows.get_mut(key).map(|stored| {
+            stored.epoch += 1;
+            rebuilt_from_messages(stored)
+        });
+        async move { Ok(found) }.boxed()
+    }
+
     fn save(
         &self,
         conversation: &Conversation,
@@ -71,6 +84,12 @@ impl super::ports::FunnelStore for MemoryStore {
         let mut rows = self.rows.lock().expect("lock");
         let stored = rows.get(&conversation.key);
         let stored_version = stored.map_or(0, |c| c.version);
+        // The fence, as the server's store has it: every write but a new conversation's lands
+        // only at the stored epoch, whatever else it finds.
+        let creates = change == ConversationChange::Started && conversation.version == 1;
+        if !creates && stored.is_none_or(|stored| stored.epoch != conversation.epoch) {
+            return async { Err(StoreError::Fenced) }.boxed();
+        }
         let made_from_stored = match change {
             ConversationChange::Started | ConversationChange::CheckoutChanged => {
                 stored_version + 1 == conversation.version
@@ -169,6 +188,9 @@ impl super::ports::FunnelCheckout for FakeCheckout {
 struct SharedClaims {
     /// The process and actor holding each conversation.
     holders: Mutex<HashMap<String, (String, u64)>>,
+    /// Processes cut off from the claims (from Redis): each of their claims is answered `Here`
+    /// and changes nothing, as the server's claims answer on an error or a time-out.
+    cut_off: Mutex<HashSet<String>>,
 }
 
 impl SharedClaims {
@@ -186,6 +208,10 @@ impl SharedClaims {
             .expect("lock")
             .insert(conversation_id.into(), (process.into(), 0));
     }
+
+    fn cut_off(&self, process: &str) {
+        self.cut_off.lock().expect("lock").insert(process.into());
+    }
 }
 
 /// One process's view of the shared claims.
@@ -196,6 +222,15 @@ struct ProcessClaims {
 
 impl super::ports::FunnelClaims for ProcessClaims {
     fn claim(&self, conversation_id: &str, actor: u64) -> BoxFuture<'static, super::ports::Holder> {
+        if self
+            .shared
+            .cut_off
+            .lock()
+            .expect("lock")
+            .contains(&self.process)
+        {
+            return futures_util::future::ready(super::ports::Holder::Here).boxed();
+        }
         let mut holders = self.shared.holders.lock().expect("lock");
         let answer = match holders.get(conversation_id) {
             Some((process, _)) if *process != self.process => {
@@ -1011,6 +1046,123 @@ async fn an_actor_whose_claim_was_taken_hands_the_conversation_over() {
         Some("p2"),
         "the other process's claim is left alone"
     );
+}
+
+/// Process p1 is cut off from the claims (Redis; or paused past its claim): it goes on serving
+/// its tab, while its sign of life lapsed and p2 took the conversation over through another tab
+/// (issue 49). Returns p2, whose tab has left again.
+async fn taken_over_behind_the_holders_back(harness: &Harness) -> Harness {
+    let id = Harness::key(FunnelKind::Chat).conversation_id();
+    harness.claims.cut_off("p1");
+    harness.claims.set_holder(&id, "p2");
+    let other = harness.another_process();
+    let mut other_tab = other.connect(FunnelKind::Chat, "b").await;
+    other_tab.next_named("conversation").await;
+    other_tab.leave();
+    tokio::task::yield_now().await;
+    assert_eq!(harness.registry.live_count(), 1, "p1 still serves its tab");
+    other
+}
+
+/// The auto-checkout of a holder that was taken over (issue 49): it comes due on p1, which still
+/// believes it holds the conversation. Its intent to open a checkout is refused at the store's
+/// fence, so it opens none and counts none, and its tab is sent to the holder; there the
+/// checkout opens once.
+#[actix::test]
+async fn a_holder_taken_over_opens_no_checkout_and_hands_the_conversation_over() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    client.reach_final().await;
+    client.next_named("countdown").await;
+    let other = taken_over_behind_the_holders_back(&harness).await;
+
+    // The deadline passes.
+    tokio::time::sleep(Duration::from_secs(16)).await;
+    assert_eq!(
+        harness.checkout.requests.lock().expect("lock").len(),
+        0,
+        "the stale holder opened a checkout"
+    );
+    assert_eq!(client.next_named("(reconnect)").await, Value::Null);
+    assert_eq!(harness.telemetry.count("fenced", "funnel"), 1);
+    tokio::task::yield_now().await;
+    assert_eq!(harness.registry.live_count(), 0, "the stale actor stopped");
+    assert!(
+        !harness
+            .analytics
+            .names()
+            .iter()
+            .any(|name| name.contains("checkout")),
+        "{:?}",
+        harness.analytics.names()
+    );
+    assert!(
+        harness
+            .tally
+            .steps()
+            .iter()
+            .all(|step| step.step != FlowStep::CheckoutAuto)
+    );
+    let stored = harness
+        .store
+        .get(&Harness::key(FunnelKind::Chat))
+        .expect("stored");
+    assert_eq!(stored.epoch, 2, "created at 1, taken over once");
+    assert_eq!(stored.checkout_started_at, None, "no checkout opened yet");
+
+    // The tab connects again and is served by the holder, which opens the one checkout 15 s
+    // later (the deadline passed while none of its tabs was connected).
+    let mut back = other.connect(FunnelKind::Chat, "a").await;
+    back.next_named("conversation").await;
+    back.next_named("checkout").await;
+    assert_eq!(other.checkout.requests.lock().expect("lock").len(), 1);
+    assert_eq!(harness.checkout.requests.lock().expect("lock").len(), 0);
+    let auto: Vec<FlowStep> = other
+        .tally
+        .steps()
+        .iter()
+        .map(|step| step.step)
+        .filter(|step| *step == FlowStep::CheckoutAuto)
+        .collect();
+    assert_eq!(auto, [FlowStep::CheckoutAuto]);
+}
+
+/// A message sent through a holder that was taken over (issue 49) is refused at the store's
+/// fence: nothing is stored, acknowledged or counted, and the tab is sent to the holder, where
+/// the same message is stored.
+#[actix::test]
+async fn a_holder_taken_over_stores_no_message_and_hands_the_conversation_over() {
+    let harness = Harness::new();
+    let mut client = harness.connect(FunnelKind::Chat, "a").await;
+    client.next_named("conversation").await;
+    let other = taken_over_behind_the_holders_back(&harness).await;
+
+    assert_eq!(
+        client.send("my printer is offline").await,
+        SendAck::Refused(Refusal::Unavailable)
+    );
+    assert_eq!(client.next_named("(reconnect)").await, Value::Null);
+    let key = Harness::key(FunnelKind::Chat);
+    assert_eq!(
+        harness.store.get(&key).expect("stored").messages.len(),
+        1,
+        "only the greeting"
+    );
+    assert_eq!(harness.telemetry.count("stored", "funnel"), 0);
+    assert_eq!(harness.telemetry.count("fenced", "funnel"), 1);
+    assert!(harness.analytics.names().is_empty());
+    assert!(
+        harness
+            .tally
+            .steps()
+            .iter()
+            .all(|step| step.step == FlowStep::Joined)
+    );
+
+    let back = other.connect(FunnelKind::Chat, "a").await;
+    assert_eq!(back.send("my printer is offline").await, SendAck::Stored);
+    assert_eq!(harness.store.get(&key).expect("stored").messages.len(), 2);
 }
 
 /// Why a tab of the chat funnel's visitor is not served through `registry` (this process's or
