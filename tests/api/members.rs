@@ -651,20 +651,7 @@ async fn appends_of_one_batch_go_together_and_each_gets_what_it_would_alone() {
     let app = spawn_app().await;
     let (_, user) = member(&app, "together@example.com").await;
     let (_, other) = member(&app, "together-other@example.com").await;
-    let mut mine = Vec::new();
-    for n in 0..4 {
-        let chat = chats::start_chat(
-            &app.db,
-            &user,
-            "Mine",
-            "Hello!",
-            &id(&format!("start{n}")),
-            "m0",
-        )
-        .await
-        .expect("chat");
-        mine.push(ChatId::parse(&chat.id).expect("id"));
-    }
+    let mine = four_chats(&app, &user, "start").await;
     let theirs = chats::start_chat(&app.db, &other, "Theirs", "Hello!", &id("their1"), "t0")
         .await
         .expect("chat");
@@ -917,6 +904,25 @@ async fn an_append_expecting_a_revision_the_chat_has_left_writes_nothing() {
     ));
 }
 
+/// Four chats of `user`, each started with a message of ids `{prefix}0..3`.
+async fn four_chats(app: &TestApp, user: &str, prefix: &str) -> Vec<ChatId> {
+    let mut mine = Vec::new();
+    for n in 0..4 {
+        let chat = chats::start_chat(
+            &app.db,
+            user,
+            "Mine",
+            "Hello!",
+            &id(&format!("{prefix}{n}")),
+            "m0",
+        )
+        .await
+        .expect("chat");
+        mine.push(ChatId::parse(&chat.id).expect("id"));
+    }
+    mine
+}
+
 /// The appends of a batch that go together ([`chats::APPEND_ALL`]) are checked each against its
 /// own chat's revision: one that expected a revision its chat has left is answered "moved" and
 /// writes nothing, while the others of the batch are written; a retry of a landed id is answered
@@ -925,20 +931,7 @@ async fn an_append_expecting_a_revision_the_chat_has_left_writes_nothing() {
 async fn appends_of_one_batch_are_each_refused_for_their_own_chats_revision() {
     let app = spawn_app().await;
     let (_, user) = member(&app, "revision-batch@example.com").await;
-    let mut mine = Vec::new();
-    for n in 0..4 {
-        let chat = chats::start_chat(
-            &app.db,
-            &user,
-            "Mine",
-            "Hello!",
-            &id(&format!("begin{n}")),
-            "m0",
-        )
-        .await
-        .expect("chat");
-        mine.push(ChatId::parse(&chat.id).expect("id"));
-    }
+    let mine = four_chats(&app, &user, "begin").await;
     // Chats 1 and 3 have moved on by one message.
     for (chat, message) in [(&mine[1], "moved1"), (&mine[3], "landed3")] {
         chats::append_message_as(

@@ -74,6 +74,25 @@ pub enum Entry {
     SignOut { member: String, done: bool },
 }
 
+impl Entry {
+    /// The acknowledgement `ack` of send `op`, as the history keeps it (a member's carries the
+    /// chat's and the message's ids; a visitor's has neither).
+    fn ack(op: u64, ack: &Value) -> Self {
+        let text = |key: &str| ack.get(key).and_then(Value::as_str).map(str::to_owned);
+        Entry::Ack {
+            op,
+            ok: ack.get("ok") == Some(&Value::Bool(true)),
+            code: text("code"),
+            chat: text("chatId"),
+            message: text("messageId"),
+        }
+    }
+
+    fn is_ok(&self) -> bool {
+        matches!(self, Entry::Ack { ok: true, .. })
+    }
+}
+
 /// The history file, shared by every client: each line goes out in one write.
 pub struct History {
     file: Mutex<std::io::BufWriter<std::fs::File>>,
@@ -483,17 +502,9 @@ async fn converse(
                 return Ok(Ended::Again("send unanswered".into()));
             };
             if let Some(ack) = ack_of(&packet, op) {
-                let ok = ack.get("ok") == Some(&Value::Bool(true));
-                ctx.history.record(
-                    name,
-                    Entry::Ack {
-                        op,
-                        ok,
-                        code: ack.get("code").and_then(Value::as_str).map(str::to_owned),
-                        chat: None,
-                        message: None,
-                    },
-                );
+                let entry = Entry::ack(op, ack);
+                let ok = entry.is_ok();
+                ctx.history.record(name, entry);
                 if ok {
                     page.messages.push(("user".into(), (*text).to_owned()));
                 }
@@ -623,22 +634,10 @@ async fn chat(
                 return Ok("send unanswered".into());
             };
             if let Some(ack) = ack_of(&packet, op) {
-                let ok = ack.get("ok") == Some(&Value::Bool(true));
+                let entry = Entry::ack(op, ack);
+                let ok = entry.is_ok();
                 let chat = ack.get("chatId").and_then(Value::as_str).map(str::to_owned);
-                let message = ack
-                    .get("messageId")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                ctx.history.record(
-                    name,
-                    Entry::Ack {
-                        op,
-                        ok,
-                        code: ack.get("code").and_then(Value::as_str).map(str::to_owned),
-                        chat: chat.clone(),
-                        message,
-                    },
-                );
+                ctx.history.record(name, entry);
                 if ok && let (Some(chat), Ok(mut shared)) = (chat, member.chat.lock()) {
                     shared.get_or_insert(chat);
                 }
